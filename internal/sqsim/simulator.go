@@ -1,0 +1,163 @@
+package sqsim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Options configure a Simulator. Every field is optional.
+type Options struct {
+	// Region appears in queue ARNs. Default "us-east-1".
+	Region string
+	// AccountID appears in queue URLs and ARNs. Default "000000000000".
+	AccountID string
+	// Clock is the source of time. Default the real clock.
+	Clock Clock
+	// Logger receives one debug record per request and the recovered
+	// panics. Default discard.
+	Logger *slog.Logger
+	// Seed makes fault injection and generated ids deterministic.
+	Seed int64
+	// MaxRealWait bounds a long poll in real time when Clock is not the
+	// real clock. Default one second.
+	MaxRealWait time.Duration
+}
+
+// Simulator is an in-memory SQS and CloudWatch endpoint. It is safe for
+// concurrent use. Create it with New and serve it with an http.Server or
+// httptest.NewServer.
+type Simulator struct {
+	region      string
+	accountID   string
+	clock       Clock
+	realTime    bool
+	log         *slog.Logger
+	maxRealWait time.Duration
+
+	// mu guards everything below it up to stats.
+	mu        sync.Mutex
+	queues    map[string]*queue    // by name
+	deletedAt map[string]time.Time // recently deleted queue names
+	tasks     map[string]*moveTask // by task handle
+	alarms    map[string]*alarm    // by alarm name
+	ids       *rand.Rand           // message ids, receipt handles
+	nextID    uint64
+	// changed is closed, and replaced, whenever a message may have become
+	// receivable, so that waiting long polls look again.
+	changed chan struct{}
+	// ticked is closed, and replaced, by every call of Tick, so that long
+	// polls can see the clock pass their deadline.
+	ticked chan struct{}
+	// lastGaugeMinute is the last minute whose gauges were sampled.
+	lastGaugeMinute int64
+
+	stats stats
+}
+
+// New returns a Simulator configured by opts.
+func New(opts Options) *Simulator {
+	s := &Simulator{
+		region:      opts.Region,
+		accountID:   opts.AccountID,
+		clock:       opts.Clock,
+		log:         opts.Logger,
+		maxRealWait: opts.MaxRealWait,
+		queues:      make(map[string]*queue),
+		deletedAt:   make(map[string]time.Time),
+		tasks:       make(map[string]*moveTask),
+		alarms:      make(map[string]*alarm),
+		ids:         rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
+		changed:     make(chan struct{}),
+		ticked:      make(chan struct{}),
+	}
+	if s.region == "" {
+		s.region = "us-east-1"
+	}
+	if s.accountID == "" {
+		s.accountID = "000000000000"
+	}
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	_, s.realTime = s.clock.(realClock)
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxRealWait <= 0 {
+		s.maxRealWait = time.Second
+	}
+	s.stats.init(opts.Seed)
+	s.lastGaugeMinute = minuteOf(s.clock.Now()) - 1
+	return s
+}
+
+// Run calls Tick every 100 ms until ctx ends. Use it with the real clock so
+// that time-driven work happens between requests (visibility timeouts
+// waking long polls, move tasks progressing, metric minutes closing).
+func (s *Simulator) Run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Tick()
+		}
+	}
+}
+
+// Tick does all time-driven work up to Clock.Now(): messages whose delay or
+// visibility timeout ended become receivable (and waiting long polls look
+// again), expired messages are dropped, move tasks progress and the
+// per-minute gauges are sampled. Every request calls it first.
+func (s *Simulator) Tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	close(s.ticked)
+	s.ticked = make(chan struct{})
+}
+
+// tick is Tick with s.mu held.
+func (s *Simulator) tick() {
+	now := s.clock.Now()
+	wake := false
+	for _, q := range s.queues {
+		q.expire(now)
+		// Whether a message is receivable is computed from its visibleAt,
+		// so delays and visibility timeouts need no work here beyond waking
+		// the long polls that wait for them.
+		if q.wakeDue(now) {
+			wake = true
+		}
+	}
+	s.progressMoveTasks(now)
+	s.sampleGauges(now)
+	if wake {
+		s.notify()
+	}
+}
+
+// notify wakes every waiting long poll. Call with s.mu held.
+func (s *Simulator) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// newMessageID returns a fresh id in the UUID form SQS uses.
+func (s *Simulator) newMessageID() string {
+	hi, lo := s.ids.Uint64(), s.ids.Uint64()
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x",
+		hi>>32, (hi>>16)&0xffff, hi&0x0fff, 0x8000|(lo>>48)&0x3fff, lo&0xffffffffffff)
+}
+
+// queueARN returns the ARN of the queue called name in this account.
+func (s *Simulator) queueARN(name string) string {
+	return "arn:aws:sqs:" + s.region + ":" + s.accountID + ":" + name
+}

@@ -1,0 +1,262 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist. Callers branch on it with errors.Is.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrConflict is returned when a row would break a uniqueness rule (a token name taken, say).
+var ErrConflict = errors.New("store: conflict")
+
+// Queue is one watched SQS queue as the collector last saw it. Rows are never deleted: a queue
+// that disappears from ListQueues gets GoneAt set and keeps its history.
+type Queue struct {
+	ID        int64
+	Region    string
+	Name      string
+	URL       string
+	ARN       string
+	FIFO      bool
+	FirstSeen time.Time
+	LastSeen  time.Time
+	GoneAt    time.Time // zero while the queue exists
+
+	// Attributes is the latest GetQueueAttributes(All) answer, as AWS spelled it.
+	Attributes   map[string]string
+	AttributesAt time.Time // zero until the first attribute sample
+
+	// From the queue's own RedrivePolicy; empty and zero when it has no dead-letter queue.
+	DeadLetterTargetARN string
+	MaxReceiveCount     int
+
+	// SourceARNs are the queues whose RedrivePolicy names this queue, plus those that
+	// ListDeadLetterSourceQueues returned. A queue with sources is a dead-letter queue.
+	SourceARNs []string
+
+	// PeekEnabled records whether the collector samples this queue's messages.
+	PeekEnabled  bool
+	BackfilledAt time.Time // zero until the CloudWatch backfill ran
+}
+
+// IsDeadLetterQueue reports whether some queue uses q as its dead-letter queue.
+func (q Queue) IsDeadLetterQueue() bool { return len(q.SourceARNs) > 0 }
+
+// Gone reports whether the queue has disappeared from AWS.
+func (q Queue) Gone() bool { return !q.GoneAt.IsZero() }
+
+// AttributeSample is one GetQueueAttributes reading of a queue's depth. Resolution is 0 for a raw
+// sample, or the width in seconds of the bucket a roll-up summarises (values are then maxima).
+type AttributeSample struct {
+	QueueID    int64
+	At         time.Time
+	Visible    int64 // ApproximateNumberOfMessages
+	InFlight   int64 // ApproximateNumberOfMessagesNotVisible
+	Delayed    int64 // ApproximateNumberOfMessagesDelayed
+	Resolution int
+}
+
+// MetricPoint is one CloudWatch datapoint: the value of Metric (a CloudWatch metric name such as
+// NumberOfMessagesSent) over the Period seconds starting at At, with the statistic the collector
+// asks for that metric (Sum for counts, Maximum for gauges, Average for sizes).
+type MetricPoint struct {
+	QueueID int64
+	Metric  string
+	At      time.Time
+	Period  int
+	Value   float64
+}
+
+// SampleKind says why a queue's messages were sampled.
+type SampleKind string
+
+// Sample kinds.
+const (
+	SampleDeadLetter SampleKind = "dlq"    // a dead-letter queue, sampled by default
+	SampleSource     SampleKind = "source" // a source queue the operator opted in
+)
+
+// Sample is one peek pass over a queue: how many messages it saw against how many the queue held,
+// and how many receives it spent (the dashboard's own receive budget).
+type Sample struct {
+	ID            int64
+	QueueID       int64
+	Kind          SampleKind
+	At            time.Time
+	Seen          int   // distinct messages seen in this pass
+	ApproxVisible int64 // ApproximateNumberOfMessages read just before the pass
+	Receives      int   // ReceiveMessage calls this pass spent
+	MessagesTaken int   // messages received (each raised a receive count by one)
+	Capped        bool  // the pass stopped at the message cap
+	Error         string
+}
+
+// Coverage is Seen as a share of ApproxVisible, capped at 1. A pass over an empty queue covers it all.
+func (s Sample) Coverage() float64 {
+	if s.ApproxVisible <= 0 {
+		return 1
+	}
+	c := float64(s.Seen) / float64(s.ApproxVisible)
+	if c > 1 {
+		return 1
+	}
+	return c
+}
+
+// MessageAttribute is one SQS message attribute.
+type MessageAttribute struct {
+	Name     string `json:"name"`
+	DataType string `json:"dataType"`
+	Value    string `json:"value"` // binary values base64-encoded
+}
+
+// SampledMessage is one message seen by a Sample. ReceiveCount excludes the dashboard's own receive.
+type SampledMessage struct {
+	ID                  int64 // row id, for cursor pagination
+	SampleID            int64
+	QueueID             int64
+	MessageID           string
+	GroupID             string
+	DeduplicationID     string
+	SequenceNumber      string
+	ReceiveCount        int
+	SentAt              time.Time
+	FirstReceivedAt     time.Time
+	DeadLetterSourceARN string
+	Attributes          []MessageAttribute
+	Body                string // at most the collector's body cap
+	BodySize            int    // the full body's size in bytes
+	BodyTruncated       bool
+	ToolName            string // parsed from a JSON body; empty when absent
+	ToolCallID          string
+	SessionID           string
+	NearMaxReceive      bool // ReceiveCount >= maxReceiveCount-1 on a source queue
+}
+
+// GroupBacklog is what one Sample saw of one FIFO message group.
+type GroupBacklog struct {
+	SampleID         int64
+	QueueID          int64
+	GroupID          string
+	Messages         int
+	OldestSentAt     time.Time
+	HeadMessageID    string
+	HeadReceiveCount int
+	Blocked          bool // the head keeps failing (its receive count is high) while messages wait behind it
+}
+
+// Move task statuses, as SQS reports them.
+const (
+	MoveTaskRunning    = "RUNNING"
+	MoveTaskCompleted  = "COMPLETED"
+	MoveTaskCancelling = "CANCELLING"
+	MoveTaskCancelled  = "CANCELLED"
+	MoveTaskFailed     = "FAILED"
+)
+
+// MoveTask is one StartMessageMoveTask of a dead-letter queue. A task is identified by its source
+// ARN and start time, since SQS only reports the TaskHandle while the task runs.
+type MoveTask struct {
+	ID             int64
+	QueueID        int64 // the dead-letter queue
+	TaskHandle     string
+	Status         string
+	SourceARN      string
+	DestinationARN string // empty: each message returns to its original source
+	MaxPerSecond   int    // 0: SQS chooses
+	Moved          int64
+	ToMove         int64
+	FailureReason  string
+	StartedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Running reports whether the task is still moving messages.
+func (t MoveTask) Running() bool {
+	return t.Status == MoveTaskRunning || t.Status == MoveTaskCancelling
+}
+
+// Collector run kinds: each loop of the collector records its own runs.
+const (
+	RunDiscovery  = "discovery"
+	RunAttributes = "attributes"
+	RunMetrics    = "metrics"
+	RunPeek       = "peek"
+	RunMoveTasks  = "movetasks"
+)
+
+// CollectorRun is one pass of one collector loop.
+type CollectorRun struct {
+	ID         int64
+	Kind       string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while running
+	Queues     int
+	Calls      int // AWS API calls made
+	Errors     int
+}
+
+// CollectorError is one failed AWS call, kept so that the pages can say why data is missing.
+type CollectorError struct {
+	ID        int64
+	RunID     int64
+	QueueID   int64 // zero when the error is not about one queue
+	Operation string
+	Code      string // the AWS error code, e.g. AccessDenied, or "transport"
+	Message   string
+	At        time.Time
+}
+
+// CostEstimate is the AWS list-price cost per day of the collector's running configuration.
+type CostEstimate struct {
+	At                  time.Time
+	SQSRequestsPerDay   float64
+	MetricsPerDay       float64 // metrics requested from GetMetricData per day
+	SQSUSDPerDay        float64
+	CloudWatchUSDPerDay float64
+	TotalUSDPerDay      float64
+}
+
+// Audit results.
+const (
+	AuditAccepted = "accepted"
+	AuditRefused  = "refused"
+	AuditFailed   = "failed"
+)
+
+// AuditEntry is one action, accepted or refused.
+type AuditEntry struct {
+	ID         int64
+	At         time.Time
+	Actor      string // token name or proxy user; "anonymous" with --auth none
+	ActorKind  string // "token", "proxy" or "none"
+	Role       string
+	Action     string // e.g. "redrive.start", "redrive.cancel", "token.create"
+	QueueName  string
+	QueueARN   string
+	Params     string // JSON object of the action's parameters
+	Result     string // AuditAccepted, AuditRefused or AuditFailed
+	Detail     string // the refusal or failure reason, or the task handle
+	RemoteAddr string
+}
+
+// Token is an API token. Only its SHA-256 hash is stored.
+type Token struct {
+	ID         int64
+	Name       string
+	Role       string
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+	RevokedAt  time.Time
+}
+
+// Retention says how long each kind of row is kept and when it is rolled up.
+type Retention struct {
+	RawFor       time.Duration // raw samples and 60-s datapoints; default 48h
+	RollupPeriod time.Duration // width of roll-up buckets; default 5m
+	RollupFor    time.Duration // roll-ups; default 30 days
+	SamplesFor   time.Duration // message samples other than each queue's newest; default 24h
+	RunsFor      time.Duration // collector runs and errors; default 7 days
+}

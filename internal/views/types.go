@@ -1,0 +1,290 @@
+package views
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a queue or message reference matches nothing.
+var ErrNotFound = errors.New("views: not found")
+
+// ErrAmbiguous is returned when a queue name matches queues in several regions; use the ARN.
+var ErrAmbiguous = errors.New("views: queue name is ambiguous, use its ARN")
+
+// Health statuses, worst last.
+const (
+	HealthOK       = "ok"
+	HealthWarning  = "warning"
+	HealthCritical = "critical"
+)
+
+// Health is a queue's status with the reasons for it. Reasons is never nil.
+type Health struct {
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons"`
+}
+
+// Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
+type Thresholds struct {
+	OldestAgeWarning  time.Duration // oldest message older than this: warning (default 5m)
+	OldestAgeCritical time.Duration // critical (default 30m)
+	DLQDepthCritical  int64         // a DLQ holding this many messages or more: critical (default 100); any message: warning
+	StaleAfter        time.Duration // data older than this is stale (default 3× the attribute interval, 45s... set by the wiring)
+	ErrorWindow       time.Duration // collector errors newer than this count against a queue (default 5m)
+}
+
+// Freshness says how old what a page shows is.
+type Freshness struct {
+	UpdatedAt  time.Time `json:"updatedAt"` // the last finished attribute cycle; zero before the first
+	AgeSeconds float64   `json:"ageSeconds"`
+	Stale      bool      `json:"stale"`
+}
+
+// QueueSummary is one row of the overview and of GET /api/v1/queues.
+type QueueSummary struct {
+	ID                      int64      `json:"-"`
+	Name                    string     `json:"name"`
+	ARN                     string     `json:"arn"`
+	URL                     string     `json:"url"`
+	Region                  string     `json:"region"`
+	FIFO                    bool       `json:"fifo"`
+	Visible                 int64      `json:"visible"`
+	InFlight                int64      `json:"inFlight"`
+	Delayed                 int64      `json:"delayed"`
+	OldestMessageAgeSeconds *float64   `json:"oldestMessageAgeSeconds"` // null until CloudWatch has a datapoint
+	MaxReceiveCount         *int       `json:"maxReceiveCount"`         // null without a redrive policy
+	DeadLetterQueue         *string    `json:"deadLetterQueue"`         // the DLQ's name, or null
+	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"`    // visible messages of the DLQ, when watched
+	IsDeadLetterQueue       bool       `json:"isDeadLetterQueue"`
+	SourceQueues            []string   `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
+	Health                  Health     `json:"health"`
+	SampledAt               *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
+	Gone                    bool       `json:"gone"`
+	RunningRedrive          bool       `json:"runningRedrive"`
+	// Sparkline is the visible depth over the last hour, oldest first, for the overview.
+	Sparkline []float64 `json:"-"`
+}
+
+// MetricValue is the newest datapoint of one CloudWatch metric.
+type MetricValue struct {
+	Value  float64   `json:"value"`
+	At     time.Time `json:"at"`
+	Period int       `json:"period"`
+}
+
+// PeekStatus tells whether and how the dashboard samples a queue, and what it has spent.
+type PeekStatus struct {
+	Enabled          bool       `json:"enabled"`
+	Kind             string     `json:"kind"` // "dlq", "source" or ""
+	LastSampleAt     *time.Time `json:"lastSampleAt"`
+	Seen             int        `json:"seen"`
+	ApproxVisible    int64      `json:"approxVisible"`
+	Coverage         float64    `json:"coverage"` // 0..1
+	ReceivesLastHour int        `json:"receivesLastHour"`
+	ReceivesLastDay  int        `json:"receivesLastDay"`
+	// MessagesTakenLastDay is how many receive counts the dashboard raised in 24 h.
+	MessagesTakenLastDay int `json:"messagesTakenLastDay"`
+}
+
+// CollectorErrorView is a recent collector error about a queue.
+type CollectorErrorView struct {
+	Operation string    `json:"operation"`
+	Code      string    `json:"code"`
+	Message   string    `json:"message"`
+	At        time.Time `json:"at"`
+}
+
+// QueueDetail is the queue page and GET /api/v1/queues/{queue}.
+type QueueDetail struct {
+	QueueSummary
+	Attributes   map[string]string      `json:"attributes"` // never nil
+	AttributesAt *time.Time             `json:"attributesAt"`
+	Metrics      map[string]MetricValue `json:"metrics"` // by CloudWatch metric name; never nil
+	Peek         PeekStatus             `json:"peek"`
+	Errors       []CollectorErrorView   `json:"errors"`  // never nil
+	Redrive      *Redrive               `json:"redrive"` // the newest move task of a DLQ, or null
+	Freshness    Freshness              `json:"freshness"`
+}
+
+// Point is one value of a time series.
+type Point struct {
+	At    time.Time `json:"at"`
+	Value float64   `json:"value"`
+}
+
+// Series is one metric of one queue over time. Name is a CloudWatch metric name; depth
+// metrics (ApproximateNumberOfMessagesVisible, ...NotVisible, ...Delayed) come from attribute
+// samples where those exist and from CloudWatch (backfill) before.
+type Series struct {
+	Queue  string    `json:"queue"`
+	Name   string    `json:"name"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
+	Points []Point   `json:"points"` // never nil
+}
+
+// Group is one FIFO message group's backlog in the newest sample.
+type Group struct {
+	GroupID          string    `json:"groupId"`
+	Messages         int       `json:"messages"`
+	OldestSentAt     time.Time `json:"oldestSentAt"`
+	OldestAgeSeconds float64   `json:"oldestAgeSeconds"`
+	HeadMessageID    string    `json:"headMessageId"`
+	HeadReceiveCount int       `json:"headReceiveCount"`
+	Blocked          bool      `json:"blocked"`
+}
+
+// Groups is GET /api/v1/queues/{queue}/groups.
+type Groups struct {
+	Queue         string     `json:"queue"`
+	SampledAt     *time.Time `json:"sampledAt"` // null before the first sample
+	Seen          int        `json:"seen"`
+	ApproxVisible int64      `json:"approxVisible"`
+	Coverage      float64    `json:"coverage"`
+	Groups        []Group    `json:"groups"` // never nil; oldest first
+}
+
+// Message is a sampled message.
+type Message struct {
+	Cursor              string             `json:"-"`
+	MessageID           string             `json:"messageId"`
+	GroupID             string             `json:"groupId,omitempty"`
+	DeduplicationID     string             `json:"deduplicationId,omitempty"`
+	SequenceNumber      string             `json:"sequenceNumber,omitempty"`
+	ReceiveCount        int                `json:"receiveCount"`
+	SentAt              *time.Time         `json:"sentAt"`
+	FirstReceivedAt     *time.Time         `json:"firstReceivedAt"`
+	AgeSeconds          float64            `json:"ageSeconds"`
+	DeadLetterSourceARN string             `json:"deadLetterSourceArn,omitempty"`
+	DeadLetterSource    string             `json:"deadLetterSource,omitempty"` // the source queue's name
+	ToolName            string             `json:"toolName,omitempty"`
+	ToolCallID          string             `json:"toolCallId,omitempty"`
+	SessionID           string             `json:"sessionId,omitempty"`
+	NearMaxReceive      bool               `json:"nearMaxReceive"`
+	Attributes          []MessageAttribute `json:"attributes"`  // never nil
+	BodyPreview         string             `json:"bodyPreview"` // the first 200 characters, one line
+	Body                string             `json:"body"`
+	BodySize            int                `json:"bodySize"`
+	BodyTruncated       bool               `json:"bodyTruncated"`
+	SampledAt           time.Time          `json:"sampledAt"`
+}
+
+// MessageAttribute is one SQS message attribute.
+type MessageAttribute struct {
+	Name     string `json:"name"`
+	DataType string `json:"dataType"`
+	Value    string `json:"value"`
+}
+
+// PrettyBody returns the body indented as JSON when it is JSON, else as it is.
+// (Implemented in messages.go.)
+
+// MessageQuery selects sampled messages: ToolName filters, Limit (default 50, at most 500)
+// and Cursor (from a previous page's NextCursor) paginate.
+type MessageQuery struct {
+	ToolName    string
+	NearMaxOnly bool
+	Limit       int
+	Cursor      string
+}
+
+// ToolCount is how many sampled messages carry one tool name.
+type ToolCount struct {
+	ToolName string `json:"toolName"`
+	Count    int    `json:"count"`
+}
+
+// MessagePage is GET /api/v1/queues/{queue}/messages.
+type MessagePage struct {
+	Queue         string      `json:"queue"`
+	SampledAt     *time.Time  `json:"sampledAt"`
+	Seen          int         `json:"seen"`
+	ApproxVisible int64       `json:"approxVisible"`
+	Coverage      float64     `json:"coverage"`
+	Tools         []ToolCount `json:"tools"`    // never nil
+	Messages      []Message   `json:"messages"` // never nil
+	NextCursor    string      `json:"nextCursor"`
+}
+
+// Redrive is a move task as the API and the redrive panel show it.
+type Redrive struct {
+	TaskHandle           string    `json:"taskHandle,omitempty"`
+	Status               string    `json:"status"`
+	SourceARN            string    `json:"sourceArn"`
+	DestinationARN       string    `json:"destinationArn,omitempty"` // empty: original sources
+	MaxMessagesPerSecond *int      `json:"maxMessagesPerSecond"`
+	Moved                int64     `json:"moved"`
+	ToMove               int64     `json:"toMove"`
+	Percent              float64   `json:"percent"`       // 0..100
+	RatePerSecond        float64   `json:"ratePerSecond"` // observed: moved / elapsed
+	SecondsLeft          *float64  `json:"secondsLeft"`   // null when unknown or finished
+	FailureReason        string    `json:"failureReason,omitempty"`
+	StartedAt            time.Time `json:"startedAt"`
+	UpdatedAt            time.Time `json:"updatedAt"`
+	Running              bool      `json:"running"`
+}
+
+// AuditEntry is one row of the audit log.
+type AuditEntry struct {
+	ID        int64          `json:"id"`
+	At        time.Time      `json:"at"`
+	Actor     string         `json:"actor"`
+	ActorKind string         `json:"actorKind"`
+	Role      string         `json:"role"`
+	Action    string         `json:"action"`
+	Queue     string         `json:"queue"`
+	Params    map[string]any `json:"params"` // never nil
+	Result    string         `json:"result"`
+	Detail    string         `json:"detail"`
+}
+
+// Totals sums the overview.
+type Totals struct {
+	Queues      int   `json:"queues"`
+	Visible     int64 `json:"visible"`
+	InFlight    int64 `json:"inFlight"`
+	Delayed     int64 `json:"delayed"`
+	DLQMessages int64 `json:"dlqMessages"`
+	Warning     int   `json:"warning"`
+	Critical    int   `json:"critical"`
+}
+
+// Cost is the estimated AWS cost per day of the collector.
+type Cost struct {
+	TotalUSDPerDay      float64    `json:"totalUsdPerDay"`
+	SQSUSDPerDay        float64    `json:"sqsUsdPerDay"`
+	CloudWatchUSDPerDay float64    `json:"cloudWatchUsdPerDay"`
+	SQSRequestsPerDay   float64    `json:"sqsRequestsPerDay"`
+	MetricsPerDay       float64    `json:"metricsPerDay"`
+	At                  *time.Time `json:"at"`
+}
+
+// Overview is the overview page: every queue, unhealthy first, then by name.
+type Overview struct {
+	Queues    []QueueSummary `json:"queues"`
+	Totals    Totals         `json:"totals"`
+	Freshness Freshness      `json:"freshness"`
+	Cost      Cost           `json:"cost"`
+}
+
+// Summary is GET /api/v1/summary: what a bot posts as it is.
+type Summary struct {
+	GeneratedAt      time.Time      `json:"generatedAt"`
+	Freshness        Freshness      `json:"freshness"`
+	Unhealthy        []QueueSummary `json:"unhealthy"`        // never nil
+	DeadLetterQueues []DLQDepth     `json:"deadLetterQueues"` // never nil
+	RunningRedrives  []Redrive      `json:"runningRedrives"`  // never nil
+}
+
+// DLQDepth is one dead-letter queue's depth for the summary.
+type DLQDepth struct {
+	Name    string `json:"name"`
+	Visible int64  `json:"visible"`
+}
+
+// QueueQuery filters the queue list: Health keeps those statuses (empty: all), DLQOnly keeps
+// dead-letter queues.
+type QueueQuery struct {
+	Health  []string
+	DLQOnly bool
+}
