@@ -154,12 +154,12 @@ func errInternal() *apiError {
 // Errors of the transport itself, shared by both services.
 
 func errInvalidAction(operation string) *apiError {
-	return newAPIError(http.StatusBadRequest, "InvalidAction", "InvalidAction",
+	return newAPIError(http.StatusBadRequest, "UnknownOperationException", "InvalidAction",
 		"The action or operation %q is not valid for this endpoint.", truncate(operation, 100))
 }
 
 func errMalformedBody(reason string) *apiError {
-	return newAPIError(http.StatusBadRequest, "SerializationException", "MalformedInput",
+	return newAPIError(http.StatusBadRequest, "SerializationException", "SerializationException",
 		"The request body could not be decoded: %s", truncate(reason, 200))
 }
 

@@ -127,6 +127,7 @@ func (s *Simulator) Tick() {
 // tick is Tick with s.mu held.
 func (s *Simulator) tick() {
 	now := s.clock.Now()
+	s.sampleGauges(now)
 	wake := false
 	for _, q := range s.queues {
 		q.expire(now)
@@ -136,9 +137,9 @@ func (s *Simulator) tick() {
 		if q.wakeDue(now) {
 			wake = true
 		}
+		q.compact()
 	}
 	s.progressMoveTasks(now)
-	s.sampleGauges(now)
 	if wake {
 		s.notify()
 	}

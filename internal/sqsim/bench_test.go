@@ -1,0 +1,80 @@
+package sqsim
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// BenchmarkSendReceiveDelete measures a message's round trip through the
+// stock SDK client: SendMessage, ReceiveMessage, DeleteMessage.
+func BenchmarkSendReceiveDelete(b *testing.B) {
+	for _, fifo := range []bool{false, true} {
+		name, attrs := "standard", map[string]string{}
+		if fifo {
+			name, attrs = "fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+		}
+		b.Run(name, func(b *testing.B) {
+			sim := New(Options{})
+			srv := httptest.NewServer(sim)
+			defer srv.Close()
+			client, _ := newClients(srv.URL)
+			ctx := context.Background()
+			qname := "bench"
+			if fifo {
+				qname += ".fifo"
+			}
+			out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(qname), Attributes: attrs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			url := out.QueueUrl
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				in := &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(`{"toolCallId":"tc","n":` + strconv.Itoa(i) + `}`)}
+				if fifo {
+					in.MessageGroupId = aws.String("g")
+					in.MessageDeduplicationId = aws.String("tc_" + strconv.Itoa(i))
+				}
+				if _, err := client.SendMessage(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+				got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+				if err != nil || len(got.Messages) != 1 {
+					b.Fatalf("receive: %v %d", err, len(got.Messages))
+				}
+				if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: got.Messages[0].ReceiptHandle}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSendMessageBatch measures batched sends of ten into a growing
+// backlog.
+func BenchmarkSendMessageBatch(b *testing.B) {
+	sim := New(Options{})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	client, _ := newClients(srv.URL)
+	ctx := context.Background()
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var entries []types.SendMessageBatchRequestEntry
+	for i := range 10 {
+		entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(`{"toolCallId":"tc"}`)})
+	}
+	for b.Loop() {
+		if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: out.QueueUrl, Entries: entries}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package sqsim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// maxRequestBody caps what a request may carry. The largest valid request,
+// a batch of 1 MiB of message text, can grow several times over in JSON
+// escaping (a '<' may travel as \u003c), so the cap leaves room for that
+// and still stops a client from making the simulator buffer anything.
+const maxRequestBody = 8 << 20
+
+// request carries what the handlers need from the HTTP request.
+type request struct {
+	ctx context.Context
+	// baseURL is the scheme and host the client called, for queue URLs.
+	baseURL string
+	// senderID is the SenderId of messages sent in this request: the access
+	// key id from the signature, as close as the simulator gets to the
+	// caller's identity.
+	senderID string
+}
+
+// ServeHTTP answers SQS (AWS JSON 1.0) and CloudWatch (RPC v2 CBOR)
+// requests. Every request first does the time-driven work (Tick).
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: s.senderID(r)}
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/service/"):
+		s.serveCloudWatch(w, r, rc)
+	case r.Header.Get("X-Amz-Target") != "":
+		s.serveSQS(w, r, rc)
+	case r.Method == http.MethodPost:
+		// The Query protocol (form-encoded Action=...) of older SDKs.
+		writeQueryProtocolError(w)
+	default:
+		http.Error(w, "sqsim: SQS (AWS JSON 1.0) and CloudWatch (RPC v2 CBOR) endpoint", http.StatusNotFound)
+	}
+}
+
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// senderID takes the access key id from a SigV4 Authorization header
+// ("AWS4-HMAC-SHA256 Credential=AKID/date/region/service/aws4_request, ...").
+func (s *Simulator) senderID(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	_, cred, ok := strings.Cut(auth, "Credential=")
+	if !ok {
+		return s.accountID
+	}
+	key, _, _ := strings.Cut(cred, "/")
+	if key == "" || len(key) > 128 {
+		return s.accountID
+	}
+	return key
+}
+
+// readBody reads the whole body up to maxRequestBody.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, errBodyTooLarge(maxRequestBody)
+		}
+		return nil, errMalformedBody("reading the body: " + err.Error())
+	}
+	return body, nil
+}
+
+// operation runs one SQS operation on a request body.
+type operation func(s *Simulator, rc *request, body []byte) (any, *apiError)
+
+// locked makes an operation that decodes its JSON input and runs fn under
+// the simulator's lock, after the time-driven work.
+func locked[In any](fn func(*Simulator, *request, *In) (any, *apiError)) operation {
+	return func(s *Simulator, rc *request, body []byte) (any, *apiError) {
+		var in In
+		if err := decodeJSON(body, &in); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.tick()
+		return fn(s, rc, &in)
+	}
+}
+
+// unlocked is locked for operations that manage the lock themselves
+// (ReceiveMessage releases it while it long-polls).
+func unlocked[In any](fn func(*Simulator, *request, *In) (any, *apiError)) operation {
+	return func(s *Simulator, rc *request, body []byte) (any, *apiError) {
+		var in In
+		if err := decodeJSON(body, &in); err != nil {
+			return nil, err
+		}
+		return fn(s, rc, &in)
+	}
+}
+
+// sqsOperations maps X-Amz-Target operation names to their handlers.
+var sqsOperations = map[string]operation{
+	"CreateQueue":                  locked((*Simulator).createQueue),
+	"DeleteQueue":                  locked((*Simulator).deleteQueue),
+	"GetQueueUrl":                  locked((*Simulator).getQueueURL),
+	"ListQueues":                   locked((*Simulator).listQueues),
+	"GetQueueAttributes":           locked((*Simulator).getQueueAttributes),
+	"SetQueueAttributes":           locked((*Simulator).setQueueAttributes),
+	"ListDeadLetterSourceQueues":   locked((*Simulator).listDeadLetterSourceQueues),
+	"TagQueue":                     locked((*Simulator).tagQueue),
+	"UntagQueue":                   locked((*Simulator).untagQueue),
+	"ListQueueTags":                locked((*Simulator).listQueueTags),
+	"PurgeQueue":                   locked((*Simulator).purgeQueue),
+	"SendMessage":                  locked((*Simulator).sendMessage),
+	"SendMessageBatch":             locked((*Simulator).sendMessageBatch),
+	"ReceiveMessage":               unlocked((*Simulator).receiveMessage),
+	"DeleteMessage":                locked((*Simulator).deleteMessage),
+	"DeleteMessageBatch":           locked((*Simulator).deleteMessageBatch),
+	"ChangeMessageVisibility":      locked((*Simulator).changeMessageVisibility),
+	"ChangeMessageVisibilityBatch": locked((*Simulator).changeMessageVisibilityBatch),
+	"StartMessageMoveTask":         locked((*Simulator).startMessageMoveTask),
+	"ListMessageMoveTasks":         locked((*Simulator).listMessageMoveTasks),
+	"CancelMessageMoveTask":        locked((*Simulator).cancelMessageMoveTask),
+}
+
+func decodeJSON(body []byte, v any) *apiError {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return errMalformedBody(err.Error())
+	}
+	return nil
+}
+
+func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request) {
+	op, _ := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	defer s.recoverPanic(w, op, writeSQSError)
+	if r.Method != http.MethodPost {
+		writeSQSError(w, errInvalidAction(r.Method+" "+op))
+		return
+	}
+	handler, ok := sqsOperations[op]
+	if !ok {
+		writeSQSError(w, errInvalidAction(op))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		writeSQSError(w, err)
+		return
+	}
+	if err := s.serveFaults(rc.ctx, op, errRequestThrottled, errInternal); err != nil {
+		writeSQSError(w, err)
+		return
+	}
+	start := time.Now()
+	out, err := handler(s, rc, body)
+	s.log.Debug("sqsim: request", "service", "sqs", "operation", op, "error", errorCode(err), "duration", time.Since(start))
+	if err != nil {
+		writeSQSError(w, err)
+		return
+	}
+	writeSQS(w, out)
+}
+
+// serveFaults counts the call and applies the injected faults: latency
+// first, then a throttling or internal error drawn from the rates.
+func (s *Simulator) serveFaults(ctx context.Context, op string, throttle, internal func() *apiError) *apiError {
+	s.stats.count(op)
+	f, roll := s.stats.fault(op)
+	if f.Latency > 0 {
+		t := time.NewTimer(f.Latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	switch {
+	case roll < f.ThrottleRate:
+		return throttle()
+	case roll < f.ThrottleRate+f.ErrorRate:
+		return internal()
+	}
+	return nil
+}
+
+func errorCode(err *apiError) string {
+	if err == nil {
+		return ""
+	}
+	return err.queryCode
+}
+
+// recoverPanic turns a panic in a handler into an internal error for the
+// client and a log record, so that one bad request never stops the server.
+func (s *Simulator) recoverPanic(w http.ResponseWriter, op string, write func(http.ResponseWriter, *apiError)) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		s.log.Error("sqsim: panic serving request", "operation", op, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		write(w, errInternal())
+	}
+}
+
+func writeSQS(w http.ResponseWriter, out any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		writeSQSError(w, errInternal())
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+func writeSQSError(w http.ResponseWriter, e *apiError) {
+	body, _ := json.Marshal(struct {
+		Type    string `json:"__type"`
+		Message string `json:"message"`
+	}{"com.amazonaws.sqs#" + e.shape, e.message})
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-Query-Error", e.queryErrorHeader())
+	w.WriteHeader(e.status)
+	w.Write(body)
+}
+
+// writeQueryProtocolError answers a form-encoded Query request in that
+// protocol's XML error shape: the simulator speaks only the protocols of
+// the current SDKs.
+func writeQueryProtocolError(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(http.StatusBadRequest)
+	io.WriteString(w, `<?xml version="1.0"?><ErrorResponse><Error><Type>Sender</Type><Code>InvalidAction</Code>`+
+		`<Message>sqsim speaks AWS JSON 1.0 (SQS) and RPC v2 CBOR (CloudWatch), not the Query protocol; use a current AWS SDK.</Message>`+
+		`</Error><RequestId>00000000-0000-0000-0000-000000000000</RequestId></ErrorResponse>`)
+}
