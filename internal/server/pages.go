@@ -4,13 +4,25 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/web/static"
 )
 
-// pageRoutes registers the browser pages, static files and the websocket (owner: page side).
-func (s *Server) pageRoutes(e *echo.Echo) {}
-
-// renderErrorPage answers a browser request that failed: a full page, or a fragment for an HTMX
-// request. msg is already safe to show (owner: page side; the API side's error handler calls it).
-func (s *Server) renderErrorPage(c echo.Context, status int, msg string) error {
-	return c.String(status, http.StatusText(status)+": "+msg)
+// pageRoutes registers the browser pages, the static files and the websocket. Every page route
+// is here, in one list; each handler lives in the pages_*.go file of its resource.
+func (s *Server) pageRoutes(e *echo.Echo) {
+	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
+	e.GET("/", s.overviewPage)
+	e.GET("/audit", s.auditPage)
+	e.GET("/login", s.loginPage)
+	e.GET("/ws", s.serveWebsocket)
+	e.GET("/queues/:queue", s.queuePage)
+	e.GET("/queues/:queue/messages", s.messagesPage)
+	e.GET("/queues/:queue/messages.json", s.exportMessagesJSON)
+	e.GET("/queues/:queue/messages.csv", s.exportMessagesCSV)
+	e.GET("/queues/:queue/messages/:messageId", s.messagePage)
+	e.GET("/queues/:queue/redrive", s.redrivePanel)
+	e.POST("/queues/:queue/redrive", s.startRedrivePage)
+	e.POST("/queues/:queue/redrive/cancel", s.cancelRedrivePage)
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 }

@@ -9,11 +9,15 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
@@ -30,37 +34,112 @@ type Options struct {
 	Bus     *events.Bus
 	Logger  *slog.Logger // default: discard
 
+	// Auth authenticates requests. Default: auth "none" (every request is a local operator),
+	// which Listen must then allow.
+	Auth *auth.Authenticator
 	// Listen is the address the server will listen on; auth "none" is refused beyond loopback
-	// unless AllowInsecureNoAuth is set.
+	// unless AllowInsecureNoAuth is set. Empty skips the check (tests).
 	Listen              string
 	AllowInsecureNoAuth bool
-	ReadOnly            bool
+	// ReadOnly must match the actions service's own ReadOnly (New refuses a mismatch): actions
+	// refuse with 403 read_only, audited, and the pages show why buttons are off.
+	ReadOnly bool
 	// FrameAncestors is the CSP frame-ancestors allowlist; default 'self'.
 	FrameAncestors []string
 	Version        string
 	// ReadyAfter: /readyz fails when the last attribute cycle is older than this (default 2m).
 	ReadyAfter time.Duration
 	Now        func() time.Time
+
+	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
+	// gauges, websocket clients, API requests). Default: a new registry.
+	Metrics *prometheus.Registry
+	// WebsocketClients overrides how the websocket clients gauge is read; nil reads the
+	// server's own hub.
+	WebsocketClients func() int
+	// RateLimit is the sustained requests per second allowed to each identity on /api (default
+	// 10; negative turns the limit off); RateBurst the burst above it (default 40).
+	RateLimit float64
+	RateBurst int
 }
 
 // Server serves the API, the pages and the websockets.
 type Server struct {
-	opts Options
-	echo *echo.Echo
-	log  *slog.Logger
+	opts    Options
+	echo    *echo.Echo
+	log     *slog.Logger
+	auth    *auth.Authenticator
+	limiter *rateLimiter
+	metrics *serverMetrics
+
+	// --- page side: fields below this line are owned by the page side ---
+	hub *hub // the websockets of the live pages
+	// --- end of page side fields ---
 }
 
 // New builds a Server with every route registered.
 func New(opts Options) (*Server, error) {
+	if opts.Views == nil || opts.Actions == nil || opts.Store == nil || opts.Bus == nil {
+		return nil, errors.New("server: Views, Actions, Store and Bus are required")
+	}
+	if opts.ReadOnly != opts.Actions.ReadOnly() {
+		return nil, errors.New("server: ReadOnly differs from the actions service's; build both from the one --read-only flag")
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, echo: echo.New(), log: opts.Logger}
+	if opts.ReadyAfter <= 0 {
+		opts.ReadyAfter = 2 * time.Minute
+	}
+	if len(opts.FrameAncestors) == 0 {
+		opts.FrameAncestors = []string{"'self'"}
+	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = 10
+	}
+	if opts.RateBurst <= 0 {
+		opts.RateBurst = 40
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.Auth == nil {
+		a, err := auth.New(auth.Config{Mode: auth.ModeNone, Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		opts.Auth = a
+	}
+	if opts.Listen != "" {
+		if err := auth.CheckListen(opts.Auth.Mode(), opts.Listen, opts.AllowInsecureNoAuth); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	if err := validFrameAncestors(opts.FrameAncestors); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:    opts,
+		echo:    echo.New(),
+		log:     opts.Logger,
+		auth:    opts.Auth,
+		limiter: newRateLimiter(opts.RateLimit, opts.RateBurst),
+	}
+	m, err := newServerMetrics(s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
+	s.echo.HTTPErrorHandler = s.handleError
+	s.echo.IPExtractor = clientIPExtractor(s.auth)
+	// --- page side: initialisation below this line is owned by the page side ---
+	s.startHub()
+	// --- end of page side initialisation ---
 	s.routes()
 	return s, nil
 }
@@ -70,10 +149,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Close ends what the server runs besides HTTP (the websocket hub and its connections), which
 // http.Server.Shutdown does not close.
-func (s *Server) Close(ctx context.Context) error { return nil }
+func (s *Server) Close(ctx context.Context) error { return s.hub.close(ctx) } // page side
 
-// routes lists every route: the API side's and the page side's.
+// routes lists every route: the middleware, the API side's and the page side's.
 func (s *Server) routes() {
+	s.useMiddleware(s.echo)
 	s.apiRoutes(s.echo)
 	s.pageRoutes(s.echo)
 }
@@ -84,4 +164,27 @@ func identity(c echo.Context) auth.Identity {
 		return id
 	}
 	return auth.Identity{}
+}
+
+// clientIPExtractor returns how the audit log and the rate limiter learn the client's address:
+// the direct peer, or in proxy mode the client a trusted proxy names in X-Forwarded-For (never a
+// header an arbitrary client set).
+func clientIPExtractor(a *auth.Authenticator) echo.IPExtractor {
+	direct := echo.ExtractIPDirect()
+	if a.Mode() != auth.ModeProxy {
+		return direct
+	}
+	var opts []echo.TrustOption
+	for _, p := range a.TrustedProxies() {
+		if _, n, err := net.ParseCIDR(p.String()); err == nil {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+	}
+	forwarded := echo.ExtractIPFromXFFHeader(opts...)
+	return func(r *http.Request) string {
+		if a.TrustedPeer(r.RemoteAddr) {
+			return forwarded(r)
+		}
+		return direct(r)
+	}
 }

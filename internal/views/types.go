@@ -31,6 +31,7 @@ type Thresholds struct {
 	DLQDepthCritical  int64         // a DLQ holding this many messages or more: critical (default 100); any message: warning
 	StaleAfter        time.Duration // data older than this is stale (default 3× the attribute interval, 45s... set by the wiring)
 	ErrorWindow       time.Duration // collector errors newer than this count against a queue (default 5m)
+	GrowthWindow      time.Duration // a DLQ deeper now than this long ago is growing (default 15m)
 }
 
 // Freshness says how old what a page shows is.

@@ -1,0 +1,50 @@
+# toolq. On a fresh machine: `make run` starts the demo, `make test` runs what CI runs.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO      ?= go
+BIN     := bin/dashboard
+# No tags or commits yet is fine: the version falls back to "dev".
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: help run test templ-check bench build generate lint docker clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no AWS account
+	$(GO) run ./cmd/dashboard demo
+
+test: templ-check ## everything CI runs: generated code up to date, all tests with the race detector
+	$(GO) test -race -count=1 ./...
+
+# templ generate -check fails when a *_templ.go file does not match its .templ source. It is
+# skipped until the first .templ file exists.
+templ-check: ## check that the committed *_templ.go files match their .templ sources
+	@if [ -n "$$(find . -name '*.templ' -not -path './.git/*' -print -quit)" ]; then \
+		$(GO) tool templ generate -check || { echo "generated templ code is stale: run 'make generate' and commit the result" >&2; exit 1; }; \
+	fi
+
+bench: ## every Go benchmark, once, with allocations
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+build: ## a static binary in bin/dashboard with the version stamped in
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dashboard
+
+generate: ## regenerate the templ components' Go code
+	$(GO) tool templ generate
+
+lint: ## gofmt must have nothing to say, go vet neither
+	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -exec gofmt -l {} +); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:" >&2; echo "$$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+
+docker: ## the container image, tagged toolq
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t toolq .
+
+clean: ## remove what the build left
+	rm -rf bin

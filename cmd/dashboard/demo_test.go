@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/traffic"
+)
+
+// startDemo runs the demo with cfg in the background and returns its addresses and a
+// function that stops it and returns runDemo's error.
+func startDemo(t *testing.T, cfg demoConfig) (demoAddrs, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan demoAddrs, 1)
+	cfg.ready = func(a demoAddrs) { ready <- a }
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	go func() { done <- runDemo(ctx, cfg, log) }()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("demo did not stop within 20s of its context's end")
+			return nil
+		}
+	}
+	select {
+	case a := <-ready:
+		return a, stop
+	case err := <-done:
+		cancel()
+		t.Fatalf("demo ended before it was ready: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("demo not ready within 20s")
+	}
+	return demoAddrs{}, nil
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestDemoServesAndStops(t *testing.T) {
+	addrs, stop := startDemo(t, demoConfig{listen: "127.0.0.1:0", simListen: "127.0.0.1:0", region: "us-east-1", seed: 1})
+
+	if code := get(t, addrs.Dashboard+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d, want 200", code)
+	}
+	if code := get(t, addrs.Dashboard+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz: %d, want 200", code)
+	}
+	if addrs.Simulator == "" {
+		t.Fatal("the simulator is not served on --sim-listen")
+	}
+	// The public endpoint serves the demo's queues, which the traffic creates as it starts.
+	client := newTestClient(t, addrs.Simulator)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := client.ListQueues(t.Context(), &sqs.ListQueuesInput{})
+		if err != nil {
+			t.Fatalf("ListQueues on the public endpoint: %v", err)
+		}
+		if slices.ContainsFunc(out.QueueUrls, func(u string) bool { return strings.HasSuffix(u, "/"+traffic.QueueToolCalls) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo queues not created within 10s; queues: %v", out.QueueUrls)
+		}
+		time.Sleep(100 * time.Millisecond) // waiting for the traffic's own set-up, not for time to pass
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("runDemo: %v", err)
+	}
+	if _, err := http.Get(addrs.Dashboard + "/healthz"); err == nil {
+		t.Error("dashboard still answers after the demo stopped")
+	}
+}
+
+// TestDemoGoesOnWithoutSimulatorPort checks that a taken --sim-listen port is skipped.
+func TestDemoGoesOnWithoutSimulatorPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	for _, simListen := range []string{taken.Addr().String(), ""} {
+		addrs, stop := startDemo(t, demoConfig{listen: "127.0.0.1:0", simListen: simListen, region: "us-east-1", seed: 2})
+		if addrs.Simulator != "" {
+			t.Errorf("sim-listen %q: simulator served on %s", simListen, addrs.Simulator)
+		}
+		if code := get(t, addrs.Dashboard+"/readyz"); code != http.StatusOK {
+			t.Errorf("sim-listen %q: /readyz: %d, want 200", simListen, code)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("runDemo: %v", err)
+		}
+	}
+}
+
+func TestDemoFailsOnTakenDashboardPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	err = runDemo(t.Context(), demoConfig{listen: taken.Addr().String(), simListen: "", region: "us-east-1"}, slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatal("runDemo on a taken port: no error")
+	}
+}
+
+func newTestClient(t *testing.T, endpoint string) *sqs.Client {
+	t.Helper()
+	client, err := newSimClient(t.Context(), endpoint, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}

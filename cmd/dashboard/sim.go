@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/awsconf"
+	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/internal/traffic"
+)
+
+// simConfig is the configuration of `dashboard sim`.
+type simConfig struct {
+	listen  string
+	region  string
+	seed    int64
+	faults  string
+	traffic bool
+}
+
+func runSimCommand(ctx context.Context, env *environment, args []string) error {
+	var cfg simConfig
+	var lf logFlags
+	fl := newEnvFlags("sim", "sim [flags]",
+		"Serves the embedded SQS and CloudWatch simulator alone, for any SQS client: the aws CLI,\n"+
+			"an MCP worker, or another toolq pointed at it. Queues live in memory and end with the process.",
+		env.stderr)
+	fl.String(&cfg.listen, "listen", "127.0.0.1:4566", "`address` the simulator listens on (SQS and CloudWatch on one port)")
+	fl.Bool(&cfg.traffic, "traffic", false, "also create the demo queues and run synthetic MCP tool-call traffic on them")
+	fl.Int64(&cfg.seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
+	fl.String(&cfg.faults, "fault", "", "faults to inject, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
+	fl.String(&cfg.region, "region", "us-east-1", "`region` of the simulated account, as it appears in queue ARNs")
+	lf.register(fl)
+	if err := fl.Parse(args, env.lookupEnv); err != nil {
+		return err
+	}
+	log, err := lf.logger(env.stderr)
+	if err != nil {
+		return err
+	}
+	return runSim(ctx, cfg, log)
+}
+
+// runSim serves the simulator on cfg.listen until ctx ends, with the traffic if asked.
+func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
+	sim, err := newSimulator(cfg.region, cfg.seed, cfg.faults, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("sim: listen: %w", err)
+	}
+	endpoint := endpointURL(ln.Addr())
+	srv := newSimServer(sim)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logEndpoint(log, endpoint, cfg.region)
+
+	var loops sync.WaitGroup
+	loops.Go(func() { sim.Run(ctx) })
+	if cfg.traffic {
+		client, err := newSimClient(ctx, endpoint, cfg.region)
+		if err != nil {
+			return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
+		}
+		loops.Go(func() { runTraffic(ctx, client, cfg.seed, log) })
+	}
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("sim: serve: %w", err)
+	}
+	// The loops end with ctx; the traffic's requests are canceled before the server closes.
+	loops.Wait()
+	return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
+}
+
+// newSimulator builds the simulator with the faults of spec injected.
+func newSimulator(region string, seed int64, spec string, log *slog.Logger) (*sqsim.Simulator, error) {
+	sim := sqsim.New(sqsim.Options{Region: region, Seed: seed, Logger: log.With("component", "sqsim")})
+	if spec == "" {
+		return sim, nil
+	}
+	faults, err := sqsim.ParseFaults(spec)
+	if err != nil {
+		return nil, &usageError{err: fmt.Errorf("--fault: %w", err)}
+	}
+	for op, f := range faults {
+		sim.SetFault(op, f)
+	}
+	log.Info("faults injected", "spec", spec)
+	return sim, nil
+}
+
+// newSimServer wraps the simulator in an http.Server. No write timeout: long polls hold a
+// request for up to 20 s.
+func newSimServer(sim *sqsim.Simulator) *http.Server {
+	return &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// newSimClient returns a stock SQS client for the simulator at endpoint.
+func newSimClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
+	client, _, err := awsconf.Load(ctx, awsconf.Options{Region: region, EndpointURL: endpoint, StaticCredentials: true})
+	if err != nil {
+		return nil, fmt.Errorf("simulator client: %w", err)
+	}
+	return client, nil
+}
+
+// runTraffic runs the synthetic traffic until ctx ends; a failure is logged, not fatal, since
+// the simulator stays useful without it.
+func runTraffic(ctx context.Context, client *sqs.Client, seed int64, log *slog.Logger) {
+	if err := traffic.New(client, traffic.Options{Seed: seed, Logger: log}).Run(ctx); err != nil {
+		log.Error("traffic stopped", "err", err)
+	}
+}
+
+// logEndpoint tells how to reach the simulator with the aws CLI, which needs credentials of
+// some kind even though the simulator checks none.
+func logEndpoint(log *slog.Logger, endpoint, region string) {
+	log.Info("simulator listening", "endpoint", endpoint, "region", region)
+	log.Info("try it",
+		"command", fmt.Sprintf("AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws --endpoint-url %s --region %s sqs list-queues", endpoint, region))
+}
+
+// endpointURL is the URL clients on this machine use for a listener: a wildcard address
+// (0.0.0.0, ::) is reached on loopback.
+func endpointURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(tcp.Port))
+}
+
+// shutdownTimeout bounds a graceful shutdown; a long poll from an outside client can hold
+// its connection for 20 s, which is not worth waiting for.
+const shutdownTimeout = 5 * time.Second
+
+// shutdownHTTP stops srv gracefully, then forcibly once shutdownTimeout has passed.
+func shutdownHTTP(srv *http.Server, log *slog.Logger, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("closing connections that outlived the shutdown", "server", name, "timeout", shutdownTimeout)
+		err = srv.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("shut down %s server: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+// Package actions is the only code in toolq that changes anything in AWS: it starts and cancels
+// message move tasks (StartMessageMoveTask, CancelMessageMoveTask) that redrive a dead-letter
+// queue. Every attempt is validated before AWS is called, serialised per queue so that a double
+// click cannot start two tasks, and written to the audit log whatever its outcome.
+//
+// toolq never re-sends dead-letter messages itself: there is no SendMessage anywhere in this
+// package (nor in toolq). A re-send would give each message a new id and lose its attributes,
+// deduplication id and group membership; SQS's move tasks keep them. Moved messages leave the
+// dead-letter queue for good, which is why the pages confirm before they call StartRedrive.
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
+)
+
+// Audit action names.
+const (
+	ActionStartRedrive  = "redrive.start"
+	ActionCancelRedrive = "redrive.cancel"
+)
+
+// MaxRate is the highest MaxNumberOfMessagesPerSecond SQS accepts for a move task.
+const MaxRate = 500
+
+// Actor is who asks for an action, as authentication established it.
+type Actor struct {
+	Name       string // token name or proxy user; "anonymous" with --auth none
+	Kind       string // "token", "proxy" or "none"
+	Role       string // "viewer" or "operator"
+	RemoteAddr string
+}
+
+// StartRedriveRequest asks for a move task out of a dead-letter queue.
+type StartRedriveRequest struct {
+	Queue        string // the DLQ's name or ARN
+	Destination  string // name or ARN; empty: each message's original source
+	MaxPerSecond int    // 0: SQS chooses; else 1..500
+}
+
+// Error is a refused action: Code is stable for API clients, Message is safe to show.
+type Error struct {
+	Code    string // e.g. "read_only", "forbidden", "not_dead_letter_queue", "task_running", "no_task_running", "destination_not_found", "destination_type_mismatch", "redrive_not_allowed", "invalid_rate", "queue_not_found", "aws_error"
+	Message string
+	Status  int // the HTTP status that fits: 403, 404, 409, 422, 502...
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func refuse(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// SQSAPI is the part of *sqs.Client the actions use.
+type SQSAPI interface {
+	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Store is the part of the store the actions use.
+type Store interface {
+	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
+	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
+	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
+}
+
+// QueueResolver finds a watched queue by name or ARN (views.ErrNotFound, views.ErrAmbiguous);
+// *views.Service is one.
+type QueueResolver interface {
+	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
+}
+
+// Options configure a Service. Clients, Store and Views are required.
+type Options struct {
+	// Clients are the SQS clients by region; a queue's own region's client acts on it.
+	Clients map[string]SQSAPI
+	Store   Store
+	// Views resolves queue names and ARNs as the pages do (*views.Service).
+	Views QueueResolver
+	// Publisher tells the live pages about new tasks and audit entries. Default events.Discard.
+	Publisher events.Publisher
+	// ReadOnly refuses every action (403 read_only), still audited.
+	ReadOnly bool
+	Now      func() time.Time // default time.Now
+	Logger   *slog.Logger     // default discard
+	// Registerer, when set, gets toolq_actions_total{action,result}.
+	Registerer prometheus.Registerer
+}
+
+// Service runs the actions. It is the only code that changes anything in AWS.
+type Service struct {
+	clients  map[string]SQSAPI
+	store    Store
+	queues   QueueResolver
+	pub      events.Publisher
+	readOnly bool
+	now      func() time.Time
+	log      *slog.Logger
+	outcomes *prometheus.CounterVec
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
+}
+
+// New returns a Service. It panics when Store or Views is missing, a wiring mistake.
+func New(opts Options) *Service {
+	if opts.Store == nil || opts.Views == nil {
+		panic("actions: Options.Store and Options.Views are required")
+	}
+	s := &Service{
+		clients:  opts.Clients,
+		store:    opts.Store,
+		queues:   opts.Views,
+		pub:      opts.Publisher,
+		readOnly: opts.ReadOnly,
+		now:      opts.Now,
+		log:      opts.Logger,
+		locks:    make(map[string]chan struct{}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolq_actions_total",
+			Help: "Actions asked for, by action and result (accepted, refused, failed).",
+		}, []string{"action", "result"}),
+	}
+	if s.pub == nil {
+		s.pub = events.Discard
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(s.outcomes); err != nil {
+			// Only a second Service on one registry gets here; the metrics are not worth failing for.
+			s.log.Warn("actions: register metrics", "err", err)
+		}
+	}
+	return s
+}
+
+// ReadOnly reports whether actions are turned off.
+func (s *Service) ReadOnly() bool { return s.readOnly }
+
+// lock serialises actions on one queue; it gives up when ctx ends.
+func (s *Service) lock(ctx context.Context, arn string) (unlock func(), err error) {
+	s.mu.Lock()
+	ch, ok := s.locks[arn]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		s.locks[arn] = ch
+	}
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// attempt is one action being audited.
+type attempt struct {
+	actor  Actor
+	action string
+	queue  store.Queue // as far as it was resolved
+	ref    string      // what the caller named
+	params map[string]any
+}
+
+// record audits an attempt with its outcome, publishes AuditAppended and counts it. A failure to
+// audit is logged, not returned: the action (or refusal) has already happened.
+func (s *Service) record(ctx context.Context, a attempt, err error, detail string) {
+	result := store.AuditAccepted
+	var ae *Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ae) && ae.Code != "aws_error":
+		result, detail = store.AuditRefused, ae.Code+": "+ae.Message
+	case errors.As(err, &ae):
+		result, detail = store.AuditFailed, ae.Message
+	default:
+		result, detail = store.AuditFailed, "internal error"
+	}
+	params, _ := json.Marshal(a.params)
+	name := a.queue.Name
+	if name == "" {
+		name = clip(a.ref, 256)
+	}
+	actorName := a.actor.Name
+	if actorName == "" {
+		actorName = "unknown"
+	}
+	// The audit row outlives the request: a client that hangs up must not erase it.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, aerr := s.store.AppendAudit(actx, store.AuditEntry{
+		At:         s.now(),
+		Actor:      actorName,
+		ActorKind:  a.actor.Kind,
+		Role:       a.actor.Role,
+		Action:     a.action,
+		QueueName:  name,
+		QueueARN:   a.queue.ARN,
+		Params:     string(params),
+		Result:     result,
+		Detail:     detail,
+		RemoteAddr: a.actor.RemoteAddr,
+	})
+	if aerr != nil {
+		s.log.Error("actions: audit", "action", a.action, "queue", name, "result", result, "err", aerr)
+	} else {
+		s.pub.Publish(events.Event{Kind: events.AuditAppended, QueueID: a.queue.ID, At: s.now()})
+	}
+	s.outcomes.WithLabelValues(a.action, result).Inc()
+	s.log.Info("action", "action", a.action, "queue", name, "actor", actorName, "role", a.actor.Role, "result", result, "detail", detail)
+}
+
+// checkActor refuses actions in read-only mode and for viewers.
+func (s *Service) checkActor(a Actor) *Error {
+	if s.readOnly {
+		return refuse(http.StatusForbidden, "read_only", "this dashboard is read-only; redrives are turned off")
+	}
+	if a.Role != auth.RoleOperator {
+		return refuse(http.StatusForbidden, "forbidden", "only operators may start or cancel redrives")
+	}
+	return nil
+}
+
+// resolveDLQ finds the dead-letter queue an action names.
+func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, error) {
+	if !plausibleRef(ref) {
+		return store.Queue{}, refuse(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or ARN")
+	}
+	q, err := s.queues.ResolveQueue(ctx, ref)
+	switch {
+	case errors.Is(err, views.ErrNotFound):
+		return store.Queue{}, refuse(http.StatusNotFound, "queue_not_found", "no watched queue has that name or ARN")
+	case errors.Is(err, views.ErrAmbiguous):
+		return store.Queue{}, refuse(http.StatusConflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
+	case err != nil:
+		return store.Queue{}, fmt.Errorf("actions: resolve %q: %w", ref, err)
+	}
+	if q.Gone() {
+		return q, refuse(http.StatusNotFound, "queue_not_found", "the queue %s no longer exists", q.Name)
+	}
+	if !q.IsDeadLetterQueue() {
+		return q, refuse(http.StatusUnprocessableEntity, "not_dead_letter_queue", "%s is not a dead-letter queue: no queue sends its failures there", q.Name)
+	}
+	return q, nil
+}
+
+// client returns the SQS client of a region.
+func (s *Service) client(region string) (SQSAPI, error) {
+	c, ok := s.clients[region]
+	if !ok || c == nil {
+		return nil, refuse(http.StatusBadGateway, "aws_error", "no AWS client is configured for region %s", clip(region, 32))
+	}
+	return c, nil
+}
+
+// plausibleRef rejects queue references no queue can have before they reach a query or AWS.
+func plausibleRef(ref string) bool {
+	return ref != "" && len(ref) <= 256 && !strings.ContainsFunc(ref, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || r == '/'
+	})
+}
+
+// clip shortens hostile text before it is stored.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,314 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/actions/actionstest"
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/internal/store"
+)
+
+var (
+	operator = actions.Actor{Name: "alice", Kind: "token", Role: "operator", RemoteAddr: "192.0.2.7"}
+	viewer   = actions.Actor{Name: "bob", Kind: "token", Role: "viewer", RemoteAddr: "192.0.2.8"}
+)
+
+// newWorld creates the queues the tests use and watches them:
+//   - orders → orders-dlq (standard), 25 messages in the DLQ
+//   - calls.fifo → calls-dlq.fifo (FIFO), 6 messages in the DLQ
+//   - billing → denied-dlq, whose RedriveAllowPolicy is denyAll
+//   - audit-log → picky-dlq, whose RedriveAllowPolicy lists only audit-log
+//   - spare: a standard queue toolq does not watch
+func newWorld(t *testing.T) *actionstest.World {
+	t.Helper()
+	w := actionstest.New(t)
+	w.CreateQueue(t, "orders-dlq", "", map[string]string{"MessageRetentionPeriod": "1209600"})
+	w.CreateQueue(t, "orders", "orders-dlq", nil)
+	w.CreateQueue(t, "calls-dlq.fifo", "", nil)
+	w.CreateQueue(t, "calls.fifo", "calls-dlq.fifo", nil)
+	w.CreateQueue(t, "denied-dlq", "", nil)
+	w.CreateQueue(t, "billing", "denied-dlq", nil)
+	w.CreateQueue(t, "picky-dlq", "", nil)
+	w.CreateQueue(t, "audit-log", "picky-dlq", nil)
+	// The policies change after the sources were set up, as they do when a team locks a DLQ down.
+	w.SetAttributes(t, "denied-dlq", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"denyAll"}`})
+	w.SetAttributes(t, "picky-dlq", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + w.ARN("audit-log") + `"]}`})
+	w.CreateQueue(t, "spare", "", nil)
+	w.DeadLetter(t, "orders", 25)
+	w.DeadLetter(t, "calls.fifo", 6)
+	w.Watch(t, "orders-dlq", "orders", "calls-dlq.fifo", "calls.fifo", "denied-dlq", "billing", "picky-dlq", "audit-log")
+	return w
+}
+
+// wantRefusal checks that err is an *actions.Error with code and status.
+func wantRefusal(t *testing.T, err error, code string, status int) {
+	t.Helper()
+	var ae *actions.Error
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v; want *actions.Error %s", err, code)
+	}
+	if ae.Code != code || ae.Status != status {
+		t.Fatalf("err = %s (%d); want %s (%d)", ae.Code, ae.Status, code, status)
+	}
+	if ae.Message == "" {
+		t.Errorf("refusal %s has no message", code)
+	}
+}
+
+// lastAudit returns the newest audit entry.
+func lastAudit(t *testing.T, w *actionstest.World) store.AuditEntry {
+	t.Helper()
+	entries, err := w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("ListAudit: %v, %d entries", err, len(entries))
+	}
+	return entries[0]
+}
+
+// liveTasks lists a queue's move tasks in the simulator, newest first.
+func liveTasks(t *testing.T, w *actionstest.World, name string) []string {
+	t.Helper()
+	out, err := w.SQS.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(w.ARN(name)), MaxResults: aws.Int32(10)})
+	if err != nil {
+		t.Fatalf("ListMessageMoveTasks(%s): %v", name, err)
+	}
+	var st []string
+	for _, r := range out.Results {
+		st = append(st, aws.ToString(r.Status))
+	}
+	return st
+}
+
+func TestStartRedriveRefusals(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.Actions(actions.Options{})
+	readOnly := w.Actions(actions.Options{ReadOnly: true})
+	noClient := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{}, Store: w.Store, Views: w.Views, Now: w.Now})
+
+	tests := []struct {
+		name   string
+		svc    *actions.Service
+		actor  actions.Actor
+		req    actions.StartRedriveRequest
+		code   string
+		status int
+	}{
+		{"read-only mode", readOnly, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "read_only", http.StatusForbidden},
+		{"viewer", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", http.StatusForbidden},
+		{"no role", svc, actions.Actor{Name: "x"}, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", http.StatusForbidden},
+		{"unknown queue", svc, operator, actions.StartRedriveRequest{Queue: "nope"}, "queue_not_found", http.StatusNotFound},
+		{"junk queue", svc, operator, actions.StartRedriveRequest{Queue: "../../etc/passwd"}, "invalid_queue", http.StatusBadRequest},
+		{"not a DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders"}, "not_dead_letter_queue", http.StatusUnprocessableEntity},
+		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 501}, "invalid_rate", http.StatusBadRequest},
+		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: -1}, "invalid_rate", http.StatusBadRequest},
+		{"destination missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "no-such-queue"}, "destination_not_found", http.StatusUnprocessableEntity},
+		{"destination ARN missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: w.ARN("no-such-queue")}, "destination_not_found", http.StatusUnprocessableEntity},
+		{"destination is the DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "orders-dlq"}, "invalid_destination", http.StatusUnprocessableEntity},
+		{"standard to FIFO", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "calls.fifo"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
+		{"FIFO to standard", svc, operator, actions.StartRedriveRequest{Queue: "calls-dlq.fifo", Destination: "orders"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
+		{"denyAll", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
+		{"byQueue without the destination", svc, operator, actions.StartRedriveRequest{Queue: "picky-dlq", Destination: "orders"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
+		{"no client for the region", noClient, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "aws_error", http.StatusBadGateway},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.svc.StartRedrive(ctx, tt.actor, tt.req)
+			wantRefusal(t, err, tt.code, tt.status)
+			e := lastAudit(t, w)
+			wantResult := store.AuditRefused
+			if tt.code == "aws_error" {
+				wantResult = store.AuditFailed
+			}
+			if e.Action != actions.ActionStartRedrive || e.Result != wantResult || e.Actor != tt.actor.Name && tt.actor.Name != "" {
+				t.Errorf("audit = %+v; want %s %s by %s", e, actions.ActionStartRedrive, wantResult, tt.actor.Name)
+			}
+		})
+	}
+	for _, q := range []string{"orders-dlq", "calls-dlq.fifo", "denied-dlq", "picky-dlq"} {
+		if got := liveTasks(t, w, q); len(got) != 0 {
+			t.Errorf("%s has move tasks %v after refusals only", q, got)
+		}
+	}
+	if got := w.Count(t, "orders-dlq"); got != 25 {
+		t.Errorf("orders-dlq holds %d messages after refusals; want 25", got)
+	}
+}
+
+func TestStartRedriveAWSError(t *testing.T) {
+	w := newWorld(t)
+	svc := w.Actions(actions.Options{})
+	w.Sim.SetFault("StartMessageMoveTask", sqsim.Fault{ErrorRate: 1})
+	_, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
+	wantRefusal(t, err, "aws_error", http.StatusBadGateway)
+	var ae *actions.Error
+	errors.As(err, &ae)
+	// The message names what failed and AWS's code, never AWS's own text.
+	if !strings.HasPrefix(ae.Message, "AWS refused to start the move task (") {
+		t.Errorf("message = %q", ae.Message)
+	}
+	if e := lastAudit(t, w); e.Result != store.AuditFailed {
+		t.Errorf("audit result = %s; want failed", e.Result)
+	}
+}
+
+func TestRedriveCompletesAndConservesMessages(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.Actions(actions.Options{})
+	w.Events.Kinds()
+	before := w.Count(t, "orders-dlq") + w.Count(t, "orders")
+
+	task, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 10})
+	if err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	if task.Status != store.MoveTaskRunning || task.TaskHandle == "" || task.ToMove != 25 || task.MaxPerSecond != 10 || task.ID == 0 {
+		t.Fatalf("task = %+v; want RUNNING with a handle, 25 to move at 10/s, stored", task)
+	}
+	stored, err := w.Store.ListMoveTasks(ctx, task.QueueID, 0)
+	if err != nil || len(stored) != 1 || !stored[0].Running() {
+		t.Fatalf("stored tasks = %+v, %v; want the running task", stored, err)
+	}
+	kinds := w.Events.Kinds()
+	if !slices.Contains(kinds, events.MoveTasksChanged) || !slices.Contains(kinds, events.AuditAppended) {
+		t.Errorf("events = %v; want movetasks and audit", kinds)
+	}
+	e := lastAudit(t, w)
+	if e.Result != store.AuditAccepted || e.Detail != task.TaskHandle || e.QueueName != "orders-dlq" || e.QueueARN != w.ARN("orders-dlq") ||
+		e.Actor != "alice" || e.Role != "operator" || e.RemoteAddr != "192.0.2.7" || e.Params != `{"maxMessagesPerSecond":10}` {
+		t.Errorf("audit = %+v", e)
+	}
+
+	// Follow it: 10 a second.
+	w.Advance(time.Second)
+	if got := w.Count(t, "orders"); got != 10 {
+		t.Errorf("after 1 s, orders holds %d; want 10", got)
+	}
+	w.Advance(2 * time.Second)
+	if got := liveTasks(t, w, "orders-dlq"); len(got) != 1 || got[0] != store.MoveTaskCompleted {
+		t.Errorf("tasks = %v; want one COMPLETED", got)
+	}
+	after := w.Count(t, "orders-dlq") + w.Count(t, "orders")
+	if after != before || w.Count(t, "orders-dlq") != 0 {
+		t.Errorf("messages: %d before, %d after (%d left in the DLQ); want all 25 moved", before, after, w.Count(t, "orders-dlq"))
+	}
+	// A new start is allowed once the first completed (the DLQ is empty, so it completes at once).
+	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}); err != nil {
+		t.Errorf("second StartRedrive after completion: %v", err)
+	}
+}
+
+func TestRedriveFIFOToChosenDestination(t *testing.T) {
+	w := newWorld(t)
+	w.CreateQueue(t, "replay.fifo", "", nil)
+	svc := w.Actions(actions.Options{})
+	// replay.fifo is not watched: the destination is looked up in SQS.
+	task, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "calls-dlq.fifo", Destination: "replay.fifo"})
+	if err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	if task.DestinationARN != w.ARN("replay.fifo") {
+		t.Errorf("destination = %q", task.DestinationARN)
+	}
+	w.Advance(time.Second)
+	if got := w.Count(t, "replay.fifo"); got != 6 {
+		t.Errorf("replay.fifo holds %d; want 6", got)
+	}
+}
+
+func TestSecondStartIsRefused(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.Actions(actions.Options{})
+	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 1}); err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	_, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
+	wantRefusal(t, err, "task_running", http.StatusConflict)
+	if got := liveTasks(t, w, "orders-dlq"); len(got) != 1 {
+		t.Errorf("tasks = %v; want exactly one", got)
+	}
+}
+
+func TestConcurrentStartsMakeOneTask(t *testing.T) {
+	w := newWorld(t)
+	svc := w.Actions(actions.Options{})
+	const clicks = 5
+	var wg sync.WaitGroup
+	errs := make([]error, clicks)
+	for i := range clicks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 1})
+		}()
+	}
+	wg.Wait()
+	accepted := 0
+	for _, err := range errs {
+		if err == nil {
+			accepted++
+			continue
+		}
+		wantRefusal(t, err, "task_running", http.StatusConflict)
+	}
+	if accepted != 1 {
+		t.Errorf("%d starts accepted; want 1", accepted)
+	}
+	if got := liveTasks(t, w, "orders-dlq"); len(got) != 1 {
+		t.Errorf("tasks = %v; want exactly one", got)
+	}
+}
+
+func TestCancelHalfWay(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.Actions(actions.Options{})
+	before := w.Count(t, "orders-dlq")
+
+	_, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
+	wantRefusal(t, err, "no_task_running", http.StatusConflict)
+
+	started, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 10})
+	if err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	w.Advance(time.Second)
+
+	_, err = svc.CancelRedrive(ctx, viewer, "orders-dlq")
+	wantRefusal(t, err, "forbidden", http.StatusForbidden)
+
+	task, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
+	if err != nil {
+		t.Fatalf("CancelRedrive: %v", err)
+	}
+	if task.Status != store.MoveTaskCancelling || task.Moved != 10 || !task.StartedAt.Equal(started.StartedAt) {
+		t.Errorf("cancelled task = %+v; want CANCELLING with 10 moved", task)
+	}
+	if e := lastAudit(t, w); e.Action != actions.ActionCancelRedrive || e.Result != store.AuditAccepted || e.Detail != started.TaskHandle {
+		t.Errorf("audit = %+v", e)
+	}
+	w.Advance(5 * time.Second)
+	moved, left := w.Count(t, "orders"), w.Count(t, "orders-dlq")
+	if moved != 10 || moved+left != before {
+		t.Errorf("moved %d + left %d; want 10 + %d = %d", moved, left, before-10, before)
+	}
+	if got := liveTasks(t, w, "orders-dlq"); got[0] != store.MoveTaskCancelled {
+		t.Errorf("tasks = %v; want CANCELLED", got)
+	}
+	_, err = svc.CancelRedrive(ctx, operator, "orders-dlq")
+	wantRefusal(t, err, "no_task_running", http.StatusConflict)
+}

@@ -1,0 +1,402 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
+)
+
+// listLag is how long a task we just started may be missing from ListMessageMoveTasks (which is
+// eventually consistent) while the store's row of it still counts as running.
+const listLag = 2 * time.Minute
+
+// StartRedrive validates and starts a move task, and audits the attempt whatever its outcome.
+// Refusals are *Error with the HTTP status that fits; the task is stored before it is returned,
+// so a second click sees it.
+func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (store.MoveTask, error) {
+	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: map[string]any{}}
+	if req.Destination != "" {
+		a.params["destination"] = clip(req.Destination, 256)
+	}
+	if req.MaxPerSecond != 0 {
+		a.params["maxMessagesPerSecond"] = req.MaxPerSecond
+	}
+	task, err := s.startRedrive(ctx, actor, req, &a)
+	s.record(ctx, a, err, task.TaskHandle)
+	return task, err
+}
+
+func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt) (store.MoveTask, error) {
+	if err := s.checkActor(actor); err != nil {
+		return store.MoveTask{}, err
+	}
+	if req.MaxPerSecond < 0 || req.MaxPerSecond > MaxRate {
+		return store.MoveTask{}, refuse(http.StatusBadRequest, "invalid_rate", "the rate must be from 1 to %d messages per second", MaxRate)
+	}
+	q, err := s.resolveDLQ(ctx, req.Queue)
+	a.queue = q
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	client, err := s.client(q.Region)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	unlock, err := s.lock(ctx, q.ARN)
+	if err != nil {
+		return store.MoveTask{}, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
+	}
+	defer unlock()
+
+	live, err := s.liveTasks(ctx, client, q)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	if t, ok, err := s.runningTask(ctx, q, live); err != nil {
+		return store.MoveTask{}, err
+	} else if ok {
+		return store.MoveTask{}, refuse(http.StatusConflict, "task_running",
+			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
+	}
+	dests, destARN, err := s.destinations(ctx, q, req.Destination)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	if err := checkRedriveAllowed(q, dests); err != nil {
+		return store.MoveTask{}, err
+	}
+
+	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(q.ARN)}
+	if destARN != "" {
+		in.DestinationArn = aws.String(destARN)
+	}
+	if req.MaxPerSecond > 0 {
+		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(req.MaxPerSecond))
+	}
+	out, err := client.StartMessageMoveTask(ctx, in)
+	if err != nil {
+		return store.MoveTask{}, s.awsError(ctx, "start the move task", err)
+	}
+	handle := aws.ToString(out.TaskHandle)
+	started := store.MoveTask{
+		QueueID: q.ID, TaskHandle: handle, Status: store.MoveTaskRunning, SourceARN: q.ARN,
+		DestinationARN: destARN, MaxPerSecond: req.MaxPerSecond, StartedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
+	}
+	return s.storeTask(ctx, client, q, func(t store.MoveTask) bool { return t.TaskHandle == handle }, started), nil
+}
+
+// CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt.
+// What has moved stays moved.
+func (s *Service) CancelRedrive(ctx context.Context, actor Actor, queue string) (store.MoveTask, error) {
+	a := attempt{actor: actor, action: ActionCancelRedrive, ref: queue, params: map[string]any{}}
+	task, err := s.cancelRedrive(ctx, actor, queue, &a)
+	s.record(ctx, a, err, task.TaskHandle)
+	return task, err
+}
+
+func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, a *attempt) (store.MoveTask, error) {
+	if err := s.checkActor(actor); err != nil {
+		return store.MoveTask{}, err
+	}
+	q, err := s.resolveDLQ(ctx, queue)
+	a.queue = q
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	client, err := s.client(q.Region)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	unlock, err := s.lock(ctx, q.ARN)
+	if err != nil {
+		return store.MoveTask{}, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
+	}
+	defer unlock()
+
+	live, err := s.liveTasks(ctx, client, q)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	t, ok, err := s.runningTask(ctx, q, live)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	if !ok || t.TaskHandle == "" {
+		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "no redrive of %s is running", q.Name)
+	}
+	if t.Status == store.MoveTaskCancelling {
+		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s is already being cancelled", q.Name)
+	}
+	out, err := client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)})
+	var rnf *types.ResourceNotFoundException
+	if errors.As(err, &rnf) {
+		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
+	}
+	if err != nil {
+		return store.MoveTask{}, s.awsError(ctx, "cancel the move task", err)
+	}
+	cancelling := t
+	cancelling.Status = store.MoveTaskCancelling
+	cancelling.Moved = out.ApproximateNumberOfMessagesMoved
+	cancelling.UpdatedAt = s.now().UTC()
+	return s.storeTask(ctx, client, q, func(x store.MoveTask) bool { return x.StartedAt.Equal(t.StartedAt) }, cancelling), nil
+}
+
+// liveTasks lists the queue's recent move tasks in SQS and refreshes the store with them, so the
+// checks below see what SQS sees rather than what the collector last polled.
+func (s *Service) liveTasks(ctx context.Context, client SQSAPI, q store.Queue) ([]store.MoveTask, error) {
+	out, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(q.ARN), MaxResults: aws.Int32(10)})
+	if err != nil {
+		return nil, s.awsError(ctx, "list the move tasks", err)
+	}
+	now := s.now().UTC()
+	tasks := make([]store.MoveTask, 0, len(out.Results))
+	for _, e := range out.Results {
+		t := taskFromSQS(q.ID, e, now)
+		if t.SourceARN == "" {
+			t.SourceARN = q.ARN
+		}
+		if _, err := s.store.UpsertMoveTask(ctx, t); err != nil {
+			return nil, fmt.Errorf("actions: store move task of %s: %w", q.Name, err)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// runningTask returns the queue's running task: one SQS lists as running, or one the store holds
+// as running that SQS does not list yet because it started moments ago.
+func (s *Service) runningTask(ctx context.Context, q store.Queue, live []store.MoveTask) (store.MoveTask, bool, error) {
+	for _, t := range live {
+		if t.Running() {
+			return t, true, nil
+		}
+	}
+	stored, err := s.store.ListMoveTasks(ctx, q.ID, 10)
+	if err != nil {
+		return store.MoveTask{}, false, fmt.Errorf("actions: move tasks of %s: %w", q.Name, err)
+	}
+	for _, t := range stored {
+		listed := slices.ContainsFunc(live, func(l store.MoveTask) bool { return l.StartedAt.Equal(t.StartedAt) })
+		if t.Running() && !listed && s.now().Sub(t.StartedAt) < listLag {
+			return t, true, nil
+		}
+	}
+	return store.MoveTask{}, false, nil
+}
+
+// storeTask stores what SQS now reports of the task matching match (fallback when SQS does not
+// list it yet), tells the pages, and returns it. The action has happened by now: a failure here
+// is logged, not returned.
+func (s *Service) storeTask(ctx context.Context, client SQSAPI, q store.Queue, match func(store.MoveTask) bool, fallback store.MoveTask) store.MoveTask {
+	ctx = context.WithoutCancel(ctx)
+	task := fallback
+	if live, err := s.liveTasks(ctx, client, q); err != nil {
+		s.log.Warn("actions: list move tasks after the action", "queue", q.Name, "err", err)
+	} else if i := slices.IndexFunc(live, match); i >= 0 {
+		task = live[i]
+		if task.TaskHandle == "" {
+			task.TaskHandle = fallback.TaskHandle
+		}
+	}
+	id, err := s.store.UpsertMoveTask(ctx, task)
+	if err != nil {
+		s.log.Error("actions: store move task", "queue", q.Name, "err", err)
+	}
+	task.ID = id
+	s.pub.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: q.ID, At: s.now()})
+	return task
+}
+
+// taskFromSQS converts a ListMessageMoveTasks entry. The start time is kept to the millisecond
+// SQS gives, as the collector keeps it: (source, start) identifies a task.
+func taskFromSQS(queueID int64, e types.ListMessageMoveTasksResultEntry, now time.Time) store.MoveTask {
+	return store.MoveTask{
+		QueueID:        queueID,
+		TaskHandle:     aws.ToString(e.TaskHandle),
+		Status:         aws.ToString(e.Status),
+		SourceARN:      aws.ToString(e.SourceArn),
+		DestinationARN: aws.ToString(e.DestinationArn),
+		MaxPerSecond:   int(aws.ToInt32(e.MaxNumberOfMessagesPerSecond)),
+		Moved:          e.ApproximateNumberOfMessagesMoved,
+		ToMove:         aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
+		FailureReason:  aws.ToString(e.FailureReason),
+		StartedAt:      time.UnixMilli(e.StartedTimestamp).UTC(),
+		UpdatedAt:      now,
+	}
+}
+
+// destinations returns the queues the task would move messages to (for the RedriveAllowPolicy
+// check) and the DestinationArn to send: empty for "each message's original source".
+func (s *Service) destinations(ctx context.Context, dlq store.Queue, ref string) ([]string, string, error) {
+	if ref == "" {
+		return dlq.SourceARNs, "", nil
+	}
+	if !plausibleRef(ref) {
+		return nil, "", refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination must be a queue name or ARN")
+	}
+	arn, fifo, err := s.lookupDestination(ctx, dlq, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	if arn == dlq.ARN {
+		return nil, "", refuse(http.StatusUnprocessableEntity, "invalid_destination", "the destination must differ from the dead-letter queue")
+	}
+	if fifo != dlq.FIFO {
+		return nil, "", refuse(http.StatusUnprocessableEntity, "destination_type_mismatch",
+			"%s is a %s queue and %s a %s queue; a redrive needs two queues of the same type",
+			dlq.Name, queueType(dlq.FIFO), nameOf(arn), queueType(fifo))
+	}
+	return []string{arn}, arn, nil
+}
+
+// queueARNParts matches an SQS queue ARN: partition, region, account, name.
+var queueARNParts = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_.-]{1,80})$`)
+
+// lookupDestination finds a destination's ARN and type: among the watched queues first, then in
+// SQS (a queue toolq does not watch is still a valid destination).
+func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref string) (string, bool, error) {
+	q, err := s.queues.ResolveQueue(ctx, ref)
+	switch {
+	case err == nil && !q.Gone():
+		return q.ARN, q.FIFO, nil
+	case err == nil:
+		return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination %s no longer exists", q.Name)
+	case errors.Is(err, views.ErrAmbiguous):
+		return "", false, refuse(http.StatusUnprocessableEntity, "destination_ambiguous", "several queues have that name; give the destination's ARN")
+	case !errors.Is(err, views.ErrNotFound):
+		return "", false, fmt.Errorf("actions: resolve destination: %w", err)
+	}
+	region, account, name := dlq.Region, "", ref
+	if strings.HasPrefix(ref, "arn:") {
+		m := queueARNParts.FindStringSubmatch(ref)
+		if m == nil {
+			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination is not an SQS queue ARN")
+		}
+		region, account, name = m[1], m[2], m[3]
+	}
+	client, err := s.client(region)
+	if err != nil {
+		return "", false, err
+	}
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(name)}
+	if account != "" {
+		in.QueueOwnerAWSAccountId = aws.String(account)
+	}
+	u, err := client.GetQueueUrl(ctx, in)
+	if err != nil {
+		if queueMissing(err) {
+			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
+		}
+		return "", false, s.awsError(ctx, "look up the destination", err)
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       u.QueueUrl,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameFifoQueue},
+	})
+	if err != nil {
+		if queueMissing(err) {
+			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
+		}
+		return "", false, s.awsError(ctx, "read the destination's attributes", err)
+	}
+	arn := attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", false, refuse(http.StatusBadGateway, "aws_error", "AWS did not give the destination's ARN")
+	}
+	return arn, attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
+}
+
+// queueMissing reports whether err says the queue does not exist, typed or (from endpoints that
+// omit the query-compatible header, like kumo) by its code.
+func queueMissing(err error) bool {
+	var qdne *types.QueueDoesNotExist
+	if errors.As(err, &qdne) {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || ae.ErrorCode() == "QueueDoesNotExist")
+}
+
+// redriveAllowPolicy is a dead-letter queue's RedriveAllowPolicy attribute.
+type redriveAllowPolicy struct {
+	RedrivePermission string   `json:"redrivePermission"`
+	SourceQueueArns   []string `json:"sourceQueueArns"`
+}
+
+// checkRedriveAllowed refuses a redrive the DLQ's RedriveAllowPolicy does not permit for every
+// destination, rather than let the task fail half-way.
+func checkRedriveAllowed(dlq store.Queue, dests []string) error {
+	raw := dlq.Attributes["RedriveAllowPolicy"]
+	if raw == "" {
+		return nil
+	}
+	var p redriveAllowPolicy
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s cannot be read", dlq.Name)
+	}
+	switch p.RedrivePermission {
+	case "", "allowAll":
+		return nil
+	case "denyAll":
+		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s denies every redrive (denyAll)", dlq.Name)
+	case "byQueue":
+		for _, d := range dests {
+			if !slices.Contains(p.SourceQueueArns, d) {
+				return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s does not allow %s", dlq.Name, nameOf(d))
+			}
+		}
+		return nil
+	}
+	return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s has an unknown permission", dlq.Name)
+}
+
+// awsCode matches error codes safe to show: AWS's own are short identifiers.
+var awsCode = regexp.MustCompile(`^[A-Za-z0-9.]{1,64}$`)
+
+// awsError turns an AWS failure into a safe *Error: what failed and AWS's error code, never
+// AWS's message (which can name accounts, keys and policies). The full error is logged.
+func (s *Service) awsError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("actions: %s: %w", what, ctx.Err())
+	}
+	s.log.Warn("actions: AWS call failed", "what", what, "err", err)
+	msg := "AWS refused to " + what
+	var ae smithy.APIError
+	if errors.As(err, &ae) && awsCode.MatchString(ae.ErrorCode()) {
+		msg += " (" + ae.ErrorCode() + ")"
+	} else if !errors.As(err, &ae) {
+		msg = "AWS could not be reached to " + what
+	}
+	return refuse(http.StatusBadGateway, "aws_error", "%s", msg)
+}
+
+// nameOf returns the queue name at the end of an ARN.
+func nameOf(arn string) string {
+	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
+		return arn[i+1:]
+	}
+	return arn
+}
+
+func queueType(fifo bool) string {
+	if fifo {
+		return "FIFO"
+	}
+	return "standard"
+}

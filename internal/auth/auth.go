@@ -1,0 +1,132 @@
+// Package auth decides who makes a request to toolq and what they may do.
+//
+// Three modes (--auth): "none" treats every request as a local operator and is only allowed on a
+// loopback listener unless explicitly forced; "token" accepts API tokens (Authorization: Bearer,
+// or a browser session cookie obtained by POST /login with a token); "proxy" trusts the user and
+// groups that an authenticating reverse proxy such as oauth2-proxy puts in X-Forwarded-User and
+// X-Forwarded-Groups, but only from the proxy's own addresses. In every mode, signed embed links
+// give read-only access to one page for iframes in other sites.
+//
+// Only SHA-256 hashes of tokens are stored; the plain token is shown once, when it is created.
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// Roles.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+)
+
+// Identity kinds.
+const (
+	KindNone  = "none"  // auth off: a local operator
+	KindToken = "token" // an API token, by Bearer header or session cookie
+	KindProxy = "proxy" // a user named by the trusted reverse proxy
+	KindEmbed = "embed" // a signed embed link: read-only, one page
+)
+
+// How the credentials of a request arrived. The CSRF checks depend on it: a Bearer header cannot
+// be sent by a hostile page, a cookie can.
+const (
+	ViaNone    = "none"
+	ViaBearer  = "bearer"
+	ViaSession = "session"
+	ViaProxy   = "proxy"
+	ViaEmbed   = "embed"
+)
+
+// Identity is who made a request. Kind is "token", "proxy", "embed" or "none" (auth off: a local
+// operator).
+type Identity struct {
+	Name string
+	Kind string
+	Role string
+	// Via says how the credentials arrived (ViaBearer, ViaSession, ...).
+	Via string
+	// Scope is, for an embed link, the path the link opens (e.g. "/queues/tool-calls.fifo");
+	// requests and websocket topics outside it must be refused. Empty for other kinds.
+	Scope string
+}
+
+// CanAct reports whether the identity may start and cancel redrives.
+func (i Identity) CanAct() bool { return i.Role == RoleOperator }
+
+// Anonymous is the identity of every request when auth is off.
+var Anonymous = Identity{Name: "anonymous", Kind: KindNone, Role: RoleOperator, Via: ViaNone}
+
+// Mode is how requests are authenticated (--auth).
+type Mode string
+
+// Modes.
+const (
+	ModeNone  Mode = "none"
+	ModeToken Mode = "token"
+	ModeProxy Mode = "proxy"
+)
+
+// ParseMode returns the Mode named s.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeNone, ModeToken, ModeProxy:
+		return m, nil
+	}
+	return "", fmt.Errorf("auth: unknown mode %q (want none, token or proxy)", s)
+}
+
+// ValidRole reports whether r names a role.
+func ValidRole(r string) bool { return r == RoleViewer || r == RoleOperator }
+
+// Errors of authentication. The server answers 401 for the first three and 403 for the others.
+var (
+	// ErrNoCredentials: the request carries no credentials.
+	ErrNoCredentials = errors.New("auth: no credentials")
+	// ErrInvalidCredentials: a token, session or embed link that is unknown, revoked, expired
+	// or forged.
+	ErrInvalidCredentials = errors.New("auth: invalid credentials")
+	// ErrUntrustedProxy: proxy headers from an address outside the trusted proxies.
+	ErrUntrustedProxy = errors.New("auth: proxy headers from an untrusted address")
+	// ErrNoRole: a proxy user none of whose groups maps to a role, with no default role.
+	ErrNoRole = errors.New("auth: no role for this user")
+	// ErrOutOfScope: an embed link used for another page or for a change.
+	ErrOutOfScope = errors.New("auth: embed link does not cover this request")
+)
+
+// ErrInsecureListen is returned by CheckListen for auth "none" beyond loopback.
+var ErrInsecureListen = errors.New("auth: --auth none is only allowed on a loopback address (use --auth token or proxy, or --allow-insecure-no-auth)")
+
+// CheckListen refuses to serve without authentication on anything but a loopback address, since
+// anyone who can reach the port could then move messages. allowInsecure overrides it
+// (--allow-insecure-no-auth), for a listener protected some other way.
+func CheckListen(mode Mode, listenAddr string, allowInsecure bool) error {
+	if _, err := ParseMode(string(mode)); err != nil {
+		return err
+	}
+	if mode != ModeNone || allowInsecure {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		return fmt.Errorf("auth: listen address %q: %w", listenAddr, err)
+	}
+	if isLoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrInsecureListen, listenAddr)
+}
+
+// isLoopbackHost reports whether host only ever means this machine. An empty host listens on
+// every interface, so it is not loopback.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

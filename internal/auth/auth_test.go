@@ -1,0 +1,306 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/store"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolq.db"))
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// clock is a settable now.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestCheckListen(t *testing.T) {
+	tests := []struct {
+		mode     auth.Mode
+		addr     string
+		insecure bool
+		ok       bool
+	}{
+		{auth.ModeNone, "127.0.0.1:8080", false, true},
+		{auth.ModeNone, "[::1]:8080", false, true},
+		{auth.ModeNone, "localhost:8080", false, true},
+		{auth.ModeNone, ":8080", false, false},
+		{auth.ModeNone, "0.0.0.0:8080", false, false},
+		{auth.ModeNone, "10.1.2.3:8080", false, false},
+		{auth.ModeNone, "dashboard.internal:8080", false, false},
+		{auth.ModeNone, ":8080", true, true},
+		{auth.ModeToken, ":8080", false, true},
+		{auth.ModeProxy, "0.0.0.0:8080", false, true},
+		{auth.Mode("basic"), "127.0.0.1:8080", false, false},
+		{auth.ModeNone, "not an address", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode)+" "+tt.addr, func(t *testing.T) {
+			err := auth.CheckListen(tt.mode, tt.addr, tt.insecure)
+			if (err == nil) != tt.ok {
+				t.Errorf("CheckListen(%s, %q, %v) = %v; want ok=%v", tt.mode, tt.addr, tt.insecure, err, tt.ok)
+			}
+		})
+	}
+	if err := auth.CheckListen(auth.ModeNone, ":8080", false); !errors.Is(err, auth.ErrInsecureListen) {
+		t.Errorf("err = %v; want ErrInsecureListen", err)
+	}
+}
+
+func TestGenerateToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		plain, hash := auth.GenerateToken()
+		if !strings.HasPrefix(plain, "tq_") || len(plain) < 3+43 {
+			t.Fatalf("token %q: want tq_ and at least 256 bits", plain)
+		}
+		if strings.Trim(plain[3:], "abcdefghijklmnopqrstuvwxyz234567") != "" {
+			t.Fatalf("token %q is not base32", plain)
+		}
+		if string(hash) != string(auth.HashToken(plain)) || len(hash) != 32 {
+			t.Fatalf("hash of %q is not its SHA-256", plain)
+		}
+		if seen[plain] {
+			t.Fatalf("token %q generated twice", plain)
+		}
+		seen[plain] = true
+	}
+}
+
+func TestCreateTokenAndBearer(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	c := &clock{t: t0}
+	a, err := auth.New(auth.Config{Mode: auth.ModeToken, Store: st, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := auth.CreateToken(ctx, st, "deploy-bot", auth.RoleOperator)
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	if _, err := auth.CreateToken(ctx, st, "deploy-bot", auth.RoleViewer); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("duplicate name: err = %v; want ErrConflict", err)
+	}
+	for _, bad := range []struct{ name, role string }{{"", "viewer"}, {"has space", "viewer"}, {strings.Repeat("x", 65), "viewer"}, {"ok", "admin"}} {
+		if _, err := auth.CreateToken(ctx, st, bad.name, bad.role); err == nil {
+			t.Errorf("CreateToken(%q, %q) accepted", bad.name, bad.role)
+		}
+	}
+	tokens, _ := auth.ListTokens(ctx, st)
+	for _, tk := range tokens {
+		if strings.Contains(tk.Name, plain) {
+			t.Error("the plain token is stored")
+		}
+	}
+
+	req := func(header string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/queues", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		return r
+	}
+	id, err := a.Authenticate(req("Bearer " + plain))
+	if err != nil || id.Name != "deploy-bot" || id.Role != auth.RoleOperator || id.Kind != auth.KindToken || id.Via != auth.ViaBearer {
+		t.Fatalf("Authenticate = %+v, %v", id, err)
+	}
+	for _, h := range []string{"", "Bearer tq_wrong", "Bearer " + plain + "x", "Basic " + plain, "Bearer", "Bearer " + strings.Repeat("a", 5000)} {
+		_, err := a.Authenticate(req(h))
+		if !errors.Is(err, auth.ErrNoCredentials) && !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Errorf("Authorization %.30q: err = %v; want refused", h, err)
+		}
+	}
+	if err := auth.RevokeToken(ctx, st, "deploy-bot"); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	if _, err := a.Authenticate(req("Bearer " + plain)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("revoked token: err = %v; want ErrInvalidCredentials", err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	c := &clock{t: t0}
+	a, _ := auth.New(auth.Config{Mode: auth.ModeToken, Store: st, Now: c.now, SessionTTL: time.Hour})
+	plain, _ := auth.CreateToken(ctx, st, "alice", auth.RoleViewer)
+
+	if _, _, err := a.Login(ctx, "tq_nope", false); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Fatalf("Login with a bad token: %v", err)
+	}
+	cookie, id, err := a.Login(ctx, plain, false)
+	if err != nil || id.Name != "alice" {
+		t.Fatalf("Login: %+v, %v", id, err)
+	}
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Path != "/" || strings.Contains(cookie.Value, plain) {
+		t.Fatalf("cookie = %+v", cookie)
+	}
+	withCookie := func(v string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: v})
+		return r
+	}
+	if id, err := a.Authenticate(withCookie(cookie.Value)); err != nil || id.Name != "alice" || id.Via != auth.ViaSession {
+		t.Fatalf("session: %+v, %v", id, err)
+	}
+	// Tampered, foreign-key and expired sessions are refused.
+	other, _ := auth.New(auth.Config{Mode: auth.ModeToken, Store: st, Now: c.now})
+	if _, err := other.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("session signed by another key: %v", err)
+	}
+	tampered := strings.Replace(cookie.Value, cookie.Value[:4], "AAAA", 1)
+	if _, err := a.Authenticate(withCookie(tampered)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("tampered session: %v", err)
+	}
+	c.t = t0.Add(2 * time.Hour)
+	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("expired session: %v", err)
+	}
+	// Revoking the token ends its sessions at once.
+	c.t = t0
+	if err := auth.RevokeToken(ctx, st, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("session of a revoked token: %v", err)
+	}
+	if lc := a.LogoutCookie(false); lc.MaxAge >= 0 || lc.Value != "" {
+		t.Errorf("logout cookie = %+v", lc)
+	}
+}
+
+func TestProxy(t *testing.T) {
+	proxies, err := auth.ParseProxies([]string{"10.0.0.0/8", "192.0.2.10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{Mode: auth.ModeProxy, TrustedProxies: proxies, ProxyOperatorGroups: []string{"sre", "oncall"}, ProxyDefaultRole: auth.RoleViewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny, _ := auth.New(auth.Config{Mode: auth.ModeProxy, TrustedProxies: proxies, ProxyOperatorGroups: []string{"sre"}})
+	tests := []struct {
+		name     string
+		a        *auth.Authenticator
+		remote   string
+		user     string
+		groups   string
+		wantRole string
+		wantErr  error
+	}{
+		{"operator group", a, "10.1.2.3:5555", "carol@example.com", "dev, sre", auth.RoleOperator, nil},
+		{"no group: default viewer", a, "10.1.2.3:5555", "dave", "dev", auth.RoleViewer, nil},
+		{"single trusted address", a, "192.0.2.10:1", "erin", "oncall", auth.RoleOperator, nil},
+		{"untrusted address", a, "203.0.113.5:5555", "mallory", "sre", "", auth.ErrUntrustedProxy},
+		{"trusted, no user", a, "10.1.2.3:5555", "", "sre", "", auth.ErrNoCredentials},
+		{"control characters", a, "10.1.2.3:5555", "eve\x00admin", "sre", "", auth.ErrInvalidCredentials},
+		{"no default role denies", deny, "10.1.2.3:5555", "dave", "dev", "", auth.ErrNoRole},
+		{"no default role, mapped group", deny, "10.1.2.3:5555", "carol", "sre", auth.RoleOperator, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tt.remote
+			if tt.user != "" {
+				r.Header.Set(auth.HeaderForwardedUser, tt.user)
+			}
+			r.Header.Set(auth.HeaderForwardedGroups, tt.groups)
+			id, err := tt.a.Authenticate(r)
+			if !errors.Is(err, tt.wantErr) || (err == nil && (id.Role != tt.wantRole || id.Name != tt.user || id.Kind != auth.KindProxy)) {
+				t.Errorf("Authenticate = %+v, %v; want role %q, err %v", id, err, tt.wantRole, tt.wantErr)
+			}
+		})
+	}
+	if _, err := auth.New(auth.Config{Mode: auth.ModeProxy}); err == nil {
+		t.Error("proxy mode without trusted proxies accepted")
+	}
+	if _, err := auth.ParseProxies([]string{"not-a-cidr"}); err == nil {
+		t.Error("ParseProxies accepted junk")
+	}
+}
+
+func TestEmbedLinks(t *testing.T) {
+	st := openStore(t)
+	c := &clock{t: t0}
+	a, _ := auth.New(auth.Config{Mode: auth.ModeToken, Store: st, Now: c.now})
+	tok, exp, err := a.EmbedToken("/queues/orders-dlq", time.Hour)
+	if err != nil || !exp.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("EmbedToken: %v, %v", exp, err)
+	}
+	overview, _, _ := a.EmbedToken("/", time.Hour)
+	tests := []struct {
+		name    string
+		method  string
+		target  string
+		token   string
+		wantErr error
+	}{
+		{"the page", http.MethodGet, "/queues/orders-dlq?embed=1", tok, nil},
+		{"a page under it", http.MethodGet, "/queues/orders-dlq/messages?embed=1", tok, nil},
+		{"the websocket", http.MethodGet, "/ws?topic=queue:1", tok, nil},
+		{"another queue", http.MethodGet, "/queues/orders", tok, auth.ErrOutOfScope},
+		{"a prefix of another name", http.MethodGet, "/queues/orders-dlq-2", tok, auth.ErrOutOfScope},
+		{"the overview", http.MethodGet, "/", tok, auth.ErrOutOfScope},
+		{"the API", http.MethodGet, "/api/v1/queues", overview, auth.ErrOutOfScope},
+		{"metrics", http.MethodGet, "/metrics", overview, auth.ErrOutOfScope},
+		{"a POST", http.MethodPost, "/queues/orders-dlq/redrive", tok, auth.ErrOutOfScope},
+		{"overview link, queue page", http.MethodGet, "/queues/orders", overview, nil},
+		{"forged", http.MethodGet, "/queues/orders-dlq", tok[:len(tok)-2] + "xx", auth.ErrInvalidCredentials},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := tt.target
+			sep := "?"
+			if strings.Contains(target, "?") {
+				sep = "&"
+			}
+			r := httptest.NewRequest(tt.method, target+sep+auth.EmbedParam+"="+tt.token, nil)
+			id, err := a.Authenticate(r)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v; want %v", err, tt.wantErr)
+			}
+			if err == nil && (id.Role != auth.RoleViewer || id.Kind != auth.KindEmbed || id.CanAct()) {
+				t.Errorf("identity = %+v; want a viewer embed", id)
+			}
+		})
+	}
+	c.t = t0.Add(61 * time.Minute)
+	r := httptest.NewRequest(http.MethodGet, "/queues/orders-dlq?embed_token="+tok, nil)
+	if _, err := a.Authenticate(r); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("expired embed link: %v", err)
+	}
+	for _, bad := range []string{"queues", "/a?b", "/x|y"} {
+		if _, _, err := a.EmbedToken(bad, time.Hour); err == nil {
+			t.Errorf("EmbedToken(%q) accepted", bad)
+		}
+	}
+	if _, _, err := a.EmbedToken("/", 31*24*time.Hour); err == nil {
+		t.Error("a 31-day embed link accepted")
+	}
+}
+
+func TestModeNone(t *testing.T) {
+	a, _ := auth.New(auth.Config{Mode: auth.ModeNone})
+	id, err := a.Authenticate(httptest.NewRequest(http.MethodPost, "/api/v1/queues/x/redrives", nil))
+	if err != nil || id != auth.Anonymous || !id.CanAct() {
+		t.Errorf("none: %+v, %v", id, err)
+	}
+}

@@ -1,0 +1,165 @@
+// Package awsconf builds the SQS and CloudWatch clients toolq uses, from the standard AWS
+// configuration chain (environment, shared profiles, SSO, web identity, container and instance
+// roles) or, for the embedded simulator, from static dummy credentials and a local endpoint.
+package awsconf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Retry modes accepted in Options.RetryMode.
+const (
+	// RetryStandard is the SDK's standard retryer: exponential backoff with jitter and a retry
+	// quota, retrying throttling, 5xx and transport errors.
+	RetryStandard = "standard"
+	// RetryAdaptive adds client-side rate limiting that slows the client down while it is throttled.
+	RetryAdaptive = "adaptive"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxAttempts is tried per call before an error is returned. The SDK's own default is 3;
+	// a collector that runs every 15 s can afford a little more patience with throttling.
+	DefaultMaxAttempts = 5
+	// DefaultMaxBackoff bounds the wait between two attempts: well under the attribute interval,
+	// so that a retried call cannot overlap the next cycle.
+	DefaultMaxBackoff = 5 * time.Second
+)
+
+// Static credentials used when Options.StaticCredentials is set. The simulator does not check
+// signatures; the values only have to be well formed.
+const (
+	staticAccessKeyID     = "AKIDTOOLQSIMULATOR00"
+	staticSecretAccessKey = "toolq-simulator-secret-not-a-real-key"
+)
+
+// Options configure Load. Every field is optional.
+type Options struct {
+	// Region of both clients. Empty: the region of the configuration chain (AWS_REGION, the
+	// profile); an error if that is empty too and no endpoint is set.
+	Region string
+	// Profile selects a shared-config profile. Empty: AWS_PROFILE or "default".
+	Profile string
+	// EndpointURL, when set, is the BaseEndpoint of both clients (the simulator serves SQS and
+	// CloudWatch on one port).
+	EndpointURL string
+	// CloudWatchEndpointURL overrides EndpointURL for CloudWatch when the two differ.
+	CloudWatchEndpointURL string
+	// StaticCredentials uses dummy static credentials instead of the chain. Only for the
+	// embedded simulator or an emulator: real AWS rejects them.
+	StaticCredentials bool
+	// RetryMode is RetryStandard (default) or RetryAdaptive.
+	RetryMode string
+	// MaxAttempts per call, first attempt included. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// MaxBackoff bounds the delay between attempts. Default DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// HTTPClient replaces the SDK's default HTTP client (tests, proxies). Nil: the default.
+	HTTPClient config.HTTPClient
+}
+
+// ErrNoRegion is returned when neither Options.Region nor the configuration chain names a region.
+var ErrNoRegion = errors.New("awsconf: no region: set --region or AWS_REGION")
+
+// Load builds an SQS and a CloudWatch client from opts. It reads credentials lazily: a missing
+// credential surfaces on the first call, not here.
+func Load(ctx context.Context, opts Options) (*sqs.Client, *cloudwatch.Client, error) {
+	cfg, err := LoadConfig(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	sqsClient := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
+	cwClient := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+		switch {
+		case opts.CloudWatchEndpointURL != "":
+			o.BaseEndpoint = aws.String(opts.CloudWatchEndpointURL)
+		case opts.EndpointURL != "":
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
+	return sqsClient, cwClient, nil
+}
+
+// LoadConfig returns the aws.Config that Load builds its clients from, for callers that need
+// other clients with the same credentials and retry policy (the actions package's SQS client).
+func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
+	mode, err := retryMode(opts.RetryMode)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	maxAttempts := opts.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	maxBackoff := opts.MaxBackoff
+	if maxBackoff <= 0 {
+		maxBackoff = DefaultMaxBackoff
+	}
+
+	loaders := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer { return newRetryer(mode, maxAttempts, maxBackoff) }),
+	}
+	if opts.Region != "" {
+		loaders = append(loaders, config.WithRegion(opts.Region))
+	}
+	if opts.Profile != "" {
+		loaders = append(loaders, config.WithSharedConfigProfile(opts.Profile))
+	}
+	if opts.StaticCredentials {
+		loaders = append(loaders, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(staticAccessKeyID, staticSecretAccessKey, "")))
+	}
+	if opts.HTTPClient != nil {
+		loaders = append(loaders, config.WithHTTPClient(opts.HTTPClient))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("awsconf: load: %w", err)
+	}
+	if cfg.Region == "" {
+		if opts.EndpointURL == "" {
+			return aws.Config{}, ErrNoRegion
+		}
+		// A local endpoint still needs a region to sign with; which one does not matter.
+		cfg.Region = "us-east-1"
+	}
+	return cfg, nil
+}
+
+func retryMode(s string) (aws.RetryMode, error) {
+	switch s {
+	case "", RetryStandard:
+		return aws.RetryModeStandard, nil
+	case RetryAdaptive:
+		return aws.RetryModeAdaptive, nil
+	default:
+		return "", fmt.Errorf("awsconf: retry mode %q: want %q or %q", s, RetryStandard, RetryAdaptive)
+	}
+}
+
+func newRetryer(mode aws.RetryMode, maxAttempts int, maxBackoff time.Duration) aws.Retryer {
+	standard := func(o *retry.StandardOptions) {
+		o.MaxAttempts = maxAttempts
+		o.MaxBackoff = maxBackoff
+	}
+	if mode == aws.RetryModeAdaptive {
+		return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+			o.StandardOptions = append(o.StandardOptions, standard)
+		})
+	}
+	return retry.NewStandard(standard)
+}

@@ -1,0 +1,155 @@
+package awsconf
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+
+	"github.com/toolq/toolq/internal/sqsim"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func newSim(t *testing.T) (*sqsim.Simulator, string) {
+	t.Helper()
+	sim := sqsim.New(sqsim.Options{Clock: sqsim.NewManualClock(t0), Seed: 1})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return sim, srv.URL
+}
+
+func getMetricData(ctx context.Context, cw *cloudwatch.Client) error {
+	_, err := cw.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+		StartTime: aws.Time(t0.Add(-time.Hour)),
+		EndTime:   aws.Time(t0),
+		MetricDataQueries: []cwtypes.MetricDataQuery{{
+			Id: aws.String("m0"),
+			MetricStat: &cwtypes.MetricStat{
+				Metric: &cwtypes.Metric{
+					Namespace:  aws.String("AWS/SQS"),
+					MetricName: aws.String("NumberOfMessagesSent"),
+					Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("q")}},
+				},
+				Period: aws.Int32(60),
+				Stat:   aws.String("Sum"),
+			},
+		}},
+	})
+	return err
+}
+
+func TestLoadAgainstSimulator(t *testing.T) {
+	ctx := context.Background()
+	main, mainURL := newSim(t)
+	other, otherURL := newSim(t)
+
+	tests := []struct {
+		name       string
+		opts       Options
+		wantCWMain int // GetMetricData calls expected on the main endpoint
+	}{
+		{"one endpoint for both", Options{Region: "eu-west-1", EndpointURL: mainURL, StaticCredentials: true}, 1},
+		{"CloudWatch elsewhere", Options{Region: "eu-west-1", EndpointURL: mainURL, CloudWatchEndpointURL: otherURL, StaticCredentials: true}, 0},
+		{"adaptive retries", Options{EndpointURL: mainURL, StaticCredentials: true, RetryMode: RetryAdaptive}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			main.ResetCallCounts()
+			other.ResetCallCounts()
+			sq, cw, err := Load(ctx, tt.opts)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if _, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q")}); err != nil {
+				t.Fatalf("CreateQueue: %v", err)
+			}
+			if err := getMetricData(ctx, cw); err != nil {
+				t.Fatalf("GetMetricData: %v", err)
+			}
+			if got := main.CallCount("CreateQueue"); got != 1 {
+				t.Errorf("CreateQueue calls on the endpoint = %d, want 1", got)
+			}
+			if got := main.CallCount("GetMetricData"); got != tt.wantCWMain {
+				t.Errorf("GetMetricData calls on the main endpoint = %d, want %d", got, tt.wantCWMain)
+			}
+			if got := other.CallCount("GetMetricData"); got != 1-tt.wantCWMain {
+				t.Errorf("GetMetricData calls on the CloudWatch endpoint = %d, want %d", got, 1-tt.wantCWMain)
+			}
+		})
+	}
+}
+
+func TestLoadRetriesThrottlingAndServerErrors(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		fault sqsim.Fault
+		code  string
+	}{
+		{"throttled", sqsim.Fault{ThrottleRate: 1}, "RequestThrottled"},
+		{"500", sqsim.Fault{ErrorRate: 1}, "InternalError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim, url := newSim(t)
+			sq, _, err := Load(ctx, Options{EndpointURL: url, StaticCredentials: true, MaxAttempts: 4, MaxBackoff: time.Millisecond})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			sim.SetFault("ListQueues", tt.fault)
+			_, err = sq.ListQueues(ctx, &sqs.ListQueuesInput{})
+			var apiErr smithy.APIError
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode() != tt.code {
+				t.Fatalf("ListQueues error = %v, want code %s", err, tt.code)
+			}
+			if got := sim.CallCount("ListQueues"); got != 4 {
+				t.Errorf("ListQueues attempts = %d, want 4 (MaxAttempts)", got)
+			}
+			sim.SetFault("ListQueues", sqsim.Fault{})
+			if _, err := sq.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+				t.Errorf("ListQueues after the fault cleared: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	// Keep the developer's own AWS configuration out of the test.
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr error
+	}{
+		{"no region", Options{}, ErrNoRegion},
+		{"bad retry mode", Options{Region: "us-east-1", RetryMode: "sometimes"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Load(ctx, tt.opts)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("Load error = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	// A local endpoint needs no region: any will do to sign with.
+	if _, _, err := Load(ctx, Options{EndpointURL: "http://127.0.0.1:1", StaticCredentials: true}); err != nil {
+		t.Errorf("Load with an endpoint and no region: %v", err)
+	}
+}

@@ -1,0 +1,312 @@
+// Package collector turns the SQS and CloudWatch APIs into toolq's time-series picture of every
+// watched tool-call queue. It is the only package that reads from AWS. Each concern runs in its
+// own loop at its own cadence: discovery, queue attributes, CloudWatch metrics, message peeks,
+// move-task polling and pruning. Everything goes to the store; change events tell the live pages
+// to read again.
+//
+// The collector must never harm what it watches. It never deletes, sends or purges (its SQSAPI
+// has no such methods); it receives messages only from dead-letter queues and from source queues
+// the operator opted in, and hands every message it took back at once. See docs/collector.md.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// Default cadences and limits of Options.
+const (
+	DefaultDiscoveryInterval        = 5 * time.Minute
+	DefaultAttributesInterval       = 15 * time.Second
+	DefaultMetricsInterval          = 5 * time.Minute
+	DefaultPeekDeadLetterInterval   = time.Minute
+	DefaultPeekSourceInterval       = 5 * time.Minute
+	DefaultMoveTasksRunningInterval = 2 * time.Second
+	DefaultPruneInterval            = time.Hour
+	DefaultConcurrency              = 8
+	DefaultPeekMaxMessages          = 500
+	DefaultPeekVisibilityTimeout    = 20 * time.Second
+	DefaultPeekBodyCap              = 64 << 10
+	DefaultBackfill                 = 24 * time.Hour
+
+	// peekDueCheck is how often the peek loop looks for queues that are due. It is shorter than
+	// any peek interval so that a dead-letter queue that receives its first messages is sampled
+	// within seconds of the attribute cycle that saw them.
+	peekDueCheck = 10 * time.Second
+)
+
+// Region is one AWS region the collector watches, with its clients.
+type Region struct {
+	// Name is the region's name (us-east-1); it is stored with every queue. Required.
+	Name string
+	// SQS is the region's SQS client. Required.
+	SQS SQSAPI
+	// CloudWatch is the region's CloudWatch client. Nil: no CloudWatch metrics for this region.
+	CloudWatch CloudWatchAPI
+}
+
+// PeekOptions say which queues' messages the collector samples, and how.
+type PeekOptions struct {
+	// Disabled turns all message sampling off (`--peek none`).
+	Disabled bool
+	// Sources are the source queues the operator opted in to sampling: exact names, or prefixes
+	// ending in "*" (tool-calls*). Dead-letter queues are sampled without opting in.
+	Sources []string
+	// MaxMessages caps the messages taken by one pass over one queue. Default 500.
+	MaxMessages int
+	// VisibilityTimeout of the receives: long enough for one pass, after which the messages are
+	// released explicitly anyway. Default 20 s.
+	VisibilityTimeout time.Duration
+	// BodyCap is the most bytes of a body that are stored. Default 64 KiB.
+	BodyCap int
+}
+
+// ToolFields are the dotted JSON paths of the tool-call fields in a message body.
+type ToolFields struct {
+	ToolName   string // default "toolName"
+	ToolCallID string // default "toolCallId"
+	SessionID  string // default "sessionId"
+}
+
+// Options configure a Collector.
+type Options struct {
+	// Regions to watch. At least one is required; one collector covers them all so that one cost
+	// estimate does.
+	Regions []Region
+	// Store receives everything collected. Required.
+	Store *store.Store
+	// Publisher receives change events. Default events.Discard.
+	Publisher events.Publisher
+	// Logger. Default discard.
+	Logger *slog.Logger
+	// Now is the collector's clock; tests pass the simulator's ManualClock.Now. Default time.Now.
+	Now func() time.Time
+
+	// QueuePrefixes select queues by name prefix (ListQueues QueueNamePrefix).
+	QueuePrefixes []string
+	// Queues select queues by name or URL. With neither QueuePrefixes nor Queues, every queue of
+	// the account is watched.
+	Queues []string
+
+	// Cadences. Zero: the Default… constant of the same name.
+	DiscoveryInterval      time.Duration
+	AttributesInterval     time.Duration
+	MetricsInterval        time.Duration
+	PeekDeadLetterInterval time.Duration
+	PeekSourceInterval     time.Duration
+	// MoveTasksInterval polls the move tasks of every dead-letter queue. Default the attribute interval.
+	MoveTasksInterval time.Duration
+	// MoveTasksRunningInterval polls a queue whose task is RUNNING or CANCELLING. Default 2 s.
+	MoveTasksRunningInterval time.Duration
+	PruneInterval            time.Duration
+
+	// Concurrency bounds the AWS calls in flight per cycle. Default 8.
+	Concurrency int
+	// Peek configures message sampling.
+	Peek PeekOptions
+	// ToolFields locate the tool-call fields in JSON bodies.
+	ToolFields ToolFields
+	// Backfill is how far back CloudWatch is read the first time a queue is seen. Default 24 h;
+	// negative: no backfill.
+	Backfill time.Duration
+	// Retention is passed to store.Prune; zero fields take the store's documented defaults.
+	Retention store.Retention
+	// Registerer, when set, receives the collector's Prometheus metrics.
+	Registerer prometheus.Registerer
+}
+
+// Collector samples the watched queues into the store. Create it with New, run it with Run, or
+// drive single cycles (Discover, CycleAttributes, CycleMetrics, PeekDue, PollMoveTasks, Prune)
+// from tests and benchmarks.
+type Collector struct {
+	opts    Options
+	store   *store.Store
+	pub     events.Publisher
+	log     *slog.Logger
+	now     func() time.Time
+	regions []*region
+	tel     *telemetry
+	sem     chan struct{} // bounds the AWS calls in flight, across all loops
+
+	mu      sync.Mutex
+	queues  map[string]*watchedQueue // by ARN; the queues that exist as far as we know
+	urls    map[urlKey]*watchedQueue // the same queues by region and URL
+	skipped map[skipKey]time.Time    // operations not to call again before a time
+	tasks   map[taskKey]store.MoveTask
+	// recorded is when each kind of failure was last stored (see errorRepeat).
+	recorded map[errorKey]time.Time
+	// peekReceives remembers the receives of each queue's last pass, for the cost estimate.
+	peekReceives map[int64]int
+}
+
+// region is a Region with the state the collector keeps about it.
+type region struct {
+	Region
+}
+
+// New checks opts, fills in defaults and returns a Collector. It makes no AWS call.
+func New(opts Options) (*Collector, error) {
+	if len(opts.Regions) == 0 {
+		return nil, errors.New("collector: no region")
+	}
+	if opts.Store == nil {
+		return nil, errors.New("collector: no store")
+	}
+	c := &Collector{
+		store:        opts.Store,
+		pub:          opts.Publisher,
+		log:          opts.Logger,
+		now:          opts.Now,
+		queues:       make(map[string]*watchedQueue),
+		urls:         make(map[urlKey]*watchedQueue),
+		skipped:      make(map[skipKey]time.Time),
+		tasks:        make(map[taskKey]store.MoveTask),
+		recorded:     make(map[errorKey]time.Time),
+		peekReceives: make(map[int64]int),
+	}
+	seen := make(map[string]bool)
+	for _, r := range opts.Regions {
+		if r.Name == "" || r.SQS == nil {
+			return nil, fmt.Errorf("collector: region %q: name and SQS client are required", r.Name)
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("collector: region %q given twice", r.Name)
+		}
+		seen[r.Name] = true
+		c.regions = append(c.regions, &region{Region: r})
+	}
+	if c.pub == nil {
+		c.pub = events.Discard
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	setDefault(&opts.DiscoveryInterval, DefaultDiscoveryInterval)
+	setDefault(&opts.AttributesInterval, DefaultAttributesInterval)
+	setDefault(&opts.MetricsInterval, DefaultMetricsInterval)
+	setDefault(&opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
+	setDefault(&opts.PeekSourceInterval, DefaultPeekSourceInterval)
+	setDefault(&opts.MoveTasksInterval, opts.AttributesInterval)
+	setDefault(&opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
+	setDefault(&opts.PruneInterval, DefaultPruneInterval)
+	setDefault(&opts.Backfill, DefaultBackfill)
+	setDefault(&opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout)
+	setDefault(&opts.Concurrency, DefaultConcurrency)
+	setDefault(&opts.Peek.MaxMessages, DefaultPeekMaxMessages)
+	setDefault(&opts.Peek.BodyCap, DefaultPeekBodyCap)
+	setDefault(&opts.ToolFields.ToolName, "toolName")
+	setDefault(&opts.ToolFields.ToolCallID, "toolCallId")
+	setDefault(&opts.ToolFields.SessionID, "sessionId")
+	if opts.Peek.VisibilityTimeout < time.Second {
+		// ReceiveMessage takes whole seconds, and the SDK drops a zero.
+		opts.Peek.VisibilityTimeout = time.Second
+	}
+	c.opts = opts
+	c.sem = make(chan struct{}, opts.Concurrency)
+	tel, err := newTelemetry(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c.tel = tel
+	return c, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Run runs every loop until ctx ends, then waits for them to stop and returns nil. Discovery
+// runs first, so that the other loops' first cycles, which also run at start-up rather than one
+// interval later, already see the queues.
+func (c *Collector) Run(ctx context.Context) error {
+	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("collector: first discovery", "err", err)
+	}
+	loops := []struct {
+		name  string
+		every time.Duration
+		cycle func(context.Context) error
+	}{
+		{"discovery", c.opts.DiscoveryInterval, c.Discover},
+		{"attributes", c.opts.AttributesInterval, c.CycleAttributes},
+		{"metrics", c.opts.MetricsInterval, c.CycleMetrics},
+		{"peek", peekDueCheck, c.PeekDue},
+		{"movetasks", c.opts.MoveTasksRunningInterval, c.PollMoveTasks},
+		{"prune", c.opts.PruneInterval, c.Prune},
+	}
+	var wg sync.WaitGroup
+	for i, l := range loops {
+		wg.Go(func() {
+			// Discovery already ran its first cycle above.
+			c.loop(ctx, l.name, l.every, l.cycle, i > 0)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop calls cycle every interval until ctx ends; first says whether to call it at once.
+func (c *Collector) loop(ctx context.Context, name string, every time.Duration, cycle func(context.Context) error, first bool) {
+	run := func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.log.Error("collector: cycle panicked", "loop", name, "panic", p)
+			}
+		}()
+		if err := cycle(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("collector: cycle failed", "loop", name, "err", err)
+		}
+	}
+	if first {
+		run()
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			run()
+		}
+	}
+}
+
+// each calls fn for every queue, recovering a panic of one queue's task into a recorded error
+// so that the others go on. It runs up to twice Options.Concurrency tasks at once: AWS calls are
+// bounded to Options.Concurrency by call, and the spare tasks write to the store meanwhile, so
+// that SQLite's single writer does not stretch the cycle.
+func (c *Collector) each(ctx context.Context, cy *cycle, queues []*watchedQueue, fn func(context.Context, *watchedQueue)) {
+	slots := make(chan struct{}, 2*c.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, q := range queues {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case slots <- struct{}{}:
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			defer c.recoverQueue(ctx, cy, q)
+			fn(ctx, q)
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,398 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// maxPages bounds a paginated listing, so that an endpoint that keeps answering with a token
+// cannot keep a cycle busy forever.
+const maxPages = 1000
+
+// Discover finds the watched queues of every region: ListQueues per prefix (or of the whole
+// account), GetQueueUrl per named queue. A new queue is adopted (its attributes read once for
+// its ARN); a queue no longer listed is marked gone; the dead-letter queues of watched queues
+// are watched too; and ListDeadLetterSourceQueues checks the pairing where the endpoint has it.
+func (c *Collector) Discover(ctx context.Context) error {
+	cy := c.startCycle(ctx, store.RunDiscovery)
+	defer c.finish(ctx, cy)
+	changed := false
+	for _, r := range c.regions {
+		if c.discoverRegion(ctx, cy, r) {
+			changed = true
+		}
+	}
+	if c.adoptDeadLetterQueues(ctx, cy) {
+		changed = true
+	}
+	c.listDeadLetterSources(ctx, cy)
+	cy.queues.Store(int64(len(c.watched())))
+	c.updateCost(ctx)
+	if changed {
+		c.pub.Publish(events.Event{Kind: events.QueuesChanged, At: c.now()})
+	}
+	return ctx.Err()
+}
+
+// discoverRegion lists the region's selected queues, adopts new ones and marks vanished ones
+// gone. It reports whether the set of watched queues changed.
+func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bool {
+	listed, complete := c.listRegion(ctx, cy, r)
+	if ctx.Err() != nil {
+		return false
+	}
+	changed := false
+	for _, u := range listed {
+		adopted, err := c.adopt(ctx, cy, r, u)
+		if err != nil {
+			continue
+		}
+		changed = changed || adopted
+	}
+	// A failed listing says nothing about the queues it did not return.
+	if !complete {
+		return changed
+	}
+	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
+	if err != nil {
+		c.log.Warn("collector: list stored queues", "region", r.Name, "err", err)
+		return changed
+	}
+	listedSet := make(map[string]bool, len(listed))
+	for _, u := range listed {
+		listedSet[u] = true
+	}
+	for _, sq := range stored {
+		if sq.Gone() || listedSet[sq.URL] || !c.selected(r, sq.Name, sq.URL) {
+			continue
+		}
+		if q := c.byURL(r, sq.URL); q != nil {
+			c.markGone(ctx, q)
+		} else {
+			// Watched by an earlier run and gone while the collector was away.
+			c.storeGone(ctx, &watchedQueue{id: sq.ID, region: r, name: sq.Name, url: sq.URL, arn: sq.ARN})
+		}
+		changed = true
+	}
+	return changed
+}
+
+// listRegion returns the URLs of the region's selected queues, and whether every listing call
+// succeeded.
+func (c *Collector) listRegion(ctx context.Context, cy *cycle, r *region) (urls []string, complete bool) {
+	complete = true
+	seen := make(map[string]bool)
+	add := func(u string) {
+		if !seen[u] {
+			seen[u] = true
+			urls = append(urls, u)
+		}
+	}
+	prefixes := c.opts.QueuePrefixes
+	if len(prefixes) == 0 && len(c.opts.Queues) == 0 {
+		prefixes = []string{""}
+	}
+	for _, p := range prefixes {
+		got, err := c.listQueues(ctx, cy, r, p)
+		if err != nil {
+			complete = false
+		}
+		for _, u := range got {
+			add(u)
+		}
+	}
+	for _, named := range c.opts.Queues {
+		if isURL(named) {
+			if c.urlRegion(named) == r {
+				add(named)
+			}
+			continue
+		}
+		var out *sqs.GetQueueUrlOutput
+		err := c.call(ctx, cy, opGetQueueURL, nil, func(ctx context.Context) error {
+			var err error
+			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(named)})
+			return err
+		}, func(err error) bool {
+			// A named queue lives in one of the regions; its absence from the others is normal.
+			return isQueueGone(err) && len(c.regions) > 1
+		})
+		switch {
+		case err == nil && out.QueueUrl != nil:
+			add(*out.QueueUrl)
+		case err != nil && !isQueueGone(err):
+			complete = false
+		}
+	}
+	return urls, complete
+}
+
+// listQueues pages through ListQueues for one prefix.
+func (c *Collector) listQueues(ctx context.Context, cy *cycle, r *region, prefix string) ([]string, error) {
+	var urls []string
+	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	if prefix != "" {
+		in.QueueNamePrefix = aws.String(prefix)
+	}
+	for range maxPages {
+		var out *sqs.ListQueuesOutput
+		err := c.call(ctx, cy, opListQueues, nil, func(ctx context.Context) error {
+			var err error
+			out, err = r.SQS.ListQueues(ctx, in)
+			return err
+		})
+		if err != nil {
+			return urls, err
+		}
+		urls = append(urls, out.QueueUrls...)
+		if out.NextToken == nil || *out.NextToken == "" || (in.NextToken != nil && *in.NextToken == *out.NextToken) {
+			return urls, nil
+		}
+		in.NextToken = out.NextToken
+	}
+	return urls, fmt.Errorf("collector: list queues %q: more than %d pages", prefix, maxPages)
+}
+
+// adopt starts watching the queue at u unless it is watched already; either way it records that
+// the queue was seen. It reports whether the queue is new.
+func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (bool, error) {
+	if q := c.byURL(r, u); q != nil {
+		_, err := c.store.UpsertQueue(ctx, store.Queue{
+			Region: r.Name, Name: q.name, URL: q.url, ARN: q.arn, FIFO: q.isFIFO(c), LastSeen: c.now(),
+		})
+		if err != nil {
+			c.log.Warn("collector: upsert queue", "queue", q.name, "err", err)
+		}
+		return false, nil
+	}
+	// The ARN identifies a queue in the store and only GetQueueAttributes says it reliably (the
+	// URL's host is an endpoint, not a partition). Reading all attributes here also gives the
+	// queue its first sample at once.
+	var out *sqs.GetQueueAttributesOutput
+	name := queueNameFromURL(u)
+	probe := &watchedQueue{region: r, name: name, url: u}
+	err := c.call(ctx, cy, opGetQueueAttributes, nil, func(ctx context.Context) error {
+		var err error
+		out, err = r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(u), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+		})
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	at := c.now()
+	arn := out.Attributes["QueueArn"]
+	if arn == "" {
+		c.recordError(ctx, cy, opGetQueueAttributes, nil, "MissingQueueArn", safeText("queue "+name+": no QueueArn attribute", maxErrorMessage))
+		return false, errors.New("collector: no QueueArn")
+	}
+	fifo := strings.HasSuffix(name, ".fifo") || out.Attributes["FifoQueue"] == "true"
+	id, err := c.store.UpsertQueue(ctx, store.Queue{
+		Region: r.Name, Name: name, URL: u, ARN: arn, FIFO: fifo, FirstSeen: at, LastSeen: at,
+	})
+	if err != nil {
+		c.recordError(ctx, cy, "UpsertQueue", nil, "store", safeMessage(err))
+		return false, err
+	}
+	probe.id, probe.arn, probe.fifo = id, arn, fifo
+	c.resume(ctx, probe)
+	c.mu.Lock()
+	if existing := c.queues[arn]; existing != nil {
+		// Listed twice (a prefix and a name): keep the first.
+		c.mu.Unlock()
+		return false, nil
+	}
+	c.queues[arn] = probe
+	c.urls[urlKey{r.Name, u}] = probe
+	c.mu.Unlock()
+	c.applyAttributes(ctx, cy, probe, out.Attributes, at)
+	c.log.Info("collector: watching queue", "queue", name, "region", r.Name, "fifo", fifo)
+	return true, nil
+}
+
+// resume loads what an earlier run of the collector left in the store about q, so that a
+// restart neither backfills twice nor peeks before the queue is due.
+func (c *Collector) resume(ctx context.Context, q *watchedQueue) {
+	if stored, err := c.store.GetQueue(ctx, q.id); err == nil {
+		q.backfilled = !stored.BackfilledAt.IsZero()
+		q.peekEnabled = stored.PeekEnabled
+	} else {
+		c.log.Warn("collector: load queue", "queue", q.name, "err", err)
+	}
+	if s, err := c.store.LatestSample(ctx, q.id); err == nil {
+		q.peekedAt = s.At
+		q.peekedVisible = s.ApproxVisible
+	} else if !errors.Is(err, store.ErrNotFound) {
+		c.log.Warn("collector: load latest sample", "queue", q.name, "err", err)
+	}
+}
+
+// adoptDeadLetterQueues watches the dead-letter queue of every watched queue, even outside the
+// selection: a source's health depends on its DLQ. A DLQ in a region the collector does not
+// watch, or that cannot be found, is recorded against its source.
+func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
+	changed := false
+	for _, q := range c.watched() {
+		c.mu.Lock()
+		target := q.deadLetterTargetARN
+		_, watched := c.queues[target]
+		c.mu.Unlock()
+		if target == "" || watched {
+			continue
+		}
+		a, ok := parseQueueARN(target)
+		r := c.regionNamed(a.region)
+		if !ok || r == nil {
+			k := skipKey{op: "DeadLetterQueueNotWatched", queueID: q.id}
+			if !c.skipping(k) {
+				c.mu.Lock()
+				c.skipped[k] = forever
+				c.mu.Unlock()
+				c.recordError(ctx, cy, opGetQueueURL, q, "DeadLetterQueueNotWatched",
+					safeText("dead-letter queue "+target+" is in a region the collector does not watch", maxErrorMessage))
+			}
+			continue
+		}
+		var out *sqs.GetQueueUrlOutput
+		err := c.call(ctx, cy, opGetQueueURL, q, func(ctx context.Context) error {
+			var err error
+			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.name), QueueOwnerAWSAccountId: aws.String(a.account)})
+			return err
+		})
+		if err != nil || out.QueueUrl == nil {
+			continue
+		}
+		if adopted, err := c.adopt(ctx, cy, r, *out.QueueUrl); err == nil && adopted {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// listDeadLetterSources records, for every watched queue, the sources that
+// ListDeadLetterSourceQueues names. It catches sources outside the selection, whose redrive
+// policies the collector never reads. Endpoints without the operation are asked once.
+func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
+	c.each(ctx, cy, c.watched(), func(ctx context.Context, q *watchedQueue) {
+		k := skipKey{region: q.region.Name, op: opListDeadLetterSourceQueues}
+		if c.skipping(k) {
+			return
+		}
+		var sources []string
+		in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(q.url), MaxResults: aws.Int32(1000)}
+		for range maxPages {
+			var out *sqs.ListDeadLetterSourceQueuesOutput
+			err := c.call(ctx, cy, opListDeadLetterSourceQueues, q, func(ctx context.Context) error {
+				var err error
+				out, err = q.region.SQS.ListDeadLetterSourceQueues(ctx, in)
+				return err
+			}, c.recordOnce(k))
+			if err != nil {
+				if isQueueGone(err) {
+					c.markGone(ctx, q)
+				}
+				return
+			}
+			for _, u := range out.QueueUrls {
+				if arn := sourceARNFromURL(q.arn, u); arn != "" {
+					sources = append(sources, arn)
+				}
+			}
+			if out.NextToken == nil || *out.NextToken == "" {
+				break
+			}
+			in.NextToken = out.NextToken
+		}
+		slices.Sort(sources)
+		c.mu.Lock()
+		q.listedSources = len(sources)
+		c.mu.Unlock()
+		if err := c.store.SetListedSources(ctx, q.id, sources); err != nil {
+			c.log.Warn("collector: set listed sources", "queue", q.name, "err", err)
+		}
+	})
+}
+
+// recordOnce returns a call filter for an operation that may be missing or refused: the first
+// such failure is recorded and the operation skipped from then on (see skipAfter); the others,
+// from calls already in flight, are not recorded again.
+func (c *Collector) recordOnce(k skipKey) func(error) bool {
+	return func(err error) bool {
+		if !isUnsupported(err) && !isAccessDenied(err) {
+			return false
+		}
+		if c.skipping(k) {
+			return true
+		}
+		c.skipAfter(k, err)
+		return false
+	}
+}
+
+// selected reports whether the configuration selects the queue (name or URL) in region r.
+func (c *Collector) selected(r *region, name, u string) bool {
+	if len(c.opts.QueuePrefixes) == 0 && len(c.opts.Queues) == 0 {
+		return true
+	}
+	for _, p := range c.opts.QueuePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, named := range c.opts.Queues {
+		if named == name || (named == u && c.urlRegion(u) == r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Collector) byURL(r *region, u string) *watchedQueue {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urls[urlKey{r.Name, u}]
+}
+
+func (c *Collector) regionNamed(name string) *region {
+	for _, r := range c.regions {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// urlRegion returns the region a queue URL belongs to: the one named in its host
+// (sqs.eu-west-1.amazonaws.com), else the first region (a local endpoint).
+func (c *Collector) urlRegion(u string) *region {
+	if parsed, err := url.Parse(u); err == nil {
+		for _, label := range strings.Split(parsed.Hostname(), ".") {
+			if r := c.regionNamed(label); r != nil {
+				return r
+			}
+		}
+	}
+	return c.regions[0]
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
+
+func (q *watchedQueue) isFIFO(c *Collector) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return q.fifo
+}

@@ -1,0 +1,198 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/internal/store"
+)
+
+func TestAttributeFaultsAreRecordedAndTheCycleGoesOn(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault sqsim.Fault
+		code  string
+	}{
+		{"throttling", sqsim.Fault{ThrottleRate: 0.6}, "RequestThrottled"},
+		{"internal errors", sqsim.Fault{ErrorRate: 0.6}, "InternalError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			const queues = 30
+			for i := range queues {
+				e.createQueue(fmt.Sprintf("q-%02d", i), nil)
+			}
+			c := e.collector(nil)
+			must(t, c.Discover(e.ctx))
+			before, err := e.store.LatestAttributeSamples(e.ctx)
+			must(t, err)
+
+			e.advance(15 * time.Second)
+			e.sim.SetFault("GetQueueAttributes", tt.fault)
+			must(t, c.CycleAttributes(e.ctx))
+			e.sim.SetFault("GetQueueAttributes", sqsim.Fault{})
+
+			after, err := e.store.LatestAttributeSamples(e.ctx)
+			must(t, err)
+			sampled := 0
+			for id, s := range after {
+				if s.At.After(before[id].At) {
+					sampled++
+				}
+			}
+			errs := e.errors(0)
+			if len(errs) == 0 || sampled == 0 || sampled+len(errs) != queues {
+				t.Fatalf("%d queues sampled and %d errors recorded, want some of each adding up to %d", sampled, len(errs), queues)
+			}
+			for _, ce := range errs {
+				if ce.Code != tt.code || ce.Operation != "GetQueueAttributes" || ce.QueueID == 0 || ce.RunID == 0 {
+					t.Errorf("recorded error = %+v, want %s on GetQueueAttributes of one queue", ce, tt.code)
+				}
+			}
+			run, err := e.store.LatestRun(e.ctx, store.RunAttributes)
+			must(t, err)
+			// Each failed queue made three attempts (the retryer's); the run counts calls as
+			// the collector made them, one per queue.
+			if run.Errors != len(errs) || run.Calls != queues || run.Queues != queues {
+				t.Errorf("run = %+v, want %d queues, %d calls, %d errors", run, queues, queues, len(errs))
+			}
+			if got := e.sim.CallCount("GetQueueAttributes"); got <= queues {
+				t.Errorf("simulator saw %d GetQueueAttributes for %d queues: no retries", got, queues)
+			}
+
+			// The fault is over: the next cycle samples everything and records nothing new.
+			e.advance(15 * time.Second)
+			must(t, c.CycleAttributes(e.ctx))
+			if got := len(e.errors(0)); got != len(errs) {
+				t.Errorf("errors after recovery = %d, want %d", got, len(errs))
+			}
+			latest, err := e.store.LatestAttributeSamples(e.ctx)
+			must(t, err)
+			for id, s := range latest {
+				if !s.At.Equal(e.clock.Now()) {
+					t.Errorf("queue %d last sampled at %v, want now", id, s.At)
+				}
+			}
+		})
+	}
+}
+
+// panickySQS is the real client, except that reading one queue's attributes panics, as a bug
+// tripped by hostile data would.
+type panickySQS struct {
+	*sqs.Client
+	url string
+}
+
+func (p panickySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	if aws.ToString(in.QueueUrl) == p.url {
+		panic("boom")
+	}
+	return p.Client.GetQueueAttributes(ctx, in, optFns...)
+}
+
+func TestPanicInOneQueueIsRecovered(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("a", nil)
+	badURL, _ := e.createQueue("b", nil)
+	e.createQueue("c", nil)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	c.regions[0].SQS = panickySQS{Client: e.sqs, url: badURL}
+
+	e.advance(15 * time.Second)
+	must(t, c.CycleAttributes(e.ctx))
+	latest, err := e.store.LatestAttributeSamples(e.ctx)
+	must(t, err)
+	for _, name := range []string{"a", "c"} {
+		if s := latest[e.queueNamed(name).ID]; !s.At.Equal(e.clock.Now()) {
+			t.Errorf("%s not sampled after another queue's panic", name)
+		}
+	}
+	errs := e.errors(e.queueNamed("b").ID)
+	if len(errs) != 1 || errs[0].Code != "panic" {
+		t.Errorf("errors of b = %+v, want one panic", errs)
+	}
+}
+
+func TestMetricFaultsAreRecorded(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("web-search", nil)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	e.sim.SetFault("GetMetricData", sqsim.Fault{ErrorRate: 1})
+	must(t, c.CycleMetrics(e.ctx))
+	errs := e.errors(0)
+	if len(errs) != 1 || errs[0].Operation != "GetMetricData" || errs[0].Code != "InternalServiceError" {
+		t.Errorf("errors = %+v, want one GetMetricData InternalServiceError", errs)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name        string
+		err         error
+		wantCode    string
+		wantOutcome string
+	}{
+		{"nil", nil, "", outcomeOK},
+		{"canceled", context.Canceled, "canceled", outcomeCanceled},
+		{"wrapped deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), "canceled", outcomeCanceled},
+		{"other", fmt.Errorf("dial tcp: refused"), "transport", outcomeTransport},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, outcome := classify(tt.err)
+			if code != tt.wantCode || outcome != tt.wantOutcome {
+				t.Errorf("classify = %q, %q; want %q, %q", code, outcome, tt.wantCode, tt.wantOutcome)
+			}
+		})
+	}
+}
+
+func TestSafeText(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"a\x00b\x1b[31mc\x7f", 20, "ab[31mc"},
+		{"line\nnext\ttab", 20, "line\nnext\ttab"},
+		{"\xff\xfe", 10, "\uFFFD"},
+		{"ééé", 5, "éé"},
+	}
+	for _, tt := range tests {
+		if got := safeText(tt.in, tt.max); got != tt.want {
+			t.Errorf("safeText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestRepeatedFailuresAreStoredOncePerMinute(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("a", nil)
+	e.createQueue("b", nil)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	e.sim.SetFault("GetQueueAttributes", sqsim.Fault{ErrorRate: 1})
+	for range 5 { // 0, 15, 30, 45, 60 s
+		must(t, c.CycleAttributes(e.ctx))
+		run, err := e.store.LatestRun(e.ctx, store.RunAttributes)
+		must(t, err)
+		if run.Errors != 2 {
+			t.Errorf("run errors = %d, want every failure counted", run.Errors)
+		}
+		e.advance(15 * time.Second)
+	}
+	if got := len(e.errors(0)); got != 4 {
+		t.Errorf("stored errors = %d, want 4 (each queue at 0 s and 60 s)", got)
+	}
+}

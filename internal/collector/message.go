@@ -1,0 +1,200 @@
+package collector
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// Bounds on what is kept of hostile message content besides the body.
+const (
+	maxAttributeValue = 4 << 10 // bytes of one message attribute value
+	maxToolField      = 256     // bytes of a parsed tool name, call id or session id
+	maxIDField        = 256     // bytes of a message id, group id, dedup id
+	// maxParsedBody is the largest body parsed for tool fields. Bodies are bounded by the
+	// queue's MaximumMessageSize, which AWS has raised before; past this size the tool fields
+	// stay empty rather than the collector decoding megabytes per message.
+	maxParsedBody = 4 << 20
+)
+
+// sampledMessage converts one received message. ownReceives is how many of its receives the
+// dashboard made (this pass included); nearMax is the queue's maxReceiveCount when the queue is
+// a source (0 otherwise).
+func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives, nearMax int) store.SampledMessage {
+	sys := m.Attributes
+	body := aws.ToString(m.Body)
+	sm := store.SampledMessage{
+		QueueID:             q.id,
+		MessageID:           safeText(aws.ToString(m.MessageId), maxIDField),
+		GroupID:             safeText(sys[string(types.MessageSystemAttributeNameMessageGroupId)], maxIDField),
+		DeduplicationID:     safeText(sys[string(types.MessageSystemAttributeNameMessageDeduplicationId)], maxIDField),
+		SequenceNumber:      safeText(sys[string(types.MessageSystemAttributeNameSequenceNumber)], maxIDField),
+		DeadLetterSourceARN: safeText(sys[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)], maxIDField),
+		SentAt:              epochMillis(sys[string(types.MessageSystemAttributeNameSentTimestamp)]),
+		Attributes:          messageAttributes(m.MessageAttributes),
+		BodySize:            len(body),
+	}
+	// ApproximateReceiveCount includes every receive the dashboard made; the page shows what
+	// the consumers did.
+	received, _ := strconv.Atoi(sys[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	sm.ReceiveCount = max(received-max(ownReceives, 1), 0)
+	if sm.ReceiveCount > 0 {
+		// With no receive but the dashboard's, the first receive was the dashboard's own.
+		sm.FirstReceivedAt = epochMillis(sys[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
+	}
+	stored := strings.ToValidUTF8(body, "\uFFFD")
+	sm.BodyTruncated = len(stored) > c.opts.Peek.BodyCap
+	sm.Body = truncateUTF8(stored, c.opts.Peek.BodyCap)
+	if len(body) <= maxParsedBody {
+		f := c.opts.ToolFields
+		fields := toolFields(body, f.ToolName, f.ToolCallID, f.SessionID)
+		sm.ToolName, sm.ToolCallID, sm.SessionID = fields[0], fields[1], fields[2]
+	}
+	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount >= nearMax-1
+	return sm
+}
+
+// epochMillis reads an SQS timestamp attribute (Unix milliseconds); malformed reads zero.
+func epochMillis(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// messageAttributes converts message attributes, ordered by name; binary values are base64.
+func messageAttributes(attrs map[string]types.MessageAttributeValue) []store.MessageAttribute {
+	out := make([]store.MessageAttribute, 0, len(attrs))
+	for name, v := range attrs {
+		value := aws.ToString(v.StringValue)
+		if v.BinaryValue != nil {
+			value = base64.StdEncoding.EncodeToString(v.BinaryValue)
+		}
+		out = append(out, store.MessageAttribute{
+			Name:     safeText(name, maxIDField),
+			DataType: safeText(aws.ToString(v.DataType), maxIDField),
+			Value:    safeText(value, maxAttributeValue),
+		})
+	}
+	slices.SortFunc(out, func(a, b store.MessageAttribute) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// toolFields reads the values at dotted JSON paths of a body, tolerant of anything: a body that
+// is not JSON, a path that is missing or not a scalar, all read as "". A body that is a JSON
+// string holding a JSON object (double-encoded by some producers) is decoded once more.
+func toolFields(body string, paths ...string) []string {
+	out := make([]string, len(paths))
+	trimmed := bytes.TrimSpace([]byte(body))
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '"') {
+		return out
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return out
+	}
+	if s, ok := doc.(string); ok {
+		inner := json.NewDecoder(strings.NewReader(s))
+		inner.UseNumber()
+		if err := inner.Decode(&doc); err != nil {
+			return out
+		}
+	}
+	for i, p := range paths {
+		out[i] = safeText(lookupPath(doc, p), maxToolField)
+	}
+	return out
+}
+
+// lookupPath walks a dotted path through JSON objects and returns the scalar at its end.
+func lookupPath(doc any, path string) string {
+	if path == "" {
+		return ""
+	}
+	cur := doc
+	for key := range strings.SplitSeq(path, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		if cur, ok = obj[key]; !ok {
+			return ""
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	return ""
+}
+
+// groupBacklog summarises the messages a pass saw of each FIFO message group. The head of a
+// group is its message with the lowest sequence number (the oldest sent when the endpoint gives
+// none). A group is Blocked when its head was delivered at least blockedReceiveCount times
+// without being deleted while messages wait behind it: the consumer keeps failing it, and FIFO
+// holds the whole session back until it succeeds or moves to the DLQ. Only source queues can be
+// blocked: nobody consumes a dead-letter queue, so its groups merely wait.
+func groupBacklog(queueID int64, msgs []store.SampledMessage, source bool) []store.GroupBacklog {
+	byGroup := make(map[string][]store.SampledMessage)
+	var order []string
+	for _, m := range msgs {
+		if m.GroupID == "" {
+			continue
+		}
+		if _, ok := byGroup[m.GroupID]; !ok {
+			order = append(order, m.GroupID)
+		}
+		byGroup[m.GroupID] = append(byGroup[m.GroupID], m)
+	}
+	groups := make([]store.GroupBacklog, 0, len(order))
+	for _, id := range order {
+		ms := byGroup[id]
+		head := slices.MinFunc(ms, headOrder)
+		g := store.GroupBacklog{
+			QueueID:          queueID,
+			GroupID:          id,
+			Messages:         len(ms),
+			HeadMessageID:    head.MessageID,
+			HeadReceiveCount: head.ReceiveCount,
+		}
+		for _, m := range ms {
+			if !m.SentAt.IsZero() && (g.OldestSentAt.IsZero() || m.SentAt.Before(g.OldestSentAt)) {
+				g.OldestSentAt = m.SentAt
+			}
+		}
+		g.Blocked = source && head.ReceiveCount >= blockedReceiveCount && len(ms) > 1
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// headOrder orders the messages of one group: by sequence number (decimal strings of up to
+// 128 bits, so compared by length first), then by send time.
+func headOrder(a, b store.SampledMessage) int {
+	if a.SequenceNumber != "" && b.SequenceNumber != "" {
+		if c := cmp.Compare(len(a.SequenceNumber), len(b.SequenceNumber)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.SequenceNumber, b.SequenceNumber); c != 0 {
+			return c
+		}
+	}
+	return a.SentAt.Compare(b.SentAt)
+}

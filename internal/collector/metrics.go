@@ -1,0 +1,265 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// CloudWatch request shapes.
+const (
+	// maxQueriesPerCall is GetMetricData's limit on queries per request.
+	maxQueriesPerCall = 500
+	metricPeriod      = 60  // seconds: SQS's metric resolution
+	backfillPeriod    = 300 // seconds: coarser, for the one-time backfill of a day
+	// maxCatchUp bounds the window of a regular cycle after a long stop: older gaps are left to
+	// what the backfill and the roll-ups already hold.
+	maxCatchUp = 24 * time.Hour
+	// lateData is how far back a cycle asks again even when the previous one asked already:
+	// CloudWatch may publish a minute's datapoint a few minutes late.
+	lateData = 5 * time.Minute
+)
+
+// Metrics read from CloudWatch each cycle: only those GetQueueAttributes cannot give. The
+// statistic of each comes from store.MetricStat, the one mapping the roll-ups also use.
+var (
+	cycleMetrics = []string{
+		"ApproximateAgeOfOldestMessage",
+		"NumberOfMessagesSent",
+		"NumberOfMessagesReceived",
+		"NumberOfMessagesDeleted",
+		"NumberOfEmptyReceives",
+		"SentMessageSize",
+	}
+	fifoMetrics = []string{
+		"NumberOfDeduplicatedSentMessages",
+		"ApproximateNumberOfGroupsWithInflightMessages",
+	}
+	// depthMetrics are added to the backfill: attribute samples cover the depth from now on,
+	// but not the day before the queue was first seen.
+	depthMetrics = []string{
+		"ApproximateNumberOfMessagesVisible",
+		"ApproximateNumberOfMessagesNotVisible",
+		"ApproximateNumberOfMessagesDelayed",
+	}
+)
+
+// metricsOf returns the metrics a cycle reads for a queue.
+func metricsOf(fifo bool) []string {
+	if fifo {
+		return slices.Concat(cycleMetrics, fifoMetrics)
+	}
+	return cycleMetrics
+}
+
+// metricQuery is one GetMetricData query: one metric of one queue over a window.
+type metricQuery struct {
+	queue  *watchedQueue
+	metric string
+	period int
+	start  time.Time
+}
+
+// CycleMetrics reads the CloudWatch metrics of every watched queue: one GetMetricData call per
+// 500 queries, each queue's window starting at its newest stored datapoint. Queues seen for the
+// first time get a one-time backfill (Options.Backfill, 5-minute points, depth metrics included).
+func (c *Collector) CycleMetrics(ctx context.Context) error {
+	cy := c.startCycle(ctx, store.RunMetrics)
+	defer c.finish(ctx, cy)
+	newest, err := c.store.NewestMetricTimes(ctx)
+	if err != nil {
+		return fmt.Errorf("collector: newest metric times: %w", err)
+	}
+	now := c.now()
+	end := now.Truncate(time.Minute) // complete minutes only
+	queues := c.watched()
+	cy.queues.Store(int64(len(queues)))
+	stored := 0
+	for _, r := range c.regions {
+		if r.CloudWatch == nil {
+			continue
+		}
+		var regular, backfill []metricQuery
+		for _, q := range queues {
+			if q.region != r {
+				continue
+			}
+			c.mu.Lock()
+			fifo, backfilled, asked := q.fifo, q.backfilled, q.metricsAskedUntil
+			c.mu.Unlock()
+			// From the newest stored datapoint; a quiet queue has none recent, and asking again
+			// for the hours since its last one would only return nothing again.
+			start := newest[q.id]
+			if start.IsZero() {
+				start = now.Add(-2 * c.opts.MetricsInterval)
+			}
+			if since := asked.Add(-lateData); start.Before(since) {
+				start = since
+			}
+			if floor := now.Add(-maxCatchUp); start.Before(floor) {
+				start = floor
+			}
+			// Asking for no complete minute would still be billed.
+			if end.Sub(start) >= metricPeriod*time.Second {
+				for _, m := range metricsOf(fifo) {
+					regular = append(regular, metricQuery{queue: q, metric: m, period: metricPeriod, start: start})
+				}
+			}
+			if !backfilled && c.opts.Backfill > 0 {
+				from := now.Add(-c.opts.Backfill).Truncate(backfillPeriod * time.Second)
+				for _, m := range slices.Concat(metricsOf(fifo), depthMetrics) {
+					backfill = append(backfill, metricQuery{queue: q, metric: m, period: backfillPeriod, start: from})
+				}
+			}
+		}
+		// Similar windows go in the same call; a call's window is its earliest start.
+		slices.SortStableFunc(regular, func(a, b metricQuery) int { return a.start.Compare(b.start) })
+		for batch := range slices.Chunk(regular, maxQueriesPerCall) {
+			n, err := c.getMetricData(ctx, cy, r, batch, end)
+			stored += n
+			if err == nil {
+				c.mu.Lock()
+				for _, mq := range batch {
+					mq.queue.metricsAskedUntil = end
+				}
+				c.mu.Unlock()
+			}
+		}
+		for _, batch := range packByQueue(backfill) {
+			n, err := c.getMetricData(ctx, cy, r, batch, end)
+			stored += n
+			if err == nil {
+				c.markBackfilled(ctx, batch, now)
+			}
+		}
+	}
+	c.updateCost(ctx)
+	if stored > 0 {
+		c.pub.Publish(events.Event{Kind: events.MetricsChanged, At: c.now()})
+	}
+	return ctx.Err()
+}
+
+// markBackfilled records the backfill of every queue of batch.
+func (c *Collector) markBackfilled(ctx context.Context, batch []metricQuery, at time.Time) {
+	var done *watchedQueue
+	for _, mq := range batch {
+		if mq.queue == done {
+			continue
+		}
+		done = mq.queue
+		if err := c.store.SetBackfilled(ctx, mq.queue.id, at); err != nil {
+			c.log.Warn("collector: set backfilled", "queue", mq.queue.name, "err", err)
+			continue
+		}
+		c.mu.Lock()
+		mq.queue.backfilled = true
+		c.mu.Unlock()
+	}
+}
+
+// packByQueue cuts queries, grouped by queue, into batches of at most maxQueriesPerCall that
+// never split a queue, so that a batch's success means its queues are complete.
+func packByQueue(queries []metricQuery) [][]metricQuery {
+	var batches [][]metricQuery
+	var cur []metricQuery
+	for i := 0; i < len(queries); {
+		j := i
+		for j < len(queries) && queries[j].queue == queries[i].queue {
+			j++
+		}
+		if len(cur)+(j-i) > maxQueriesPerCall && len(cur) > 0 {
+			batches = append(batches, cur)
+			cur = nil
+		}
+		cur = append(cur, queries[i:j]...)
+		i = j
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// getMetricData asks CloudWatch for one batch of at most 500 queries, following NextToken, and
+// stores the datapoints. It returns how many it stored.
+func (c *Collector) getMetricData(ctx context.Context, cy *cycle, r *region, batch []metricQuery, end time.Time) (int, error) {
+	start := batch[0].start
+	byID := make(map[string]metricQuery, len(batch))
+	queries := make([]cwtypes.MetricDataQuery, 0, len(batch))
+	for i, mq := range batch {
+		if mq.start.Before(start) {
+			start = mq.start
+		}
+		id := "m" + strconv.Itoa(i) // ids must start with a lower-case letter
+		byID[id] = mq
+		queries = append(queries, cwtypes.MetricDataQuery{
+			Id: aws.String(id),
+			MetricStat: &cwtypes.MetricStat{
+				Metric: &cwtypes.Metric{
+					Namespace:  aws.String("AWS/SQS"),
+					MetricName: aws.String(mq.metric),
+					Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String(mq.queue.name)}},
+				},
+				Period: aws.Int32(int32(mq.period)),
+				Stat:   aws.String(store.MetricStat(mq.metric)),
+			},
+			ReturnData: aws.Bool(true),
+		})
+	}
+	in := &cloudwatch.GetMetricDataInput{
+		StartTime:         aws.Time(start),
+		EndTime:           aws.Time(end),
+		MetricDataQueries: queries,
+		ScanBy:            cwtypes.ScanByTimestampAscending,
+	}
+	var points []store.MetricPoint
+	for range maxPages {
+		var out *cloudwatch.GetMetricDataOutput
+		err := c.call(ctx, cy, opGetMetricData, nil, func(ctx context.Context) error {
+			var err error
+			out, err = r.CloudWatch.GetMetricData(ctx, in)
+			return err
+		})
+		if err != nil {
+			return c.storePoints(ctx, cy, points), err
+		}
+		for _, res := range out.MetricDataResults {
+			mq, ok := byID[aws.ToString(res.Id)]
+			if !ok {
+				continue
+			}
+			n := min(len(res.Timestamps), len(res.Values))
+			for i := range n {
+				points = append(points, store.MetricPoint{
+					QueueID: mq.queue.id, Metric: mq.metric, At: res.Timestamps[i], Period: mq.period, Value: res.Values[i],
+				})
+			}
+		}
+		if out.NextToken == nil || *out.NextToken == "" || (in.NextToken != nil && *in.NextToken == *out.NextToken) {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	return c.storePoints(ctx, cy, points), nil
+}
+
+func (c *Collector) storePoints(ctx context.Context, cy *cycle, points []store.MetricPoint) int {
+	if len(points) == 0 {
+		return 0
+	}
+	if err := c.store.UpsertMetricPoints(ctx, points); err != nil {
+		c.recordError(ctx, cy, "UpsertMetricPoints", nil, "store", safeMessage(err))
+		return 0
+	}
+	return len(points)
+}

@@ -1,0 +1,230 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// recordingCW is the real CloudWatch client, keeping a copy of every request it sends.
+type recordingCW struct {
+	*cloudwatch.Client
+	mu    sync.Mutex
+	calls []*cloudwatch.GetMetricDataInput
+}
+
+func (r *recordingCW) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	r.mu.Lock()
+	cp := *in
+	r.calls = append(r.calls, &cp)
+	r.mu.Unlock()
+	return r.Client.GetMetricData(ctx, in, optFns...)
+}
+
+func TestMetricsCallsAndQueriesPerCall(t *testing.T) {
+	tests := []struct {
+		name     string
+		standard int
+		fifo     int
+		want     []int
+	}{
+		{"one standard queue", 1, 0, []int{6}},
+		{"one FIFO queue", 0, 1, []int{8}},
+		{"120 standard queues", 120, 0, []int{500, 220}},
+		{"100 standard and 50 FIFO", 100, 50, []int{500, 500}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			for i := range tt.standard {
+				e.createQueue(fmt.Sprintf("std-%03d", i), nil)
+			}
+			for i := range tt.fifo {
+				e.createQueue(fmt.Sprintf("fifo-%03d.fifo", i), map[string]string{"FifoQueue": "true"})
+			}
+			c := e.collector(nil)
+			must(t, c.Discover(e.ctx))
+			e.sim.ResetCallCounts()
+			must(t, c.CycleMetrics(e.ctx))
+			if got := e.sim.MetricQueriesPerCall(); !slices.Equal(got, tt.want) {
+				t.Errorf("queries per GetMetricData call = %v, want %v", got, tt.want)
+			}
+			if got := e.sim.CallCount("GetMetricData"); got != len(tt.want) {
+				t.Errorf("GetMetricData calls = %d, want %d", got, len(tt.want))
+			}
+		})
+	}
+}
+
+func TestMetricsWindowStartsAtNewestPoint(t *testing.T) {
+	e := newEnv(t)
+	url, _ := e.createQueue("web-search", nil)
+	cw := &recordingCW{Client: e.cw}
+	c := e.collector(func(o *Options) { o.Regions[0].CloudWatch = cw })
+	must(t, c.Discover(e.ctx))
+	for i := range 12 {
+		e.send(url, toolCallBody("search", i, "s"))
+		e.advance(time.Minute)
+	}
+	must(t, c.CycleMetrics(e.ctx))
+	q := e.queueNamed("web-search")
+	sent, err := e.store.MetricSeries(e.ctx, q.ID, "NumberOfMessagesSent", t0.Add(-time.Hour), t0.Add(time.Hour))
+	must(t, err)
+	if len(sent) == 0 {
+		t.Fatal("no NumberOfMessagesSent datapoints stored")
+	}
+	for _, p := range sent {
+		if p.Period != 60 || p.Value != 1 {
+			t.Errorf("datapoint %+v, want one message a minute", p)
+		}
+	}
+	if n := e.bus.count(events.MetricsChanged, 0); n != 1 {
+		t.Errorf("MetricsChanged events = %d, want 1", n)
+	}
+	newest, err := e.store.NewestMetricTimes(e.ctx)
+	must(t, err)
+
+	e.advance(5 * time.Minute)
+	must(t, c.CycleMetrics(e.ctx))
+	if len(cw.calls) != 2 {
+		t.Fatalf("GetMetricData calls = %d, want 2", len(cw.calls))
+	}
+	second := cw.calls[1]
+	if got := aws.ToTime(second.StartTime); !got.Equal(newest[q.ID]) {
+		t.Errorf("second cycle starts at %v, want the newest stored point %v", got, newest[q.ID])
+	}
+	if got, want := aws.ToTime(second.EndTime), e.clock.Now().Truncate(time.Minute); !got.Equal(want) {
+		t.Errorf("second cycle ends at %v, want %v (complete minutes only)", got, want)
+	}
+	for _, mq := range second.MetricDataQueries {
+		name := aws.ToString(mq.MetricStat.Metric.MetricName)
+		if got := aws.ToString(mq.MetricStat.Stat); got != store.MetricStat(name) {
+			t.Errorf("%s asked with %s, want %s", name, got, store.MetricStat(name))
+		}
+	}
+}
+
+func TestBackfillOnceAcrossRestarts(t *testing.T) {
+	e := newEnv(t)
+	url, _ := e.createQueue("web-search", nil)
+	// Two hours of history before toolq first looks.
+	for i := range 24 {
+		e.send(url, toolCallBody("search", i, "s"))
+		e.advance(5 * time.Minute)
+	}
+	withBackfill := func(o *Options) { o.Backfill = 24 * time.Hour }
+	c := e.collector(withBackfill)
+	must(t, c.Discover(e.ctx))
+	e.sim.ResetCallCounts()
+	must(t, c.CycleMetrics(e.ctx))
+	if got, want := e.sim.MetricQueriesPerCall(), []int{6, 9}; !slices.Equal(got, want) {
+		t.Errorf("first cycle queries per call = %v, want %v (regular, then backfill with depth)", got, want)
+	}
+	q := e.queueNamed("web-search")
+	if q.BackfilledAt.IsZero() {
+		t.Fatal("BackfilledAt not set")
+	}
+	depth, err := e.store.MetricSeries(e.ctx, q.ID, "ApproximateNumberOfMessagesVisible", t0.Add(-time.Hour), e.clock.Now())
+	must(t, err)
+	if len(depth) == 0 || depth[0].Period != 300 {
+		t.Errorf("backfilled depth = %+v, want 5-minute points", depth)
+	}
+
+	// Same collector, next cycle: no backfill.
+	e.advance(5 * time.Minute)
+	e.sim.ResetCallCounts()
+	must(t, c.CycleMetrics(e.ctx))
+	if got := e.sim.MetricQueriesPerCall(); !slices.Equal(got, []int{6}) {
+		t.Errorf("second cycle queries per call = %v, want [6]", got)
+	}
+
+	// A restart on the same database resumes: no second backfill, no early peek.
+	e.store = e.openStore()
+	c2 := e.collector(withBackfill)
+	must(t, c2.Discover(e.ctx))
+	e.advance(5 * time.Minute)
+	e.sim.ResetCallCounts()
+	must(t, c2.CycleMetrics(e.ctx))
+	if got := e.sim.MetricQueriesPerCall(); !slices.Equal(got, []int{6}) {
+		t.Errorf("after restart queries per call = %v, want [6]", got)
+	}
+	if got := c2.opts.Backfill; got != 24*time.Hour {
+		t.Errorf("Backfill = %v", got)
+	}
+}
+
+func TestRestartDoesNotPeekEarly(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 3)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	must(t, c.PeekDue(e.ctx))
+	e.advance(20 * time.Second)
+
+	e.store = e.openStore()
+	c2 := e.collector(nil)
+	must(t, c2.Discover(e.ctx))
+	e.sim.ResetCallCounts()
+	must(t, c2.PeekDue(e.ctx))
+	if n := e.sim.CallCount("ReceiveMessage"); n != 0 {
+		t.Errorf("restarted collector received %d times 20 s after the last pass, want 0", n)
+	}
+	e.advance(time.Minute)
+	must(t, c2.PeekDue(e.ctx))
+	if n := e.sim.CallCount("ReceiveMessage"); n == 0 {
+		t.Errorf("restarted collector did not peek once the interval passed")
+	}
+}
+
+func TestPackByQueue(t *testing.T) {
+	var queries []metricQuery
+	queues := make([]*watchedQueue, 60)
+	for i := range queues {
+		queues[i] = &watchedQueue{id: int64(i)}
+		for range 11 { // a FIFO queue's backfill
+			queries = append(queries, metricQuery{queue: queues[i]})
+		}
+	}
+	batches := packByQueue(queries)
+	total := 0
+	for _, b := range batches {
+		if len(b) > maxQueriesPerCall {
+			t.Errorf("batch of %d queries", len(b))
+		}
+		if len(b)%11 != 0 {
+			t.Errorf("batch of %d queries splits a queue", len(b))
+		}
+		total += len(b)
+	}
+	if total != len(queries) || len(batches) != 2 {
+		t.Errorf("%d batches of %d queries in all, want 2 of %d", len(batches), total, len(queries))
+	}
+}
+
+func TestQuietQueueIsNotAskedForItsWholePastAgain(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("quiet", nil)
+	cw := &recordingCW{Client: e.cw}
+	c := e.collector(func(o *Options) { o.Regions[0].CloudWatch = cw })
+	must(t, c.Discover(e.ctx))
+	for range 3 {
+		e.advance(DefaultMetricsInterval)
+		must(t, c.CycleMetrics(e.ctx))
+	}
+	for i, call := range cw.calls[1:] {
+		window := aws.ToTime(call.EndTime).Sub(aws.ToTime(call.StartTime))
+		if window > DefaultMetricsInterval+lateData {
+			t.Errorf("cycle %d asked for %v, want at most the interval plus %v", i+2, window, lateData)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package collector
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// taskKey identifies a move task: SQS gives the handle only while the task runs.
+type taskKey struct {
+	sourceARN string
+	startedAt int64 // Unix milliseconds
+}
+
+// PollMoveTasks lists the move tasks of every dead-letter queue that is due: every
+// MoveTasksInterval, and every MoveTasksRunningInterval while one of its tasks is RUNNING or
+// CANCELLING (per the store, which also holds the tasks the actions just started). Each task is
+// stored; a change of status or counts publishes MoveTasksChanged. An endpoint without the
+// operation is recorded once per queue and not asked again.
+func (c *Collector) PollMoveTasks(ctx context.Context) error {
+	running, err := c.store.RunningMoveTasks(ctx)
+	if err != nil {
+		return err
+	}
+	hot := make(map[int64]bool)
+	for _, t := range running {
+		hot[t.QueueID] = true
+	}
+	dlqs := c.deadLetterARNs()
+	now := c.now()
+	var due []*watchedQueue
+	for _, q := range c.watched() {
+		if !dlqs[q.arn] && !hot[q.id] {
+			continue
+		}
+		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}) {
+			continue
+		}
+		c.mu.Lock()
+		last := q.movePolledAt
+		c.mu.Unlock()
+		every := c.opts.MoveTasksInterval
+		if hot[q.id] {
+			every = c.opts.MoveTasksRunningInterval
+		}
+		if last.IsZero() || now.Sub(last) >= every {
+			due = append(due, q)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	cy := c.startCycle(ctx, store.RunMoveTasks)
+	defer c.finish(ctx, cy)
+	cy.queues.Store(int64(len(due)))
+	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
+		c.pollMoveTasks(ctx, cy, q)
+	})
+	return ctx.Err()
+}
+
+func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueue) {
+	c.mu.Lock()
+	q.movePolledAt = c.now()
+	c.mu.Unlock()
+	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}
+	var out *sqs.ListMessageMoveTasksOutput
+	err := c.call(ctx, cy, opListMessageMoveTasks, q, func(ctx context.Context) error {
+		var err error
+		out, err = q.region.SQS.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{
+			SourceArn:  aws.String(q.arn),
+			MaxResults: aws.Int32(10),
+		})
+		return err
+	}, c.recordOnce(k))
+	if err != nil {
+		if isQueueGone(err) {
+			c.markGone(ctx, q)
+		}
+		return
+	}
+	changed := false
+	now := c.now()
+	for _, e := range out.Results {
+		t := store.MoveTask{
+			QueueID:        q.id,
+			TaskHandle:     safeText(aws.ToString(e.TaskHandle), 1024),
+			Status:         safeText(aws.ToString(e.Status), 32),
+			SourceARN:      safeText(aws.ToString(e.SourceArn), maxIDField),
+			DestinationARN: safeText(aws.ToString(e.DestinationArn), maxIDField),
+			MaxPerSecond:   int(aws.ToInt32(e.MaxNumberOfMessagesPerSecond)),
+			Moved:          e.ApproximateNumberOfMessagesMoved,
+			ToMove:         aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
+			FailureReason:  safeText(aws.ToString(e.FailureReason), maxErrorMessage),
+			StartedAt:      time.UnixMilli(e.StartedTimestamp).UTC(),
+			UpdatedAt:      now,
+		}
+		if t.SourceARN == "" {
+			t.SourceARN = q.arn
+		}
+		key := taskKey{sourceARN: t.SourceARN, startedAt: e.StartedTimestamp}
+		c.mu.Lock()
+		prev, known := c.tasks[key]
+		c.tasks[key] = t
+		c.mu.Unlock()
+		if known && prev.Status == t.Status && prev.Moved == t.Moved && prev.ToMove == t.ToMove && prev.FailureReason == t.FailureReason {
+			continue
+		}
+		if _, err := c.store.UpsertMoveTask(ctx, t); err != nil {
+			c.recordError(ctx, cy, "UpsertMoveTask", q, "store", safeMessage(err))
+			continue
+		}
+		changed = true
+	}
+	if changed {
+		c.pub.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: q.id, At: now})
+	}
+}

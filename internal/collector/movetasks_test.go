@@ -1,0 +1,80 @@
+package collector
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+func TestMoveTaskPolling(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 20)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	dlq := e.queueNamed("web-search-dlq")
+
+	// Nothing to see yet: one poll per MoveTasksInterval, for the dead-letter queue only.
+	e.sim.ResetCallCounts()
+	must(t, c.PollMoveTasks(e.ctx))
+	e.advance(5 * time.Second)
+	must(t, c.PollMoveTasks(e.ctx))
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != 1 {
+		t.Errorf("idle polls within the interval = %d, want 1", n)
+	}
+
+	// The task starts just as the next idle poll falls due.
+	e.advance(DefaultAttributesInterval - 5*time.Second)
+	_, err := e.sqs.StartMessageMoveTask(e.ctx, &sqs.StartMessageMoveTaskInput{
+		SourceArn: aws.String(dlq.ARN), MaxNumberOfMessagesPerSecond: aws.Int32(2),
+	})
+	must(t, err)
+
+	steps := []struct {
+		after      time.Duration
+		wantStatus string
+		wantMoved  int64
+	}{
+		{0, store.MoveTaskRunning, 0},
+		{2 * time.Second, store.MoveTaskRunning, 4},
+		{4 * time.Second, store.MoveTaskRunning, 12},
+		{10 * time.Second, store.MoveTaskCompleted, 20},
+	}
+	e.sim.ResetCallCounts()
+	for i, step := range steps {
+		e.advance(step.after)
+		must(t, c.PollMoveTasks(e.ctx))
+		tasks, err := e.store.ListMoveTasks(e.ctx, dlq.ID, 0)
+		must(t, err)
+		if len(tasks) != 1 {
+			t.Fatalf("step %d: %d tasks stored, want 1", i, len(tasks))
+		}
+		got := tasks[0]
+		if got.Status != step.wantStatus || got.Moved != step.wantMoved || got.ToMove != 20 || got.SourceARN != dlq.ARN || got.MaxPerSecond != 2 {
+			t.Errorf("step %d: task = %+v, want %s with %d of 20 moved", i, got, step.wantStatus, step.wantMoved)
+		}
+	}
+	// The first step was the idle poll that found the task; the others followed it at the
+	// running cadence.
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != len(steps) {
+		t.Errorf("polls = %d, want %d", n, len(steps))
+	}
+	if n := e.bus.count(events.MoveTasksChanged, dlq.ID); n != 4 {
+		t.Errorf("MoveTasksChanged events = %d, want 4 (start, two progress steps, completion)", n)
+	}
+	// Done: back to the idle cadence.
+	e.sim.ResetCallCounts()
+	e.advance(2 * time.Second)
+	must(t, c.PollMoveTasks(e.ctx))
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != 0 {
+		t.Errorf("polled %d times 2 s after completion, want 0", n)
+	}
+	if got := len(e.snapshot("web-search")); got != 20 {
+		t.Errorf("%d messages back in the source, want 20", got)
+	}
+}

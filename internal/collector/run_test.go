@@ -1,0 +1,143 @@
+package collector
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// TestRunStartsEveryLoopAtOnce checks that Run does each loop's first cycle at start-up (the
+// dead-letter sample arrives long before any interval) and returns once its context ends.
+func TestRunStartsEveryLoopAtOnce(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 2)
+	bus := events.NewBus()
+	got, unsubscribe := bus.Subscribe(64)
+	defer unsubscribe()
+	reg := prometheus.NewRegistry()
+	c := e.collector(func(o *Options) {
+		o.Publisher = bus
+		o.Registerer = reg
+	})
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	want := map[events.Kind]bool{events.QueuesChanged: true, events.SampleTaken: true}
+	deadline := time.After(30 * time.Second)
+	for len(want) > 0 {
+		select {
+		case ev := <-got:
+			delete(want, ev.Kind)
+		case <-deadline:
+			t.Fatalf("no %v event within 30 s of start", want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil after cancel", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	for _, kind := range []string{store.RunDiscovery, store.RunAttributes, store.RunPeek} {
+		if _, err := e.store.LatestRun(e.ctx, kind); err != nil {
+			t.Errorf("no finished %s run: %v", kind, err)
+		}
+	}
+	if n := counter(t, reg, "toolq_peek_receives_total", "queue", "web-search-dlq"); n < 1 {
+		t.Errorf("toolq_peek_receives_total{queue=web-search-dlq} = %v", n)
+	}
+	if n := counter(t, reg, "toolq_aws_calls_total", "operation", "GetQueueAttributes"); n < 1 {
+		t.Errorf("toolq_aws_calls_total{operation=GetQueueAttributes} = %v", n)
+	}
+	if n := counter(t, reg, "toolq_collector_cycles_total", "kind", "attributes"); n < 1 {
+		t.Errorf("toolq_collector_cycles_total{kind=attributes} = %v", n)
+	}
+	// A second collector on the same registry (a restart in-process) shares the metrics.
+	if _, err := New(Options{Regions: c.opts.Regions, Store: e.store, Registerer: reg}); err != nil {
+		t.Errorf("New with a registry already holding the metrics: %v", err)
+	}
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{"no region", Options{Store: e.store}},
+		{"no store", Options{Regions: []Region{{Name: "us-east-1", SQS: e.sqs}}}},
+		{"no SQS client", Options{Store: e.store, Regions: []Region{{Name: "us-east-1"}}}},
+		{"region twice", Options{Store: e.store, Regions: []Region{{Name: "a", SQS: e.sqs}, {Name: "a", SQS: e.sqs}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.opts); err == nil {
+				t.Error("New succeeded")
+			}
+		})
+	}
+	c := e.collector(nil)
+	if c.opts.AttributesInterval != DefaultAttributesInterval || c.opts.MoveTasksInterval != DefaultAttributesInterval ||
+		c.opts.Peek.MaxMessages != DefaultPeekMaxMessages || c.opts.ToolFields.SessionID != "sessionId" || c.opts.Concurrency != DefaultConcurrency {
+		t.Errorf("defaults not applied: %+v", c.opts)
+	}
+}
+
+func TestPruneRollsUpOldSamples(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("web-search", nil)
+	c := e.collector(func(o *Options) {
+		o.Retention = store.Retention{RawFor: time.Hour, RollupPeriod: 5 * time.Minute, RollupFor: 30 * 24 * time.Hour, SamplesFor: time.Hour, RunsFor: 24 * time.Hour}
+	})
+	must(t, c.Discover(e.ctx))
+	for range 40 { // ten minutes of 15-s samples
+		must(t, c.CycleAttributes(e.ctx))
+		e.advance(15 * time.Second)
+	}
+	q := e.queueNamed("web-search")
+	before, err := e.store.AttributeSeries(e.ctx, q.ID, t0, t0.Add(time.Hour))
+	must(t, err)
+	e.advance(3 * time.Hour)
+	must(t, c.Prune(e.ctx))
+	after, err := e.store.AttributeSeries(e.ctx, q.ID, t0, t0.Add(time.Hour))
+	must(t, err)
+	if len(after) >= len(before) || len(after) == 0 {
+		t.Fatalf("samples %d before prune, %d after; want fewer, rolled up", len(before), len(after))
+	}
+	for _, s := range after {
+		if s.Resolution != 300 {
+			t.Errorf("sample after prune %+v, want a 5-minute roll-up", s)
+		}
+	}
+}
+
+// counter sums the series of a counter that carry label=value, as /metrics would show them.
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	must(t, err)
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}

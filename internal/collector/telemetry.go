@@ -1,0 +1,77 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// telemetry is the collector's own Prometheus metrics.
+type telemetry struct {
+	cycles       *prometheus.CounterVec
+	cycleSeconds *prometheus.HistogramVec
+	awsCalls     *prometheus.CounterVec
+	peekReceives *prometheus.CounterVec
+}
+
+// newTelemetry builds the metrics and registers them with reg when it is not nil. A metric
+// already registered by an earlier collector on the same registry (a restart in tests, say) is
+// reused rather than refused.
+func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
+	t := &telemetry{
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolq_collector_cycles_total",
+			Help: "Collector cycles run, by kind (discovery, attributes, metrics, peek, movetasks, prune).",
+		}, []string{"kind"}),
+		cycleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolq_collector_cycle_seconds",
+			Help:    "Wall time of collector cycles, by kind.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"kind"}),
+		awsCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolq_aws_calls_total",
+			Help: "AWS API calls made by the collector, by operation and outcome (ok, throttled, server_error, client_error, transport, canceled).",
+		}, []string{"operation", "outcome"}),
+		peekReceives: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolq_peek_receives_total",
+			Help: "ReceiveMessage calls the collector's peeks made, by queue: each raises the receive count of what it returns.",
+		}, []string{"queue"}),
+	}
+	if reg == nil {
+		return t, nil
+	}
+	var err error
+	t.cycles, err = register(reg, t.cycles)
+	if err != nil {
+		return nil, err
+	}
+	t.cycleSeconds, err = register(reg, t.cycleSeconds)
+	if err != nil {
+		return nil, err
+	}
+	t.awsCalls, err = register(reg, t.awsCalls)
+	if err != nil {
+		return nil, err
+	}
+	t.peekReceives, err = register(reg, t.peekReceives)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	var zero C
+	return zero, fmt.Errorf("collector: register metrics: %w", err)
+}

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/actions"
+)
+
+// queueName is what SQS allows as a queue name; queueARN an SQS queue ARN in any partition.
+var (
+	queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
+	queueARN  = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:[a-z0-9-]{1,32}:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
+)
+
+// queueParam returns the {queue} path parameter: a queue name or an ARN, which clients may
+// URL-escape (echo hands it over still escaped when the path had escapes). Anything else —
+// escaped slashes, "..", control characters — is refused before it reaches the views.
+func queueParam(c echo.Context) (string, error) {
+	ref, err := url.PathUnescape(c.Param("queue"))
+	if err != nil || !validQueueRef(ref) {
+		return "", newError(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or an SQS queue ARN")
+	}
+	return ref, nil
+}
+
+// validQueueRef reports whether ref is a queue name or an SQS queue ARN.
+func validQueueRef(ref string) bool {
+	if len(ref) > 256 {
+		return false
+	}
+	if strings.HasPrefix(ref, "arn:") {
+		return queueARN.MatchString(ref)
+	}
+	return queueName.MatchString(ref)
+}
+
+// textParam returns a query parameter that is free text (a tool name, a cursor), bounded and
+// without control characters.
+func textParam(c echo.Context, name string, max int) (string, error) {
+	v := c.QueryParam(name)
+	if len(v) > max || strings.ContainsFunc(v, unicode.IsControl) {
+		return "", newError(http.StatusBadRequest, "invalid_parameter", name+" is too long or holds control characters")
+	}
+	return v, nil
+}
+
+// intParam returns an integer query parameter within [min, max], or def when it is absent.
+func intParam(c echo.Context, name string, def, min, max int64) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, newError(http.StatusBadRequest, "invalid_parameter",
+			name+" must be an integer from "+strconv.FormatInt(min, 10)+" to "+strconv.FormatInt(max, 10))
+	}
+	return n, nil
+}
+
+// boolParam returns a boolean query parameter ("true", "false", "1", "0"), false when absent.
+func boolParam(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, newError(http.StatusBadRequest, "invalid_parameter", name+" must be true or false")
+	}
+	return b, nil
+}
+
+// timeParam returns a time query parameter given as RFC 3339 or unix seconds, or def.
+func timeParam(c echo.Context, name string, def time.Time) (time.Time, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n < 1<<40 {
+		return time.Unix(n, 0).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, newError(http.StatusBadRequest, "invalid_parameter", name+" must be an RFC 3339 time or unix seconds")
+	}
+	return t, nil
+}
+
+// decodeJSON decodes a request body strictly: one JSON object of known fields and nothing after
+// it. An empty body leaves v as it is when allowEmpty. v must be a pointer to a struct.
+func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
+	var raw json.RawMessage
+	dec := json.NewDecoder(c.Request().Body)
+	err := dec.Decode(&raw)
+	switch {
+	case errors.Is(err, io.EOF) && allowEmpty:
+		return nil
+	case err != nil:
+		var he *echo.HTTPError
+		var mbe *http.MaxBytesError
+		if errors.As(err, &he) || errors.As(err, &mbe) {
+			return err // over the body limit: 413
+		}
+		return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+	case dec.Decode(&struct{}{}) != io.EOF:
+		return newError(http.StatusBadRequest, "invalid_json", "the body must hold a single JSON object")
+	}
+	strict := json.NewDecoder(bytes.NewReader(raw))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(v); err != nil {
+		// encoding/json has no typed error for an unknown field: decoding again without the
+		// check tells that case apart from a wrong shape.
+		if json.Unmarshal(raw, reflect.New(reflect.TypeOf(v).Elem()).Interface()) == nil {
+			return newError(http.StatusBadRequest, "unknown_field", "the body has a field this endpoint does not know")
+		}
+		return newError(http.StatusBadRequest, "invalid_json", "the body is not JSON of the expected shape")
+	}
+	return nil
+}
+
+// actor returns who asks for an action, for the actions service and its audit log.
+func actor(c echo.Context) actions.Actor {
+	id := identity(c)
+	return actions.Actor{Name: id.Name, Kind: id.Kind, Role: id.Role, RemoteAddr: c.RealIP()}
+}

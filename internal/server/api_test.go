@@ -1,0 +1,289 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/toolq/toolq/internal/auth"
+)
+
+// errorCode decodes the error shape and returns its code, failing the test on any other shape.
+func errorCode(t *testing.T, body []byte) string {
+	t.Helper()
+	var e struct {
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil || e.Error.Code == "" || e.Error.Message == "" {
+		t.Fatalf("body %.200q is not the error shape", body)
+	}
+	return e.Error.Code
+}
+
+// checkShape walks a JSON document: keys are camelCase (AWS's own names inside the attributes
+// and metrics maps aside), listed fields are arrays (never null) and times are RFC 3339.
+func checkShape(t *testing.T, path string, v any, arrays map[string]bool) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			p := path + "." + k
+			if !strings.HasSuffix(path, ".attributes") && !strings.HasSuffix(path, ".metrics") && !strings.HasSuffix(path, ".params") {
+				if strings.ContainsAny(k, "_- ") || !unicode.IsLower(rune(k[0])) {
+					t.Errorf("%s: key %q is not camelCase", path, k)
+				}
+			}
+			if arrays[k] {
+				if _, ok := val.([]any); !ok {
+					t.Errorf("%s is %T, want an array", p, val)
+				}
+			}
+			if s, ok := val.(string); ok && (strings.HasSuffix(k, "At") || k == "since" || k == "until") && s != "" {
+				if _, err := time.Parse(time.RFC3339, s); err != nil {
+					t.Errorf("%s = %q is not RFC 3339", p, s)
+				}
+			}
+			checkShape(t, p, val, arrays)
+		}
+	case []any:
+		for _, e := range x {
+			checkShape(t, path+"[]", e, arrays)
+		}
+	}
+}
+
+func TestAPIShapes(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	arrays := map[string]bool{"queues": true, "reasons": true, "sourceQueues": true, "errors": true, "points": true,
+		"groups": true, "messages": true, "tools": true, "attributes": false, "redrives": true, "entries": true,
+		"unhealthy": true, "deadLetterQueues": true, "runningRedrives": true}
+	arn := url.PathEscape(h.w.ARN("orders-dlq"))
+	tests := []struct {
+		target string
+		keys   []string // top-level keys that must be present
+	}{
+		{"/api/v1/queues", []string{"queues"}},
+		{"/api/v1/queues?health=warning,critical", []string{"queues"}},
+		{"/api/v1/queues?dlq=true", []string{"queues"}},
+		{"/api/v1/queues/orders-dlq", []string{"name", "arn", "attributes", "metrics", "health", "freshness", "errors"}},
+		{"/api/v1/queues/" + arn, []string{"name"}},
+		{"/api/v1/queues/" + strings.ReplaceAll(arn, ":", "%3A"), []string{"name"}},
+		{"/api/v1/queues/orders-dlq/metrics?name=ApproximateNumberOfMessagesVisible", []string{"queue", "name", "since", "until", "points"}},
+		{"/api/v1/queues/orders/metrics?name=NumberOfMessagesSent&since=2026-03-01T10:00:00Z&until=1772366400", []string{"points"}},
+		{"/api/v1/queues/calls.fifo/groups", []string{"groups"}},
+		{"/api/v1/queues/orders-dlq/messages", []string{"messages", "nextCursor", "tools"}},
+		{"/api/v1/queues/orders-dlq/messages?toolName=create_document&limit=1", []string{"messages"}},
+		{"/api/v1/queues/orders-dlq/messages/m-1", []string{"messageId", "body", "attributes"}},
+		{"/api/v1/queues/orders-dlq/redrives", []string{"redrives"}},
+		{"/api/v1/audit", []string{"entries", "nextBefore"}},
+		{"/api/v1/summary", []string{"generatedAt", "unhealthy", "deadLetterQueues", "runningRedrives"}},
+		{"/api/v1/openapi.json", []string{"openapi", "paths"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			rec := h.do(t, apiRequest{target: tt.target, header: bearer(h.viewer)})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+				t.Fatalf("not JSON: %v", err)
+			}
+			for _, k := range tt.keys {
+				if _, ok := doc[k]; !ok {
+					t.Errorf("key %q missing from %.300s", k, rec.Body)
+				}
+			}
+			if !strings.HasSuffix(tt.target, "openapi.json") {
+				checkShape(t, "$", doc, arrays)
+			}
+		})
+	}
+	t.Run("message body is data, not markup", func(t *testing.T) {
+		rec := h.do(t, apiRequest{target: "/api/v1/queues/orders-dlq/messages/m-1", header: bearer(h.viewer)})
+		var m struct{ Body string }
+		json.Unmarshal(rec.Body.Bytes(), &m)
+		if !strings.Contains(m.Body, "<script>alert(1)</script>") {
+			t.Errorf("body = %q; want the exact text", m.Body)
+		}
+		if strings.Contains(rec.Body.String(), "<script>") {
+			t.Error("raw <script> in a JSON response: it must be escaped (\\u003c)")
+		}
+	})
+	t.Run("summary as text", func(t *testing.T) {
+		rec := h.do(t, apiRequest{target: "/api/v1/summary", header: map[string]string{"Authorization": "Bearer " + h.viewer, "Accept": "text/plain"}})
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") || rec.Body.Len() == 0 {
+			t.Errorf("status %d, type %q, body %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+	})
+	t.Run("audit pages", func(t *testing.T) {
+		for range 3 {
+			h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders/redrives", header: jsonPost(h.operator)})
+		}
+		rec := h.do(t, apiRequest{target: "/api/v1/audit?limit=2", header: bearer(h.viewer)})
+		var p struct {
+			Entries    []struct{ ID int64 }
+			NextBefore *int64
+		}
+		json.Unmarshal(rec.Body.Bytes(), &p)
+		if len(p.Entries) != 2 || p.NextBefore == nil {
+			t.Fatalf("page 1 = %s", rec.Body)
+		}
+		rec = h.do(t, apiRequest{target: "/api/v1/audit?limit=2&before=" + itoa(*p.NextBefore), header: bearer(h.viewer)})
+		var p2 struct{ Entries []struct{ ID int64 } }
+		json.Unmarshal(rec.Body.Bytes(), &p2)
+		if len(p2.Entries) != 1 || p2.Entries[0].ID >= *p.NextBefore {
+			t.Errorf("page 2 = %s", rec.Body)
+		}
+	})
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestAPIBadInput(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	huge := `{"destination":"` + strings.Repeat("a", 70<<10) + `"}`
+	tests := []struct {
+		name   string
+		method string
+		target string
+		body   string
+		status int
+		code   string
+	}{
+		{"path traversal", "GET", "/api/v1/queues/..%2F..%2Fetc%2Fpasswd", "", 400, "invalid_queue"},
+		{"encoded slash", "GET", "/api/v1/queues/orders%2Fx", "", 400, "invalid_queue"},
+		{"dot dot", "GET", "/api/v1/queues/..", "", 400, "invalid_queue"},
+		{"escaped percent", "GET", "/api/v1/queues/%25zz", "", 400, "invalid_queue"},
+		{"NUL", "GET", "/api/v1/queues/a%00b", "", 400, "invalid_queue"},
+		{"too long", "GET", "/api/v1/queues/" + strings.Repeat("q", 81), "", 400, "invalid_queue"},
+		{"script", "GET", "/api/v1/queues/%3Cscript%3E", "", 400, "invalid_queue"},
+		{"unknown name", "GET", "/api/v1/queues/nope", "", 404, "queue_not_found"},
+		{"unknown ARN", "GET", "/api/v1/queues/" + url.PathEscape("arn:aws:sqs:us-east-1:000000000000:nope"), "", 404, "queue_not_found"},
+		{"not an SQS ARN", "GET", "/api/v1/queues/" + url.PathEscape("arn:aws:s3:::bucket"), "", 400, "invalid_queue"},
+		{"unknown message", "GET", "/api/v1/queues/orders-dlq/messages/nope", "", 404, "message_not_found"},
+		{"message of unknown queue", "GET", "/api/v1/queues/nope/messages/m-1", "", 404, "queue_not_found"},
+		{"unknown route", "GET", "/api/v1/nope", "", 404, "not_found"},
+		{"wrong method", "DELETE", "/api/v1/queues", "", 405, "method_not_allowed"},
+		{"bad since", "GET", "/api/v1/queues/orders/metrics?since=yesterday", "", 400, "invalid_parameter"},
+		{"since after until", "GET", "/api/v1/queues/orders/metrics?since=2026-03-01T12:00:00Z&until=2026-03-01T11:00:00Z", "", 400, "invalid_parameter"},
+		{"span too long", "GET", "/api/v1/queues/orders/metrics?since=2026-01-01T00:00:00Z&until=2026-03-01T00:00:00Z", "", 400, "span_too_long"},
+		{"unknown metric", "GET", "/api/v1/queues/orders/metrics?name=CPUUtilization", "", 400, "unknown_metric"},
+		{"bad cursor", "GET", "/api/v1/queues/orders-dlq/messages?cursor=garbage", "", 400, "bad_cursor"},
+		{"limit zero", "GET", "/api/v1/queues/orders-dlq/messages?limit=0", "", 400, "invalid_parameter"},
+		{"limit huge", "GET", "/api/v1/queues/orders-dlq/messages?limit=100000", "", 400, "invalid_parameter"},
+		{"bad health", "GET", "/api/v1/queues?health=purple", "", 400, "invalid_parameter"},
+		{"bad dlq flag", "GET", "/api/v1/queues?dlq=maybe", "", 400, "invalid_parameter"},
+		{"audit before junk", "GET", "/api/v1/audit?before=-1", "", 400, "invalid_parameter"},
+		{"malformed JSON", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":`, 400, "invalid_json"},
+		{"not an object", "POST", "/api/v1/queues/orders-dlq/redrives", `[1,2]`, 400, "invalid_json"},
+		{"wrong type", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":"fast"}`, 400, "invalid_json"},
+		{"unknown field", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"orders","force":true}`, 400, "unknown_field"},
+		{"two objects", "POST", "/api/v1/queues/orders-dlq/redrives", `{}{}`, 400, "invalid_json"},
+		{"huge body", "POST", "/api/v1/queues/orders-dlq/redrives", huge, 413, "body_too_large"},
+		{"rate out of range", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":501}`, 400, "invalid_rate"},
+		{"not a DLQ", "POST", "/api/v1/queues/orders/redrives", ``, 422, "not_dead_letter_queue"},
+		{"cancel with nothing running", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", ``, 409, "no_task_running"},
+		{"cancel with a body", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", `{"x":1}`, 400, "unknown_field"},
+		{"embed link elsewhere", "POST", "/api/v1/embed-links", `{"path":"https://evil.example/"}`, 400, "invalid_path"},
+		{"embed link to the API", "POST", "/api/v1/embed-links", `{"path":"/api/v1/queues"}`, 400, "invalid_path"},
+		{"embed link ttl", "POST", "/api/v1/embed-links", `{"path":"/?embed=1","ttlSeconds":99999999}`, 400, "invalid_ttl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, apiRequest{method: tt.method, target: tt.target, body: tt.body, header: jsonPost(h.operator)})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if code := errorCode(t, rec.Body.Bytes()); code != tt.code {
+				t.Errorf("code %q, want %q", code, tt.code)
+			}
+			if strings.Contains(rec.Body.String(), "sql") || strings.Contains(rec.Body.String(), "goroutine") {
+				t.Errorf("internal text in %s", rec.Body)
+			}
+		})
+	}
+}
+
+func TestAPIRedriveFlow(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	post := func(target, body string) (int, map[string]any) {
+		rec := h.do(t, apiRequest{method: http.MethodPost, target: target, body: body, header: jsonPost(h.operator)})
+		var doc map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &doc)
+		return rec.Code, doc
+	}
+	code, doc := post("/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":2}`)
+	if code != http.StatusAccepted || doc["status"] != "RUNNING" || doc["toMove"] != float64(5) || doc["running"] != true {
+		t.Fatalf("start: %d %v", code, doc)
+	}
+	if code, doc = post("/api/v1/queues/orders-dlq/redrives", ``); code != http.StatusConflict {
+		t.Fatalf("second start: %d %v; want 409", code, doc)
+	}
+	h.w.Advance(time.Second)
+	code, doc = post("/api/v1/queues/orders-dlq/redrives/cancel", ``)
+	if code != http.StatusOK || doc["status"] != "CANCELLING" || doc["moved"] != float64(2) {
+		t.Fatalf("cancel: %d %v", code, doc)
+	}
+	h.w.Advance(time.Second)
+	if moved, left := h.w.Count(t, "orders"), h.w.Count(t, "orders-dlq"); moved != 2 || left != 3 {
+		t.Errorf("moved %d, left %d; want 2 and 3", moved, left)
+	}
+	rec := h.do(t, apiRequest{target: "/api/v1/queues/orders-dlq/redrives", header: bearer(h.viewer)})
+	var list struct{ Redrives []map[string]any }
+	json.Unmarshal(rec.Body.Bytes(), &list)
+	if len(list.Redrives) != 1 {
+		t.Errorf("redrives = %s", rec.Body)
+	}
+	rec = h.do(t, apiRequest{target: "/api/v1/audit?queue=orders-dlq", header: bearer(h.viewer)})
+	var audit struct {
+		Entries []struct{ Action, Result, Actor string }
+	}
+	json.Unmarshal(rec.Body.Bytes(), &audit)
+	want := []string{"redrive.cancel accepted", "redrive.start refused", "redrive.start accepted"}
+	if len(audit.Entries) != len(want) {
+		t.Fatalf("audit = %s", rec.Body)
+	}
+	for i, e := range audit.Entries {
+		if got := e.Action + " " + e.Result; got != want[i] || e.Actor != "ops-bot" {
+			t.Errorf("audit[%d] = %s by %s; want %s by ops-bot", i, got, e.Actor, want[i])
+		}
+	}
+}
+
+func TestEmbedLinkAPI(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links", body: `{"path":"/queues/orders-dlq?embed=1","ttlSeconds":600}`, header: jsonPost(h.viewer)})
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var link struct{ URL, Path, ExpiresAt string }
+	json.Unmarshal(rec.Body.Bytes(), &link)
+	if !strings.HasPrefix(link.Path, "/queues/orders-dlq?") || !strings.Contains(link.Path, "embed=1") || !strings.Contains(link.Path, auth.EmbedParam+"=") || !strings.HasSuffix(link.URL, link.Path) {
+		t.Fatalf("link = %+v", link)
+	}
+	if rec := h.do(t, apiRequest{target: link.Path}); rec.Code == http.StatusUnauthorized || rec.Code == http.StatusSeeOther || rec.Code == http.StatusForbidden {
+		t.Errorf("embedded page: status %d", rec.Code)
+	}
+	token := link.Path[strings.Index(link.Path, auth.EmbedParam+"=")+len(auth.EmbedParam)+1:]
+	for _, target := range []string{"/queues/orders?embed=1&embed_token=" + token, "/api/v1/queues?embed_token=" + token} {
+		if rec := h.do(t, apiRequest{target: target}); rec.Code != http.StatusForbidden {
+			t.Errorf("%s: status %d; want 403", target, rec.Code)
+		}
+	}
+	if rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive?embed_token=" + token, body: "confirm=1",
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}); rec.Code != http.StatusForbidden {
+		t.Errorf("POST with an embed link: status %d; want 403", rec.Code)
+	}
+}

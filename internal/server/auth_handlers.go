@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/auth"
+)
+
+// login answers POST /login (token mode): a valid token sets the session cookie and goes to the
+// page asked for; anything else goes back to the login page with an error.
+func (s *Server) login(c echo.Context) error {
+	next := safeNext(c.FormValue("next"))
+	if s.auth.Mode() != auth.ModeToken {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	cookie, id, err := s.auth.Login(c.Request().Context(), c.FormValue("token"), c.IsTLS())
+	if errors.Is(err, auth.ErrInvalidCredentials) {
+		s.log.Info("login refused", "request_id", requestID(c), "remote", c.RealIP())
+		return c.Redirect(http.StatusSeeOther, "/login?error=1&next="+url.QueryEscape(next))
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("login", "request_id", requestID(c), "actor", id.Name, "role", id.Role, "remote", c.RealIP())
+	c.SetCookie(cookie)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// logout answers GET /logout: the session cookie is cleared.
+func (s *Server) logout(c echo.Context) error {
+	c.SetCookie(s.auth.LogoutCookie(c.IsTLS()))
+	if s.auth.Mode() == auth.ModeToken {
+		return c.Redirect(http.StatusSeeOther, "/login")
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// safeNext keeps a post-login redirect on this site: a local path, never "//host" or a scheme,
+// which would make the login form an open redirector.
+func safeNext(next string) string {
+	if next == "" || len(next) > 2048 || !strings.HasPrefix(next, "/") ||
+		strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n\t") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == "/login" {
+		return "/"
+	}
+	return next
+}
+
+// embedLinkRequest is the body of POST /api/v1/embed-links.
+type embedLinkRequest struct {
+	Path       string `json:"path"`
+	TTLSeconds int64  `json:"ttlSeconds"`
+}
+
+// embedLink is the answer of POST /api/v1/embed-links.
+type embedLink struct {
+	URL       string    `json:"url"`  // absolute, from the request's scheme and host
+	Path      string    `json:"path"` // the same, relative: for a dashboard behind another name
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// defaultEmbedTTL is an embed link's life when the request does not say.
+const defaultEmbedTTL = time.Hour
+
+// createEmbedLink answers POST /api/v1/embed-links: a signed, expiring, read-only link to the
+// overview ("/?embed=1") or one queue ("/queues/NAME?embed=1") for a portal's iframe.
+func (s *Server) createEmbedLink(c echo.Context) error {
+	var body embedLinkRequest
+	if err := decodeJSON(c, &body, false); err != nil {
+		return err
+	}
+	scope, ok := embedScope(body.Path)
+	if !ok {
+		return newError(http.StatusBadRequest, "invalid_path", `path must be "/?embed=1" or "/queues/NAME?embed=1"`)
+	}
+	ttl := defaultEmbedTTL
+	if body.TTLSeconds != 0 {
+		ttl = time.Duration(body.TTLSeconds) * time.Second
+	}
+	if body.TTLSeconds < 0 || ttl < time.Minute || ttl > auth.MaxEmbedTTL {
+		return newError(http.StatusBadRequest, "invalid_ttl", "ttlSeconds must be from 60 to 2592000 (30 days)")
+	}
+	token, expires, err := s.auth.EmbedToken(scope, ttl)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"embed": {"1"}, auth.EmbedParam: {token}}
+	rel := (&url.URL{Path: scope, RawQuery: q.Encode()}).String()
+	s.log.Info("embed link created", "request_id", requestID(c), "actor", identity(c).Name, "scope", scope, "expires", expires)
+	return c.JSON(http.StatusCreated, embedLink{
+		URL:       c.Scheme() + "://" + c.Request().Host + rel,
+		Path:      rel,
+		ExpiresAt: expires.UTC(),
+	})
+}
+
+// embedScope checks an embed link's path and returns the scope to sign: "/" or "/queues/REF"
+// (REF escaped as in the page's URL).
+func embedScope(path string) (string, bool) {
+	u, err := url.Parse(path)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" {
+		return "", false
+	}
+	if q := u.Query(); len(q) > 1 || (len(q) == 1 && q.Get("embed") != "1") {
+		return "", false
+	}
+	if u.Path == "/" {
+		return "/", true
+	}
+	ref, ok := strings.CutPrefix(u.Path, "/queues/")
+	if !ok || !validQueueRef(ref) {
+		return "", false
+	}
+	return "/queues/" + url.PathEscape(ref), true
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/toolq/toolq/internal/auth"
+)
+
+// browserSession logs in through the real login form and returns the session and CSRF cookies
+// and the CSRF token.
+func browserSession(t *testing.T, h *apiHarness, token string) ([]*http.Cookie, string) {
+	t.Helper()
+	rec := h.do(t, apiRequest{target: "/login"})
+	var csrf *http.Cookie
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == csrfCookie {
+			csrf = c
+		}
+	}
+	if csrf == nil {
+		t.Fatal("GET /login set no CSRF cookie")
+	}
+	form := url.Values{"token": {token}, "next": {"/queues/orders-dlq"}, csrfField: {csrf.Value}}
+	rec = h.do(t, apiRequest{method: http.MethodPost, target: "/login", body: form.Encode(), cookies: []*http.Cookie{csrf},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/queues/orders-dlq" {
+		t.Fatalf("login: %d, Location %q", rec.Code, rec.Header().Get("Location"))
+	}
+	var session *http.Cookie
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == auth.SessionCookie {
+			session = c
+		}
+	}
+	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("session cookie = %+v", session)
+	}
+	return []*http.Cookie{csrf, session}, csrf.Value
+}
+
+func TestLogin(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	cookies, _ := browserSession(t, h, h.operator)
+	if rec := h.do(t, apiRequest{target: "/api/v1/queues", cookies: cookies}); rec.Code != http.StatusOK {
+		t.Errorf("API with the session cookie: %d", rec.Code)
+	}
+	csrf := cookies[0]
+	tests := []struct {
+		name, token, next, csrf string
+		status                  int
+		location                string
+	}{
+		{"bad token", "tq_wrong", "/audit", csrf.Value, 303, "/login?error=1&next=%2Faudit"},
+		{"revoked token", h.revoked, "/", csrf.Value, 303, "/login?error=1&next=%2F"},
+		{"open redirect", h.viewer, "//evil.example/", csrf.Value, 303, "/"},
+		{"absolute next", h.viewer, "https://evil.example/", csrf.Value, 303, "/"},
+		{"no CSRF token", h.viewer, "/", "", 403, ""},
+		{"wrong CSRF token", h.viewer, "/", "forged", 403, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			form := url.Values{"token": {tt.token}, "next": {tt.next}, csrfField: {tt.csrf}}
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/login", body: form.Encode(), cookies: []*http.Cookie{csrf},
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
+			if rec.Code != tt.status || rec.Header().Get("Location") != tt.location {
+				t.Errorf("status %d, Location %q; want %d %q", rec.Code, rec.Header().Get("Location"), tt.status, tt.location)
+			}
+		})
+	}
+	rec := h.do(t, apiRequest{target: "/logout", cookies: cookies})
+	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie+"=;") {
+		t.Errorf("logout: %d %v", rec.Code, rec.Header())
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	cookies, token := browserSession(t, h, h.operator)
+	form := "confirm=0"
+	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	tests := []struct {
+		name    string
+		target  string
+		body    string
+		header  map[string]string
+		cookies []*http.Cookie
+		status  int // 0: anything but 403 and 415
+		code    string
+	}{
+		{"form without token", "/queues/orders-dlq/redrive", form, formHeader, cookies, 403, "csrf_invalid"},
+		{"form with a wrong token", "/queues/orders-dlq/redrive", form + "&_csrf=x", formHeader, cookies, 403, "csrf_invalid"},
+		{"form with the token", "/queues/orders-dlq/redrive", form + "&_csrf=" + url.QueryEscape(token), formHeader, cookies, 0, ""},
+		{"HTMX with the header", "/queues/orders-dlq/redrive", form, map[string]string{"Content-Type": "application/x-www-form-urlencoded", csrfHeader: token, "HX-Request": "true"}, cookies, 0, ""},
+		{"form from another site", "/queues/orders-dlq/redrive", form + "&_csrf=" + url.QueryEscape(token), map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Sec-Fetch-Site": "cross-site"}, cookies, 403, "cross_site"},
+		{"API by cookie, cross-site", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, cookies, 403, "cross_site"},
+		{"API by cookie, same-site other port", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "same-site"}, cookies, 403, "cross_site"},
+		{"API by cookie, foreign Origin", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, cookies, 403, "cross_site"},
+		{"API by cookie, null Origin", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Content-Type": "application/json", "Origin": "null"}, cookies, 403, "cross_site"},
+		{"API by cookie, form encoded", "/api/v1/queues/orders-dlq/redrives/cancel", "a=b", formHeader, cookies, 415, "unsupported_media_type"},
+		{"API by cookie, text/plain", "/api/v1/queues/orders-dlq/redrives/cancel", "{}", map[string]string{"Content-Type": "text/plain"}, cookies, 415, "unsupported_media_type"},
+		{"API by cookie, same origin JSON", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"}, cookies, 409, "no_task_running"},
+		{"API by Bearer, any site", "/api/v1/queues/orders-dlq/redrives/cancel", "", map[string]string{"Authorization": "Bearer " + h.operator, "Content-Type": "text/plain", "Sec-Fetch-Site": "cross-site"}, nil, 409, "no_task_running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: tt.target, body: tt.body, header: tt.header, cookies: tt.cookies})
+			switch {
+			case tt.status == 0 && (rec.Code == 403 || rec.Code == 415 || rec.Code == 401):
+				t.Errorf("status %d: %.200s", rec.Code, rec.Body)
+			case tt.status != 0 && rec.Code != tt.status:
+				t.Errorf("status %d, want %d: %.200s", rec.Code, tt.status, rec.Body)
+			}
+			if tt.code != "" && strings.HasPrefix(tt.target, "/api/") {
+				if code := errorCode(t, rec.Body.Bytes()); code != tt.code {
+					t.Errorf("code %q, want %q", code, tt.code)
+				}
+			}
+		})
+	}
+}
+
+func TestCSRFWithAuthNone(t *testing.T) {
+	// A hostile page in the operator's browser must not drive a loopback dashboard.
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
+	for _, hdr := range []map[string]string{
+		{"Content-Type": "application/x-www-form-urlencoded"},
+		{"Content-Type": "text/plain"},
+		{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"},
+		{"Content-Type": "application/json", "Origin": "http://127.0.0.1:9999"},
+	} {
+		rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: "{}", header: hdr})
+		if rec.Code != http.StatusForbidden && rec.Code != http.StatusUnsupportedMediaType {
+			t.Errorf("%v: status %d", hdr, rec.Code)
+		}
+	}
+	if n := h.w.Count(t, "orders-dlq"); n != 5 {
+		t.Errorf("orders-dlq holds %d; a refused request moved messages", n)
+	}
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive", body: "confirm=1",
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("form without token under auth none: %d", rec.Code)
+	}
+}

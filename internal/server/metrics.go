@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolq/toolq/internal/views"
+)
+
+// serverMetrics are the server's own series on the /metrics registry.
+type serverMetrics struct {
+	requests *prometheus.CounterVec
+}
+
+// newServerMetrics registers the server's collectors: requests by route, the websocket clients,
+// and the per-queue gauges read from the views at scrape time.
+func newServerMetrics(s *Server) (*serverMetrics, error) {
+	m := &serverMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolq_http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+	}
+	clients := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "toolq_websocket_clients",
+		Help: "Websocket clients connected to the live pages.",
+	}, func() float64 {
+		switch {
+		case s.opts.WebsocketClients != nil:
+			return float64(s.opts.WebsocketClients())
+		case s.hub != nil:
+			return float64(s.hub.clientCount())
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{m.requests, clients, &queueCollector{views: s.opts.Views, log: s.log.Warn}} {
+		if err := s.opts.Metrics.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, fmt.Errorf("server: metrics already registered (one server per registry): %w", err)
+			}
+			return nil, fmt.Errorf("server: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// observeRequest counts one answered request. route is the pattern (bounded), not the path.
+func (m *serverMetrics) observeRequest(route, method string, code int) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+}
+
+// queueCollector exports each watched queue's depth as the collector last stored it. It reads
+// the views at scrape time, so the values are exactly what the pages show and nothing is cached.
+type queueCollector struct {
+	views *views.Service
+	log   func(msg string, args ...any)
+}
+
+// scrapeTimeout bounds the views query of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+var (
+	labels        = []string{"queue", "region"}
+	descVisible   = prometheus.NewDesc("toolq_queue_visible_messages", "Visible messages (ApproximateNumberOfMessages) at the last sample.", labels, nil)
+	descInFlight  = prometheus.NewDesc("toolq_queue_inflight_messages", "In-flight messages (ApproximateNumberOfMessagesNotVisible) at the last sample.", labels, nil)
+	descDelayed   = prometheus.NewDesc("toolq_queue_delayed_messages", "Delayed messages at the last sample.", labels, nil)
+	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "ApproximateAgeOfOldestMessage from the newest CloudWatch datapoint.", labels, nil)
+	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
+	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 warning, 2 critical.", labels, nil)
+	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descScrapeErr} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	queues, err := q.views.Queues(ctx, views.QueueQuery{})
+	if err != nil {
+		// A failed read must not fail the whole scrape: the collector's own metrics share it.
+		q.log("metrics: read queues", "err", err)
+		ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 1)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 0)
+	for _, qs := range queues {
+		if qs.Gone {
+			continue
+		}
+		lv := []string{qs.Name, qs.Region}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
+		gauge(descVisible, float64(qs.Visible))
+		gauge(descInFlight, float64(qs.InFlight))
+		gauge(descDelayed, float64(qs.Delayed))
+		if qs.OldestMessageAgeSeconds != nil {
+			gauge(descOldestAge, *qs.OldestMessageAgeSeconds)
+		}
+		if qs.IsDeadLetterQueue {
+			gauge(descDLQDepth, float64(qs.Visible))
+		}
+		gauge(descHealth, healthValue(qs.Health.Status))
+	}
+}
+
+// healthValue maps a health status to a number an alert rule can compare.
+func healthValue(status string) float64 {
+	switch status {
+	case views.HealthCritical:
+		return 2
+	case views.HealthWarning:
+		return 1
+	}
+	return 0
+}

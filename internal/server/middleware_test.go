@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// identityCase is one caller of the auth matrix.
+type identityCase struct {
+	name    string
+	cfg     harnessConfig
+	header  func(h *apiHarness) map[string]string
+	remote  string
+	read    int // GET /api/v1/queues
+	act     int // POST .../redrives/cancel (nothing runs: 409 means the action was allowed to try)
+	metrics int // GET /metrics
+}
+
+func TestAuthMatrix(t *testing.T) {
+	none := func(*apiHarness) map[string]string { return nil }
+	tok := func(pick func(h *apiHarness) string) func(h *apiHarness) map[string]string {
+		return func(h *apiHarness) map[string]string { return bearer(pick(h)) }
+	}
+	proxy := func(user, groups string) func(*apiHarness) map[string]string {
+		return func(*apiHarness) map[string]string {
+			return map[string]string{auth.HeaderForwardedUser: user, auth.HeaderForwardedGroups: groups}
+		}
+	}
+	token := harnessConfig{mode: auth.ModeToken}
+	cases := []identityCase{
+		{"anonymous", token, none, "", 401, 401, 401},
+		{"bad token", token, func(*apiHarness) map[string]string { return bearer("tq_notatoken") }, "", 401, 401, 401},
+		{"not bearer", token, func(h *apiHarness) map[string]string {
+			return map[string]string{"Authorization": "Basic " + h.operator}
+		}, "", 401, 401, 401},
+		{"revoked token", token, tok(func(h *apiHarness) string { return h.revoked }), "", 401, 401, 401},
+		{"viewer", token, tok(func(h *apiHarness) string { return h.viewer }), "", 200, 403, 200},
+		{"operator", token, tok(func(h *apiHarness) string { return h.operator }), "", 200, 409, 200},
+		{"proxy headers in token mode", token, proxy("mallory", "sre"), "10.9.0.1:4000", 401, 401, 401},
+		{"proxy operator, trusted", harnessConfig{mode: auth.ModeProxy}, proxy("carol", "dev,sre"), "10.9.0.1:4000", 200, 409, 200},
+		{"proxy viewer, trusted", harnessConfig{mode: auth.ModeProxy}, proxy("dave", "dev"), "10.9.0.1:4000", 200, 403, 200},
+		{"proxy user, untrusted", harnessConfig{mode: auth.ModeProxy}, proxy("mallory", "sre"), "203.0.113.9:4000", 401, 401, 401},
+		{"proxy mode, no headers", harnessConfig{mode: auth.ModeProxy}, none, "10.9.0.1:4000", 401, 401, 401},
+		{"proxy mode, bot token", harnessConfig{mode: auth.ModeProxy}, tok(func(h *apiHarness) string { return h.operator }), "203.0.113.9:4000", 200, 409, 200},
+		{"read-only operator", harnessConfig{mode: auth.ModeToken, readOnly: true}, tok(func(h *apiHarness) string { return h.operator }), "", 200, 403, 200},
+		{"auth none", harnessConfig{mode: auth.ModeNone}, none, "", 200, 409, 200},
+		{"auth none, read-only", harnessConfig{mode: auth.ModeNone, readOnly: true}, none, "", 200, 403, 200},
+	}
+	for _, ic := range cases {
+		t.Run(ic.name, func(t *testing.T) {
+			h := newAPIHarness(t, ic.cfg)
+			hdr := ic.header(h)
+			with := func(extra map[string]string) map[string]string {
+				m := map[string]string{}
+				for k, v := range hdr {
+					m[k] = v
+				}
+				for k, v := range extra {
+					m[k] = v
+				}
+				return m
+			}
+			checks := []struct {
+				method, target string
+				header         map[string]string
+				want           int
+			}{
+				{http.MethodGet, "/api/v1/queues", with(nil), ic.read},
+				{http.MethodGet, "/api/v1/queues/orders-dlq/messages/m-1", with(nil), ic.read},
+				{http.MethodPost, "/api/v1/queues/orders-dlq/redrives/cancel", with(map[string]string{"Content-Type": "application/json"}), ic.act},
+				{http.MethodGet, "/metrics", with(nil), ic.metrics},
+				{http.MethodGet, "/healthz", with(nil), 200},
+			}
+			for _, c := range checks {
+				rec := h.do(t, apiRequest{method: c.method, target: c.target, header: c.header, remote: ic.remote})
+				if rec.Code != c.want {
+					t.Errorf("%s %s: status %d, want %d: %.200s", c.method, c.target, rec.Code, c.want, rec.Body)
+					continue
+				}
+				if c.want >= 400 && strings.HasPrefix(c.target, "/api/") {
+					code := errorCode(t, rec.Body.Bytes())
+					if c.want == 403 && ic.cfg.readOnly && code != "read_only" {
+						t.Errorf("%s: code %q, want read_only", c.target, code)
+					}
+				}
+				if c.want == 401 && ic.cfg.mode == auth.ModeToken && rec.Header().Get("WWW-Authenticate") == "" {
+					t.Errorf("%s: 401 without WWW-Authenticate", c.target)
+				}
+			}
+		})
+	}
+}
+
+func TestBrowserWithoutSessionGoesToLogin(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	rec := h.do(t, apiRequest{target: "/queues/orders-dlq?embed=1"})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login?next=%2Fqueues%2Forders-dlq%3Fembed%3D1" {
+		t.Errorf("status %d, Location %q", rec.Code, rec.Header().Get("Location"))
+	}
+	rec = h.do(t, apiRequest{target: "/", header: map[string]string{"HX-Request": "true"}})
+	if rec.Code != http.StatusUnauthorized || !strings.HasPrefix(rec.Header().Get("HX-Redirect"), "/login") {
+		t.Errorf("HTMX: status %d, HX-Redirect %q", rec.Code, rec.Header().Get("HX-Redirect"))
+	}
+	// Probes and the login page need no credentials.
+	for _, target := range []string{"/healthz", "/readyz", "/login"} {
+		if rec := h.do(t, apiRequest{target: target}); rec.Code == http.StatusUnauthorized || rec.Code == http.StatusSeeOther {
+			t.Errorf("%s: status %d", target, rec.Code)
+		}
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
+	for _, target := range []string{"/api/v1/queues", "/api/v1/nope", "/", "/queues/nope", "/healthz", "/login"} {
+		rec := h.do(t, apiRequest{target: target})
+		csp := rec.Header().Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+			"connect-src 'self'", "form-action 'self'", "base-uri 'none'", "frame-ancestors 'self'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s: CSP %q lacks %q", target, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") || strings.Contains(csp, "*") {
+			t.Errorf("%s: CSP %q is not strict", target, csp)
+		}
+		if rec.Header().Get("X-Content-Type-Options") != "nosniff" || rec.Header().Get("Referrer-Policy") != "same-origin" {
+			t.Errorf("%s: headers %v", target, rec.Header())
+		}
+		if rec.Header().Get("X-Frame-Options") != "" {
+			t.Errorf("%s: X-Frame-Options set; frame-ancestors decides", target)
+		}
+		if rec.Header().Get("X-Request-Id") == "" {
+			t.Errorf("%s: no request id", target)
+		}
+	}
+	h = newAPIHarness(t, harnessConfig{mode: auth.ModeNone, frame: []string{"'self'", "https://portal.example.com"}})
+	if csp := h.do(t, apiRequest{target: "/healthz"}).Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors 'self' https://portal.example.com") {
+		t.Errorf("CSP = %q", csp)
+	}
+	if err := validFrameAncestors([]string{"https://a.example; script-src *"}); err == nil {
+		t.Error("a frame ancestor with ';' accepted")
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken, rateLimit: 1, rateBurst: 2})
+	codes := []int{}
+	for range 3 {
+		codes = append(codes, h.do(t, apiRequest{target: "/api/v1/queues", header: bearer(h.viewer)}).Code)
+	}
+	rec := h.do(t, apiRequest{target: "/api/v1/queues", header: bearer(h.viewer)})
+	if codes[0] != 200 || codes[1] != 200 || rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("codes %v then %d (Retry-After %q)", codes, rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if code := errorCode(t, rec.Body.Bytes()); code != "rate_limited" {
+		t.Errorf("code %q", code)
+	}
+	// Another identity has its own bucket; time refills the first.
+	if rec := h.do(t, apiRequest{target: "/api/v1/queues", header: bearer(h.operator)}); rec.Code != 200 {
+		t.Errorf("operator: %d", rec.Code)
+	}
+	h.w.Clock.Advance(2 * time.Second)
+	if rec := h.do(t, apiRequest{target: "/api/v1/queues", header: bearer(h.viewer)}); rec.Code != 200 {
+		t.Errorf("viewer after 2 s: %d", rec.Code)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	if rec := h.do(t, apiRequest{target: "/readyz"}); rec.Code != http.StatusOK {
+		t.Fatalf("fresh cycle: %d %s", rec.Code, rec.Body)
+	}
+	h.w.Clock.Advance(3 * time.Minute)
+	rec := h.do(t, apiRequest{target: "/readyz"})
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "180 s ago") {
+		t.Errorf("stale cycle: %d %s", rec.Code, rec.Body)
+	}
+	if rec := h.do(t, apiRequest{target: "/healthz"}); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"version":"test"`) {
+		t.Errorf("healthz: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestPanicIsA500WithoutDetail(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
+	h.srv.echo.GET("/api/v1/test-panic", func(echo.Context) error { panic("secret internal state") })
+	rec := h.do(t, apiRequest{target: "/api/v1/test-panic"})
+	if rec.Code != http.StatusInternalServerError || errorCode(t, rec.Body.Bytes()) != "internal_error" || strings.Contains(rec.Body.String(), "secret") {
+		t.Errorf("status %d: %s", rec.Code, rec.Body)
+	}
+}
+
+func TestServerOptions(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	base := h.srv.opts
+	base.Metrics = nil
+	o := base
+	o.ReadOnly = true // the actions service is writable
+	if _, err := New(o); err == nil {
+		t.Error("ReadOnly mismatch accepted")
+	}
+	o = base
+	o.Auth = nil
+	o.Listen = "0.0.0.0:8080"
+	if _, err := New(o); err == nil {
+		t.Error("auth none on 0.0.0.0 accepted")
+	}
+	o.AllowInsecureNoAuth = true
+	if _, err := New(o); err != nil {
+		t.Errorf("auth none forced on 0.0.0.0: %v", err)
+	}
+}
+
+func TestClientAddressInAudit(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeProxy})
+	hdr := map[string]string{auth.HeaderForwardedUser: "carol", auth.HeaderForwardedGroups: "sre",
+		"Content-Type": "application/json", "X-Forwarded-For": "198.51.100.7"}
+	h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: hdr, remote: "10.9.0.1:4000"})
+	entries, err := h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+	if err != nil || len(entries) != 1 || entries[0].RemoteAddr != "198.51.100.7" || entries[0].Actor != "carol" || entries[0].ActorKind != auth.KindProxy {
+		t.Fatalf("audit = %+v, %v; want carol from 198.51.100.7 (named by the trusted proxy)", entries, err)
+	}
+	// A client that sets X-Forwarded-For itself is recorded by its own address.
+	hdr["Authorization"] = "Bearer " + h.operator
+	h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: hdr, remote: "203.0.113.9:4000"})
+	entries, _ = h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+	if entries[0].RemoteAddr != "203.0.113.9" || entries[0].Actor != "ops-bot" {
+		t.Errorf("audit = %+v; want ops-bot from 203.0.113.9", entries[0])
+	}
+}

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/web/templates"
+)
+
+// loginPage answers GET /login?next=&error=1: the token form (POST /login is the API side's).
+func (s *Server) loginPage(c echo.Context) error {
+	p := templates.LoginProps{
+		Next:  localPath(c.QueryParam("next")),
+		Error: c.QueryParam("error") == "1",
+	}
+	p.Page = templates.Page{Title: "Sign in", Bare: true, Nav: navOf(c), CSRF: csrfToken(c), Now: s.opts.Now().UTC()}
+	status := http.StatusOK
+	if p.Error {
+		status = http.StatusUnauthorized
+	}
+	return render(c, status, templates.LoginPage(p))
+}
+
+// localPath keeps next only when it is a path on this site, so the login form can never send a
+// user elsewhere; anything else becomes "/".
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		len(next) > 2000 || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

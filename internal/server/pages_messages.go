@@ -1,0 +1,208 @@
+package server
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// messagesPerPage is how many sampled messages one page lists.
+const messagesPerPage = 50
+
+// messagesPage answers GET /queues/{queue}/messages?tool=&cursor=: the queue's newest sample,
+// grouped by tool name; an HTMX request (the tool filter) gets the list alone.
+func (s *Server) messagesPage(c echo.Context) error {
+	ref, err := queueParam(c)
+	if err != nil {
+		return err
+	}
+	tool, err := textParam(c, "tool", 200)
+	if err != nil {
+		return err
+	}
+	cursor, err := textParam(c, "cursor", 200)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	d, err := s.opts.Views.Queue(ctx, ref)
+	if err != nil {
+		return err
+	}
+	m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{ToolName: tool, Cursor: cursor, Limit: messagesPerPage})
+	if err != nil {
+		return err
+	}
+	p := templates.MessagesProps{
+		Page:      s.page(c, "Messages of "+d.Name, "", ""),
+		Ref:       ref,
+		QueueName: d.Name,
+		Messages:  m,
+		Tool:      tool,
+		Cursor:    cursor,
+	}
+	if isHTMX(c) {
+		return render(c, http.StatusOK, templates.MessageList(p))
+	}
+	return render(c, http.StatusOK, templates.MessagesPage(p))
+}
+
+// messagePage answers GET /queues/{queue}/messages/{messageId}: one sampled message, its body
+// pretty-printed and escaped.
+func (s *Server) messagePage(c echo.Context) error {
+	ref, err := queueParam(c)
+	if err != nil {
+		return err
+	}
+	id, err := url.PathUnescape(c.Param("messageId"))
+	if err != nil || id == "" || len(id) > 200 {
+		return newError(http.StatusBadRequest, "invalid_message_id", "the message id is not valid")
+	}
+	ctx := c.Request().Context()
+	d, err := s.opts.Views.Queue(ctx, ref)
+	if err != nil {
+		return err
+	}
+	m, err := s.opts.Views.Message(ctx, ref, id)
+	if err != nil {
+		return err
+	}
+	p := templates.MessageProps{
+		Page:      s.page(c, "Message of "+d.Name, "", ""),
+		Ref:       ref,
+		QueueName: d.Name,
+		Message:   m,
+		Pretty:    m.PrettyBody(),
+	}
+	return render(c, http.StatusOK, templates.MessagePage(p))
+}
+
+// exportLimit bounds an export: a sample holds at most what the collector's cap let in, but the
+// export must not grow without end if that cap grows.
+const exportLimit = 10000
+
+// sampleExport is the JSON export of a queue's newest sample.
+type sampleExport struct {
+	Queue         string          `json:"queue"`
+	SampledAt     *time.Time      `json:"sampledAt"`
+	Seen          int             `json:"seen"`
+	ApproxVisible int64           `json:"approxVisible"`
+	Coverage      float64         `json:"coverage"`
+	Messages      []views.Message `json:"messages"`
+}
+
+// readSample reads every message of the queue's newest sample, page by page.
+func (s *Server) readSample(c echo.Context) (sampleExport, error) {
+	ref, err := queueParam(c)
+	if err != nil {
+		return sampleExport{}, err
+	}
+	ctx := c.Request().Context()
+	var out sampleExport
+	cursor := ""
+	for {
+		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{Cursor: cursor, Limit: 500})
+		if err != nil {
+			return sampleExport{}, err
+		}
+		if out.Messages == nil {
+			out = sampleExport{Queue: m.Queue, SampledAt: m.SampledAt, Seen: m.Seen, ApproxVisible: m.ApproxVisible,
+				Coverage: m.Coverage, Messages: []views.Message{}}
+		}
+		out.Messages = append(out.Messages, m.Messages...)
+		if m.NextCursor == "" || m.NextCursor == cursor || len(out.Messages) >= exportLimit {
+			return out, nil
+		}
+		cursor = m.NextCursor
+	}
+}
+
+// exportMessagesJSON answers GET /queues/{queue}/messages.json: the sample as a download.
+func (s *Server) exportMessagesJSON(c echo.Context) error {
+	sample, err := s.readSample(c)
+	if err != nil {
+		return err
+	}
+	setDownload(c, sample.Queue, "json")
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	c.Response().WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(c.Response())
+	enc.SetIndent("", "  ")
+	return enc.Encode(sample) // escapes <, > and & too: safe even if opened as HTML
+}
+
+// csvHeader is the first row of the CSV export.
+var csvHeader = []string{
+	"messageId", "groupId", "deduplicationId", "sequenceNumber", "receiveCount", "sentAt", "ageSeconds",
+	"toolName", "toolCallId", "sessionId", "deadLetterSource", "bodySize", "bodyTruncated", "body",
+}
+
+// exportMessagesCSV answers GET /queues/{queue}/messages.csv: the sample as a spreadsheet-safe
+// download.
+func (s *Server) exportMessagesCSV(c echo.Context) error {
+	sample, err := s.readSample(c)
+	if err != nil {
+		return err
+	}
+	setDownload(c, sample.Queue, "csv")
+	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	if err := w.Write(csvHeader); err != nil {
+		return fmt.Errorf("export csv: %w", err)
+	}
+	for _, m := range sample.Messages {
+		sent := ""
+		if m.SentAt != nil {
+			sent = m.SentAt.UTC().Format(time.RFC3339)
+		}
+		row := []string{
+			m.MessageID, m.GroupID, m.DeduplicationID, m.SequenceNumber, strconv.Itoa(m.ReceiveCount), sent,
+			strconv.FormatFloat(m.AgeSeconds, 'f', 0, 64), m.ToolName, m.ToolCallID, m.SessionID,
+			m.DeadLetterSource, strconv.Itoa(m.BodySize), strconv.FormatBool(m.BodyTruncated), m.Body,
+		}
+		for i := range row {
+			row[i] = csvSafe(row[i])
+		}
+		if err := w.Write(row); err != nil {
+			return fmt.Errorf("export csv: %w", err)
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// csvSafe defuses a cell that a spreadsheet would run as a formula: one starting with = + - @
+// (or a tab or carriage return, which some spreadsheets skip before looking) gets a leading quote.
+func csvSafe(cell string) string {
+	if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+		return "'" + cell
+	}
+	return cell
+}
+
+// setDownload names the download after the queue, keeping only characters that are safe in a
+// Content-Disposition filename whatever the queue is called.
+func setDownload(c echo.Context, queue, ext string) {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, queue)
+	if name == "" {
+		name = "queue"
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`-messages.`+ext+`"`)
+}

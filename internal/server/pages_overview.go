@@ -1,0 +1,152 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// overviewPage answers GET /?q=&sort=&dir=: every queue, filtered and sorted on the server so that
+// the links work without JavaScript; an HTMX request gets the table alone.
+func (s *Server) overviewPage(c echo.Context) error {
+	q, err := textParam(c, "q", 200)
+	if err != nil {
+		return err
+	}
+	sortKey, dir := sortParams(c)
+	ov, err := s.opts.Views.Overview(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	p := templates.OverviewProps{
+		Page:     s.page(c, "Queues", "overview", "overview"),
+		Overview: ov,
+		Rows:     overviewRows(ov.Queues, q, sortKey, dir),
+		Sort:     sortKey,
+		Dir:      dir,
+		Query:    q,
+	}
+	p.Freshness = ov.Freshness
+	if isHTMX(c) {
+		return render(c, http.StatusOK, templates.OverviewTable(p))
+	}
+	return render(c, http.StatusOK, templates.OverviewPage(p))
+}
+
+// sortParams returns the overview's sort column and direction, defaulting to the views' order
+// (unhealthy first) for anything it does not know.
+func sortParams(c echo.Context) (key, dir string) {
+	key = "health"
+	for _, col := range templates.OverviewColumns {
+		if c.QueryParam("sort") == col.Key {
+			key = col.Key
+		}
+	}
+	dir = "asc"
+	if c.QueryParam("dir") == "desc" {
+		dir = "desc"
+	}
+	return key, dir
+}
+
+// overviewRows filters queues by a name fragment and sorts them by a column; the "health" order
+// is the views' own (unhealthy first, then by name), kept as it comes.
+func overviewRows(queues []views.QueueSummary, q, key, dir string) []templates.OverviewRow {
+	refs := queueRefs(queues)
+	needle := strings.ToLower(q)
+	rows := make([]templates.OverviewRow, 0, len(queues))
+	for _, qs := range queues {
+		if needle != "" && !strings.Contains(strings.ToLower(qs.Name), needle) {
+			continue
+		}
+		rows = append(rows, templates.OverviewRow{QueueSummary: qs, Ref: refs[qs.ARN]})
+	}
+	if key == "health" {
+		if dir == "desc" {
+			slices.Reverse(rows)
+		}
+		return rows
+	}
+	slices.SortStableFunc(rows, func(a, b templates.OverviewRow) int {
+		c := compareBy(key, a.QueueSummary, b.QueueSummary)
+		if c == 0 {
+			c = cmp.Compare(a.Name, b.Name)
+		}
+		if dir == "desc" {
+			return -c
+		}
+		return c
+	})
+	return rows
+}
+
+// compareBy compares two queues by one overview column. Unknown values (no datapoint yet, no
+// DLQ) sort before every known one.
+func compareBy(key string, a, b views.QueueSummary) int {
+	switch key {
+	case "type":
+		return cmp.Compare(templates.QueueType(a.FIFO), templates.QueueType(b.FIFO))
+	case "visible":
+		return cmp.Compare(a.Visible, b.Visible)
+	case "inflight":
+		return cmp.Compare(a.InFlight, b.InFlight)
+	case "delayed":
+		return cmp.Compare(a.Delayed, b.Delayed)
+	case "oldest":
+		return compareOpt(a.OldestMessageAgeSeconds, b.OldestMessageAgeSeconds)
+	case "dlq":
+		return compareOpt(a.DeadLetterQueueDepth, b.DeadLetterQueueDepth)
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+func compareOpt[T cmp.Ordered](a, b *T) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return cmp.Compare(*a, *b)
+}
+
+// queueRefs returns how links name each queue (by ARN): its name, or its ARN when queues of
+// several regions share that name and the name alone would be ambiguous.
+func queueRefs(queues []views.QueueSummary) map[string]string {
+	count := make(map[string]int, len(queues))
+	for _, q := range queues {
+		count[q.Name]++
+	}
+	refs := make(map[string]string, len(queues))
+	for _, q := range queues {
+		refs[q.ARN] = q.Name
+		if count[q.Name] > 1 {
+			refs[q.ARN] = q.ARN
+		}
+	}
+	return refs
+}
+
+// overviewPush renders what the hub sends overview subscribers: every row in the views' order
+// (rows swap in place by id, so a browser's own sort and filter stay as they are), the totals,
+// the cost and the freshness.
+func (s *Server) overviewPush(ctx context.Context, nav templates.Nav) ([]byte, error) {
+	ov, err := s.opts.Views.Overview(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, "", "health", "asc")}
+	p.Nav = nav
+	p.Now = s.opts.Now().UTC()
+	p.Freshness = ov.Freshness
+	return renderBytes(ctx, templates.OverviewPush(p))
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// chartSpec is one chart of the queue page: gauges as lines, counts as bars.
+type chartSpec struct {
+	metric string
+	title  string
+	kind   templates.ChartKind
+	format func(float64) string
+}
+
+// queueCharts are the queue page's charts, in display order.
+var queueCharts = []chartSpec{
+	{"ApproximateNumberOfMessagesVisible", "Visible messages", templates.ChartLine, templates.Number},
+	{"ApproximateNumberOfMessagesNotVisible", "In flight", templates.ChartLine, templates.Number},
+	{"ApproximateAgeOfOldestMessage", "Oldest message age", templates.ChartLine, templates.Duration},
+	{"NumberOfMessagesSent", "Sent", templates.ChartBars, templates.Number},
+	{"NumberOfMessagesReceived", "Received", templates.ChartBars, templates.Number},
+	{"NumberOfMessagesDeleted", "Deleted", templates.ChartBars, templates.Number},
+	{"NumberOfEmptyReceives", "Empty receives", templates.ChartBars, templates.Number},
+}
+
+// queuePage answers GET /queues/{queue}?range=: the queue's page (a dead-letter queue's adds its
+// messages and the redrive panel); an HTMX request (the range links) gets the charts alone.
+func (s *Server) queuePage(c echo.Context) error {
+	ref, err := queueParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rng := templates.RangeByKey(c.QueryParam("range"))
+	page := s.page(c, ref, "", "")
+	p, err := s.queueProps(ctx, ref, page, identity(c), !page.Nav.Embed)
+	if err != nil {
+		return err
+	}
+	p.Title = p.Queue.Name
+	p.Topic = queueTopic(p.Queue.ID)
+	if !page.Nav.Embed {
+		p.Range = rng
+		p.Charts = s.charts(ctx, ref, rng)
+	}
+	if isHTMX(c) {
+		return render(c, http.StatusOK, templates.ChartsSection(p))
+	}
+	return render(c, http.StatusOK, templates.QueuePage(p))
+}
+
+// queueTopic is the websocket topic of one queue's page.
+func queueTopic(id int64) string { return "queue:" + strconv.FormatInt(id, 10) }
+
+// queueProps reads what a queue's page shows besides its charts. full adds the sections an
+// embedded card leaves out (sample, groups, redrive panel); the hub's pushes use it too, with a
+// zero identity, since what they carry is the same for every viewer.
+func (s *Server) queueProps(ctx context.Context, ref string, page templates.Page, who auth.Identity, full bool) (templates.QueueProps, error) {
+	d, err := s.opts.Views.Queue(ctx, ref)
+	if err != nil {
+		return templates.QueueProps{}, err
+	}
+	p := templates.QueueProps{Page: page, Ref: ref, Queue: d}
+	p.Freshness = d.Freshness
+	if !full {
+		return p, nil
+	}
+	if d.FIFO {
+		g, err := s.opts.Views.Groups(ctx, ref)
+		if err != nil {
+			return p, fmt.Errorf("queue page: groups: %w", err)
+		}
+		p.Groups = &g
+	}
+	switch {
+	case d.IsDeadLetterQueue:
+		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{Limit: 20})
+		if err != nil {
+			return p, fmt.Errorf("queue page: sample: %w", err)
+		}
+		p.Sample = &m
+		r, err := s.redriveProps(ctx, d, ref, page, who)
+		if err != nil {
+			return p, err
+		}
+		p.Redrive = &r
+	case d.Peek.Enabled && d.MaxReceiveCount != nil:
+		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{NearMaxOnly: true, Limit: 20})
+		if err != nil {
+			return p, fmt.Errorf("queue page: messages near max receives: %w", err)
+		}
+		p.NearMax = m.Messages
+	}
+	return p, nil
+}
+
+// charts reads the queue's series over a range. A series that cannot be read draws as an empty
+// chart rather than failing the page: the collector errors section says why data is missing.
+func (s *Server) charts(ctx context.Context, ref string, rng templates.ChartRange) []templates.Chart {
+	until := s.opts.Now().UTC()
+	since := until.Add(-rng.Span)
+	charts := make([]templates.Chart, 0, len(queueCharts))
+	for _, spec := range queueCharts {
+		series, err := s.opts.Views.Series(ctx, ref, spec.metric, since, until)
+		if err != nil {
+			s.log.Warn("queue page: series", "queue", ref, "metric", spec.metric, "err", err)
+			series = views.Series{Name: spec.metric}
+		}
+		charts = append(charts, templates.NewChart(spec.title, spec.kind, series, since, until, spec.format))
+	}
+	return charts
+}
+
+// queuePush renders what the hub sends a queue page's subscribers. refresh adds the nudge that
+// makes each browser fetch its own redrive panel (after a move task changed).
+func (s *Server) queuePush(ctx context.Context, queueID int64, nav templates.Nav, refresh bool) ([]byte, error) {
+	q, err := s.opts.Store.GetQueue(ctx, queueID)
+	if err != nil {
+		return nil, err
+	}
+	ref := q.Name
+	if _, err := s.opts.Views.ResolveQueue(ctx, ref); errors.Is(err, views.ErrAmbiguous) {
+		ref = q.ARN
+	}
+	page := templates.Page{Nav: nav, Now: s.opts.Now().UTC()}
+	p, err := s.queueProps(ctx, ref, page, auth.Identity{}, !nav.Embed)
+	if err != nil {
+		return nil, err
+	}
+	return renderBytes(ctx, templates.QueuePush(p, refresh))
+}

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
+	"github.com/toolq/toolq/web/templates/ids"
+)
+
+// redriveProps reads a dead-letter queue's redrive panel: its tasks, the destinations it may
+// choose, and why this user may not act, if so.
+func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, ref string, page templates.Page, who auth.Identity) (templates.RedriveProps, error) {
+	r := templates.RedriveProps{
+		Page: page, Ref: ref, QueueName: d.Name, FIFO: d.FIFO, Visible: d.Visible, Sources: d.SourceQueues,
+	}
+	history, err := s.opts.Views.Redrives(ctx, ref)
+	if err != nil {
+		return r, fmt.Errorf("redrive panel: tasks: %w", err)
+	}
+	r.History = history
+	for i := range history {
+		if history[i].Running {
+			r.Running = &history[i]
+			break
+		}
+	}
+	if r.Running == nil && d.Redrive != nil && d.Redrive.Running {
+		r.Running = d.Redrive
+	}
+	queues, err := s.opts.Views.Queues(ctx, views.QueueQuery{})
+	if err != nil {
+		return r, fmt.Errorf("redrive panel: destinations: %w", err)
+	}
+	refs := queueRefs(queues)
+	for _, q := range queues {
+		// SQS refuses a FIFO source with a standard destination and the reverse.
+		if q.FIFO == d.FIFO && q.ARN != d.ARN && !q.Gone {
+			r.Destinations = append(r.Destinations, refs[q.ARN])
+		}
+	}
+	switch {
+	case s.opts.Actions.ReadOnly():
+		r.Disabled = "toolq runs in read-only mode: redrives are turned off."
+	case !who.CanAct():
+		role := who.Role
+		if role == "" {
+			role = "none"
+		}
+		r.Disabled = "Your role (" + role + ") may look but not start or cancel redrives."
+	case r.Running != nil:
+		r.Disabled = "A move task is running: wait for it to finish, or cancel it, before starting another."
+	}
+	r.CanCancel = r.Running != nil && who.CanAct() && !s.opts.Actions.ReadOnly()
+	return r, nil
+}
+
+// loadRedrive reads the panel of the dead-letter queue named in the path.
+func (s *Server) loadRedrive(c echo.Context) (templates.RedriveProps, error) {
+	ref, err := queueParam(c)
+	if err != nil {
+		return templates.RedriveProps{}, err
+	}
+	ctx := c.Request().Context()
+	d, err := s.opts.Views.Queue(ctx, ref)
+	if err != nil {
+		return templates.RedriveProps{}, err
+	}
+	if !d.IsDeadLetterQueue {
+		return templates.RedriveProps{}, newError(http.StatusNotFound, "not_dead_letter_queue", "this queue is no queue's dead-letter queue: there is nothing to redrive")
+	}
+	page := s.page(c, "Redrive "+d.Name, "", queueTopic(d.ID))
+	return s.redriveProps(ctx, d, ref, page, identity(c))
+}
+
+// renderRedrive answers with the panel: alone for HTMX, which swaps it in place, or on a page of
+// its own for a plain form post.
+func renderRedrive(c echo.Context, status int, r templates.RedriveProps) error {
+	if isHTMX(c) {
+		return render(c, status, templates.RedrivePanel(r))
+	}
+	return render(c, status, templates.RedrivePage(r))
+}
+
+// redrivePanel answers GET /queues/{queue}/redrive: the panel, which pushes ask browsers to
+// fetch again after a move task changed.
+func (s *Server) redrivePanel(c echo.Context) error {
+	r, err := s.loadRedrive(c)
+	if err != nil {
+		return err
+	}
+	return renderRedrive(c, http.StatusOK, r)
+}
+
+// startRedrivePage answers POST /queues/{queue}/redrive. Without confirm=1 it shows the
+// confirmation step (how many messages, where, and that it cannot be undone); with it, it starts
+// the move task and answers 303 to the queue page (HTMX: the panel, swapped in place).
+func (s *Server) startRedrivePage(c echo.Context) error {
+	r, err := s.loadRedrive(c)
+	if err != nil {
+		return err
+	}
+	r.Destination = formText(c, "destination", 300)
+	r.MaxPerSecond = strings.TrimSpace(formText(c, "max_per_second", 10))
+	rate := 0
+	if r.MaxPerSecond != "" {
+		rate, err = strconv.Atoi(r.MaxPerSecond)
+		if err != nil || rate < 1 || rate > 500 {
+			r.Error = "The rate must be a whole number of messages per second from 1 to 500, or empty to let SQS choose."
+			r.MaxPerSecond = ""
+			return renderRedrive(c, http.StatusUnprocessableEntity, r)
+		}
+	}
+	if c.FormValue("confirm") != "1" {
+		if r.Disabled != "" {
+			r.Error = r.Disabled
+			return renderRedrive(c, disabledStatus(r), r)
+		}
+		r.Confirm = true
+		return renderRedrive(c, http.StatusOK, r)
+	}
+	ctx := c.Request().Context()
+	_, err = s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
+		Queue: r.Ref, Destination: r.Destination, MaxPerSecond: rate,
+	})
+	if err != nil {
+		return s.redriveRefused(c, err, r)
+	}
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, r.Nav.QueueURL(r.Ref, nil)+"#"+ids.RedrivePanel())
+	}
+	fresh, err := s.loadRedrive(c)
+	if err != nil {
+		return err
+	}
+	fresh.Notice = "Move task started: the messages are on their way."
+	return renderRedrive(c, http.StatusOK, fresh)
+}
+
+// cancelRedrivePage answers POST /queues/{queue}/redrive/cancel.
+func (s *Server) cancelRedrivePage(c echo.Context) error {
+	r, err := s.loadRedrive(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.opts.Actions.CancelRedrive(c.Request().Context(), actor(c), r.Ref); err != nil {
+		return s.redriveRefused(c, err, r)
+	}
+	if !isHTMX(c) {
+		return c.Redirect(http.StatusSeeOther, r.Nav.QueueURL(r.Ref, nil)+"#"+ids.RedrivePanel())
+	}
+	fresh, err := s.loadRedrive(c)
+	if err != nil {
+		return err
+	}
+	fresh.Notice = "Cancelling the move task: what has moved stays moved."
+	return renderRedrive(c, http.StatusOK, fresh)
+}
+
+// redriveRefused shows an action's refusal in the panel, with the form as the user filled it; an
+// error that is not the action's own goes to the error handler (a 500 without internals).
+func (s *Server) redriveRefused(c echo.Context, err error, r templates.RedriveProps) error {
+	var ae *actions.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	fresh, lerr := s.loadRedrive(c)
+	if lerr == nil {
+		fresh.Destination, fresh.MaxPerSecond = r.Destination, r.MaxPerSecond
+		r = fresh
+	}
+	r.Error = ae.Message
+	status := ae.Status
+	if status < 400 || status > 599 {
+		status = http.StatusUnprocessableEntity
+	}
+	return renderRedrive(c, status, r)
+}
+
+// disabledStatus is the status of a refused confirmation step: 409 while a task runs, else 403.
+func disabledStatus(r templates.RedriveProps) int {
+	if r.Running != nil && r.CanCancel {
+		return http.StatusConflict
+	}
+	return http.StatusForbidden
+}
+
+// formText returns a form field trimmed to max bytes, without control characters: the value is
+// echoed back into the page and passed to the actions, which validate it for real.
+func formText(c echo.Context, name string, max int) string {
+	v := c.FormValue(name)
+	if len(v) > max {
+		v = v[:max]
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, v)
+}

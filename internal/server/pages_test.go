@@ -1,0 +1,497 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// rowNames returns the queue names of the overview's rows, in order.
+func rowNames(doc *goquery.Document) []string {
+	var names []string
+	doc.Find("table.queues tbody tr th[scope=row] a").Each(func(_ int, s *goquery.Selection) {
+		names = append(names, s.Text())
+	})
+	return names
+}
+
+// assertUnhealthyFirst checks the overview's default order: critical rows, then warnings, then the rest.
+func assertUnhealthyFirst(t *testing.T, doc *goquery.Document) {
+	t.Helper()
+	rank := map[string]int{"health-critical": 0, "health-warning": 1}
+	last := 0
+	doc.Find("table.queues tbody tr").Each(func(i int, s *goquery.Selection) {
+		r := 2
+		for class, v := range rank {
+			if s.HasClass(class) {
+				r = v
+			}
+		}
+		if r < last {
+			t.Errorf("row %d (%s) is less healthy than a row above it", i, s.Find("th a").Text())
+		}
+		last = r
+	})
+}
+
+func assertUnhealthyFirstIf(t *testing.T, doc *goquery.Document, cond bool) {
+	t.Helper()
+	if cond {
+		assertUnhealthyFirst(t, doc)
+	}
+}
+
+func TestOverviewPage(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, rec := pw.page(t, request{path: "/"}, http.StatusOK)
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	assertSafe(t, doc)
+	names := rowNames(doc)
+	if len(names) != 6 {
+		t.Fatalf("rows = %q, want 6 queues", names)
+	}
+	assertUnhealthyFirst(t, doc)
+	if !strings.Contains(doc.Find("table.queues").Text(), xssQueue) {
+		t.Error("the hostile queue name is not shown as text")
+	}
+	if n := doc.Find(`thead th[scope="col"]`).Length(); n != 9 {
+		t.Errorf("column headers with scope = %d, want 9", n)
+	}
+	if got, _ := doc.Find("body").Attr("ws-connect"); got != "/ws?topic=overview" {
+		t.Errorf("ws-connect = %q", got)
+	}
+	if doc.Find("#freshness").Length() != 1 || doc.Find("#totals").Length() != 1 || doc.Find("#cost").Length() != 1 {
+		t.Error("freshness, totals or cost missing")
+	}
+	if doc.Find(`label[for="q"]`).Length() != 1 {
+		t.Error("the filter box has no label")
+	}
+	if doc.Find("svg.spark").Length() == 0 && doc.Find("td .muted").Length() == 0 {
+		t.Error("no sparkline cell")
+	}
+
+	tests := []struct {
+		name  string
+		path  string
+		want  []string // the first rows, in order
+		count int
+	}{
+		{"by name", "/?sort=name&dir=asc", []string{xssQueue, "notifications", "tool-calls-dlq.fifo"}, 6},
+		{"by name, descending", "/?sort=name&dir=desc", []string{"web-search-dlq", "web-search", "tool-calls.fifo"}, 6},
+		{"by visible, descending", "/?sort=visible&dir=desc", []string{"web-search-dlq"}, 6},
+		{"filtered", "/?q=SEARCH", nil, 2},
+		{"filtered to nothing", "/?q=nothing-matches", nil, 0},
+		{"unknown sort falls back", "/?sort=junk&dir=sideways", nil, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := pw.page(t, request{path: tt.path}, http.StatusOK)
+			got := rowNames(doc)
+			if len(got) != tt.count {
+				t.Fatalf("rows = %q, want %d", got, tt.count)
+			}
+			assertUnhealthyFirstIf(t, doc, !strings.Contains(tt.path, "sort=") || strings.Contains(tt.path, "junk"))
+			for i, w := range tt.want {
+				if got[i] != w {
+					t.Errorf("row %d = %q, want %q (rows %q)", i, got[i], w, got)
+				}
+			}
+		})
+	}
+
+	t.Run("htmx gets the table alone", func(t *testing.T) {
+		doc, rec := pw.page(t, request{path: "/?q=web", htmx: true}, http.StatusOK)
+		if doc.Find("html head title").Length() != 0 || doc.Find("header.top").Length() != 0 {
+			t.Error("an HTMX answer carries the layout")
+		}
+		if doc.Find("#overview-table").Length() != 1 || len(rowNames(doc)) != 2 {
+			t.Errorf("fragment:\n%s", clip(rec.Body.String()))
+		}
+		if !strings.Contains(rec.Header().Get("Vary"), "HX-Request") {
+			t.Error("no Vary: HX-Request")
+		}
+	})
+}
+
+func TestEmbeddedViews(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/?embed=1&embed_token=tok"}, http.StatusOK)
+	if doc.Find("nav[aria-label=Main]").Length() != 0 || doc.Find("form.filter").Length() != 0 {
+		t.Error("the embedded overview has chrome")
+	}
+	href, _ := doc.Find("table.queues tbody th a").First().Attr("href")
+	if !strings.Contains(href, "embed=1") || !strings.Contains(href, "embed_token=tok") {
+		t.Errorf("row link %q loses the embed parameters", href)
+	}
+	if ws, _ := doc.Find("body").Attr("ws-connect"); !strings.Contains(ws, "embed_token=tok") {
+		t.Errorf("ws-connect %q loses the embed token", ws)
+	}
+	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1"}, http.StatusOK)
+	if doc.Find("#queue-stats").Length() != 1 || doc.Find("#charts").Length() != 0 {
+		t.Error("the embedded queue card is not the card alone")
+	}
+}
+
+func TestQueuePageSections(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/queues/web-search"}, http.StatusOK)
+	assertSafe(t, doc)
+	if got := doc.Find("h1").Text(); got != "web-search" {
+		t.Errorf("h1 = %q", got)
+	}
+	for _, sel := range []string{"#queue-stats", "#charts", "#peek-h", "#attrs-h"} {
+		if doc.Find(sel).Length() != 1 {
+			t.Errorf("no %s", sel)
+		}
+	}
+	if n := doc.Find("#charts figure.chart").Length(); n != 7 {
+		t.Errorf("charts = %d, want 7", n)
+	}
+	sent := doc.Find(`figure[data-metric="NumberOfMessagesSent"]`)
+	if n := sent.Find("rect.bar").Length(); n != 30 {
+		t.Errorf("Sent bars = %d, want 30 one-minute points", n)
+	}
+	if title := sent.Find("rect.hit title").First().Text(); !strings.Contains(title, "UTC: ") {
+		t.Errorf("hover title = %q", title)
+	}
+	vt := doc.Find("table.attributes tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return s.Find("th code").Text() == "VisibilityTimeout"
+	})
+	if !strings.Contains(vt.Text(), "how long a received message stays hidden") || !strings.Contains(vt.Text(), "30 s") {
+		t.Errorf("VisibilityTimeout row = %q", vt.Text())
+	}
+	if href, _ := doc.Find("nav.related a").First().Attr("href"); href != "/queues/web-search-dlq" {
+		t.Errorf("DLQ link = %q", href)
+	}
+	if !strings.Contains(doc.Find("section.card").Text(), "raises the message's receive count") {
+		t.Error("no warning that peeking raises receive counts")
+	}
+	if doc.Find("#redrive-panel").Length() != 0 {
+		t.Error("a source queue shows a redrive panel")
+	}
+
+	t.Run("range", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/queues/web-search?range=7d", htmx: true}, http.StatusOK)
+		if doc.Find("#charts").Length() != 1 || doc.Find("#queue-stats").Length() != 0 {
+			t.Error("the HTMX range answer is not the charts alone")
+		}
+		if cur, _ := doc.Find(`.ranges a[aria-current="true"]`).Attr("href"); !strings.Contains(cur, "range=7d") {
+			t.Errorf("current range link = %q", cur)
+		}
+	})
+
+	t.Run("dlq links its sources", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+		if !strings.Contains(doc.Find("nav.related").Text(), "web-search") {
+			t.Error("the DLQ does not link its source")
+		}
+	})
+
+	t.Run("unknown queue", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/queues/no-such-queue"}, http.StatusNotFound)
+		if doc.Find("html").Length() != 1 || !strings.Contains(doc.Find(".error").Text(), "no watched queue") {
+			t.Error("no full error page")
+		}
+	})
+
+	t.Run("unknown queue over htmx", func(t *testing.T) {
+		doc, rec := pw.page(t, request{path: "/queues/no-such-queue", htmx: true}, http.StatusNotFound)
+		if rec.Header().Get("HX-Retarget") != "#flash" || doc.Find("header.top").Length() != 0 {
+			t.Errorf("error fragment: retarget %q\n%s", rec.Header().Get("HX-Retarget"), clip(rec.Body.String()))
+		}
+	})
+
+	t.Run("ARN reference", func(t *testing.T) {
+		pw.page(t, request{path: "/queues/" + strings.ReplaceAll(pw.ARN("web-search"), ":", "%3A")}, http.StatusOK)
+	})
+}
+
+func TestFIFOGroups(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/queues/tool-calls.fifo"}, http.StatusOK)
+	assertSafe(t, doc)
+	rows := doc.Find("#groups tbody tr")
+	if rows.Length() != 2 {
+		t.Fatalf("group rows = %d, want 2", rows.Length())
+	}
+	first := rows.First()
+	if got := first.Find("th code").Text(); got != xssGroup {
+		t.Errorf("group id = %q, want the hostile id as text", got)
+	}
+	if !first.HasClass("blocked") || !strings.Contains(first.Text(), "blocked") {
+		t.Error("the blocked group is not flagged")
+	}
+	if !strings.Contains(doc.Find("#groups .coverage").Text(), "5 of about 10") {
+		t.Errorf("coverage = %q", doc.Find("#groups .coverage").Text())
+	}
+}
+
+func TestDeadLetterMessagesAreText(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	tests := []struct {
+		name string
+		path string
+		want []string
+	}{
+		{"queue page", "/queues/web-search-dlq", []string{"<script>alert('tool')</script>", "<img src=x onerror=alert(1)>"}},
+		{"messages page", "/queues/web-search-dlq/messages", []string{"<script>alert('tool')</script>", "web_search"}},
+		{"filtered by tool", "/queues/web-search-dlq/messages?tool=web_search", []string{"m-plain"}},
+		{"message detail", "/queues/web-search-dlq/messages/m-xss", []string{xssAttr, "<img src=x onerror=alert(1)>", "tc_x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := pw.page(t, request{path: tt.path}, http.StatusOK)
+			assertSafe(t, doc)
+			text := doc.Find("main").Text()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text %q not shown", w)
+				}
+			}
+		})
+	}
+	t.Run("pretty body", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/queues/web-search-dlq/messages/m-xss"}, http.StatusOK)
+		if body := doc.Find("pre.body").Text(); !strings.Contains(body, "\n  \"toolArgs\"") {
+			t.Errorf("body not pretty-printed:\n%s", body)
+		}
+	})
+	t.Run("filter", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/queues/web-search-dlq/messages?tool=web_search", htmx: true}, http.StatusOK)
+		if n := doc.Find("table.messages tbody tr").Length(); n != 2 {
+			t.Errorf("rows = %d, want the 2 web_search messages", n)
+		}
+	})
+	t.Run("unknown message", func(t *testing.T) {
+		pw.page(t, request{path: "/queues/web-search-dlq/messages/nope"}, http.StatusNotFound)
+	})
+}
+
+func TestExports(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	rec := pw.do(t, request{path: "/queues/web-search-dlq/messages.json"})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Disposition"), `filename="web-search-dlq-messages.json"`) {
+		t.Fatalf("JSON export: %d %q", rec.Code, rec.Header().Get("Content-Disposition"))
+	}
+	body := rec.Body.String()
+	if !strings.Contains(body, `"messageId": "m-xss"`) || strings.Contains(body, "<script>") {
+		t.Errorf("JSON export:\n%s", clip(body))
+	}
+
+	rec = pw.do(t, request{path: "/queues/web-search-dlq/messages.csv"})
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/csv") {
+		t.Fatalf("CSV export: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	csvText := rec.Body.String()
+	if !strings.HasPrefix(csvText, "messageId,groupId,") {
+		t.Errorf("CSV header: %q", clip(csvText))
+	}
+	if !strings.Contains(csvText, `'=HYPERLINK(`) {
+		t.Errorf("the formula cell is not defused:\n%s", clip(csvText))
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"=1+1", "'=1+1"}, {"+1", "'+1"}, {"-1", "'-1"}, {"@SUM(A1)", "'@SUM(A1)"}, {"\tx", "'\tx"}, {"plain", "plain"}, {"", ""},
+	} {
+		if got := csvSafe(tt.in); got != tt.want {
+			t.Errorf("csvSafe(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRedrivePanelStates(t *testing.T) {
+	tests := []struct {
+		name       string
+		opts       pageWorldOptions
+		running    bool
+		wantReason string // empty: enabled
+		wantCancel bool
+	}{
+		{"operator", pageWorldOptions{}, false, "", false},
+		{"viewer", pageWorldOptions{TokenAuth: true}, false, "Your role (viewer)", false},
+		{"read-only", pageWorldOptions{ReadOnly: true}, false, "read-only mode", false},
+		{"task running", pageWorldOptions{}, true, "A move task is running", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pw := newPageWorld(t, tt.opts)
+			if tt.running {
+				cookie, token := pw.csrf(t)
+				pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+					form: map[string][]string{"_csrf": {token}, "confirm": {"1"}, "max_per_second": {"1"}}}, http.StatusSeeOther)
+			}
+			doc, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+			assertSafe(t, doc)
+			panel := doc.Find("#redrive-panel")
+			if panel.Length() != 1 {
+				t.Fatal("no redrive panel on the DLQ")
+			}
+			_, disabled := panel.Find("form.redrive-start fieldset").Attr("disabled")
+			reason := panel.Find(".disabled-reason").Text()
+			if tt.wantReason == "" && (disabled || reason != "") {
+				t.Errorf("disabled (%q) for an operator", reason)
+			}
+			if tt.wantReason != "" && (!disabled || !strings.Contains(reason, tt.wantReason)) {
+				t.Errorf("disabled=%v reason=%q, want %q", disabled, reason, tt.wantReason)
+			}
+			cancel := panel.Find(`form[action="/queues/web-search-dlq/redrive/cancel"]`).Length() == 1
+			if cancel != tt.wantCancel {
+				t.Errorf("cancel button = %v, want %v", cancel, tt.wantCancel)
+			}
+			if tt.running && panel.Find("progress").Length() != 1 {
+				t.Error("no progress bar while a task runs")
+			}
+			if !tt.opts.TokenAuth {
+				panel.Find("form").Each(func(_ int, f *goquery.Selection) {
+					if v, _ := f.Find(`input[name="_csrf"]`).Attr("value"); v == "" {
+						t.Errorf("a form without CSRF field: %s", outer(f))
+					}
+				})
+				if h, _ := doc.Find("body").Attr("hx-headers"); !strings.Contains(h, "X-CSRF-Token") {
+					t.Errorf("hx-headers = %q", h)
+				}
+			}
+		})
+	}
+}
+
+func TestRedriveConfirmAndStart(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	post := func(form map[string][]string, htmx bool, status int) (*goquery.Document, *http.Response) {
+		t.Helper()
+		form["_csrf"] = []string{token}
+		doc, rec := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie, form: form, htmx: htmx}, status)
+		return doc, rec.Result()
+	}
+
+	t.Run("without a token", func(t *testing.T) {
+		pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+			form: map[string][]string{"confirm": {"1"}}}, http.StatusForbidden)
+	})
+	t.Run("bad rate", func(t *testing.T) {
+		doc, _ := post(map[string][]string{"max_per_second": {"900"}}, true, http.StatusUnprocessableEntity)
+		if !strings.Contains(doc.Find("#redrive-panel .error").Text(), "from 1 to 500") {
+			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		}
+	})
+	t.Run("confirmation step", func(t *testing.T) {
+		doc, _ := post(map[string][]string{"destination": {"web-search"}, "max_per_second": {"5"}}, false, http.StatusOK)
+		assertSafe(t, doc)
+		confirm := doc.Find(".confirm")
+		text := strings.Join(strings.Fields(confirm.Text()), " ")
+		for _, w := range []string{"About 3 messages will move", "web-search", "at most 5 per second", "cannot be undone"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("confirmation %q lacks %q", text, w)
+			}
+		}
+		if v, _ := confirm.Find(`input[name="confirm"]`).Attr("value"); v != "1" {
+			t.Error("the confirm form does not post confirm=1")
+		}
+		if pw.Count(t, "web-search-dlq") != 3 {
+			t.Error("the confirmation step moved messages")
+		}
+	})
+	t.Run("confirmed", func(t *testing.T) {
+		_, res := post(map[string][]string{"confirm": {"1"}}, false, http.StatusSeeOther)
+		if loc := res.Header.Get("Location"); loc != "/queues/web-search-dlq#redrive-panel" {
+			t.Errorf("Location = %q", loc)
+		}
+		doc, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+		if doc.Find("#redrive-panel table.history tbody tr").Length() != 1 {
+			t.Error("the started task is not in the history")
+		}
+	})
+	t.Run("second start refused in the panel", func(t *testing.T) {
+		doc, _ := post(map[string][]string{"confirm": {"1"}}, true, http.StatusConflict)
+		if doc.Find("#redrive-panel .error").Text() == "" || doc.Find("header.top").Length() != 0 {
+			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive/cancel", header: cookie,
+			form: map[string][]string{"_csrf": {token}}, htmx: true}, http.StatusOK)
+		if !strings.Contains(doc.Find(".notice").Text(), "Cancelling") {
+			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		}
+	})
+	t.Run("audit", func(t *testing.T) {
+		doc, _ := pw.page(t, request{path: "/audit"}, http.StatusOK)
+		assertSafe(t, doc)
+		text := doc.Find("#audit-table").Text()
+		for _, w := range []string{"redrive.start", "redrive.cancel", "web-search-dlq", "refused"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("audit lacks %q", w)
+			}
+		}
+		if ws, _ := doc.Find("body").Attr("ws-connect"); ws != "/ws?topic=audit" {
+			t.Errorf("ws-connect = %q", ws)
+		}
+	})
+}
+
+func TestViewerCannotRedrive(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{TokenAuth: true})
+	doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive",
+		form: map[string][]string{}, htmx: true}, http.StatusForbidden)
+	if !strings.Contains(doc.Find(".error").Text(), "viewer") {
+		t.Errorf("panel:\n%s", outer(doc.Selection))
+	}
+	if pw.Count(t, "web-search-dlq") != 3 {
+		t.Error("messages moved for a viewer")
+	}
+}
+
+func TestLoginPage(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/login?next=/queues/web-search"}, http.StatusOK)
+	form := doc.Find(`form[action="/login"][method="post"]`)
+	if form.Find(`label[for="token"]`).Length() != 1 || form.Find(`input[name="token"][type="password"]`).Length() != 1 {
+		t.Error("no labelled token field")
+	}
+	if v, _ := form.Find(`input[name="next"]`).Attr("value"); v != "/queues/web-search" {
+		t.Errorf("next = %q", v)
+	}
+	doc, _ = pw.page(t, request{path: "/login?error=1&next=//evil.example"}, http.StatusUnauthorized)
+	if !strings.Contains(doc.Find(".error").Text(), "That token was not accepted") {
+		t.Error("no error message")
+	}
+	if v, _ := doc.Find(`input[name="next"]`).Attr("value"); v != "/" {
+		t.Errorf("next = %q, want / for a foreign target", v)
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	var srcs []string
+	doc.Find("script[src], link[rel=stylesheet]").Each(func(_ int, s *goquery.Selection) {
+		v, ok := s.Attr("src")
+		if !ok {
+			v, _ = s.Attr("href")
+		}
+		srcs = append(srcs, v)
+	})
+	if len(srcs) != 4 {
+		t.Fatalf("assets = %q", srcs)
+	}
+	for _, src := range srcs {
+		rec := pw.do(t, request{path: src})
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
+			t.Errorf("%s: %d %q", src, rec.Code, rec.Header().Get("Cache-Control"))
+		}
+	}
+	if rec := pw.do(t, request{path: "/static/0000/app.css"}); rec.Code != http.StatusOK || strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
+		t.Errorf("stale hash: %d %q", rec.Code, rec.Header().Get("Cache-Control"))
+	}
+	if rec := pw.do(t, request{path: "/static/0000/nope.js"}); rec.Code != http.StatusNotFound {
+		t.Errorf("unknown asset: %d", rec.Code)
+	}
+	if content, _ := doc.Find(`meta[name="htmx-config"]`).Attr("content"); !strings.Contains(content, `"allowEval":false`) ||
+		!strings.Contains(content, `"includeIndicatorStyles":false`) {
+		t.Errorf("htmx-config = %q", content)
+	}
+}

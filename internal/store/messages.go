@@ -1,0 +1,331 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SaveSample stores one peek pass with its messages and group backlog in one transaction, and
+// returns the sample id.
+func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []SampledMessage, groups []GroupBacklog) (int64, error) {
+	if sample.Kind == "" {
+		sample.Kind = SampleDeadLetter
+	}
+	// Marshal before the transaction: the writer connection is shared, so hold it for SQL only.
+	attrs := make([]string, len(messages))
+	for i, m := range messages {
+		if m.Attributes == nil {
+			m.Attributes = []MessageAttribute{}
+		}
+		js, err := json.Marshal(m.Attributes)
+		if err != nil {
+			return 0, fmt.Errorf("store: save sample of queue %d: attributes of %q: %w", sample.QueueID, m.MessageID, err)
+		}
+		attrs[i] = string(js)
+	}
+	var id int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `
+			INSERT INTO samples (queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			sample.QueueID, string(sample.Kind), ms(sample.At), sample.Seen, sample.ApproxVisible,
+			sample.Receives, sample.MessagesTaken, sample.Capped, sample.Error).Scan(&id)
+		if err != nil {
+			return notFoundOnFK(err)
+		}
+		if len(messages) > 0 {
+			if err := saveSampledMessages(ctx, tx, id, sample, messages, attrs); err != nil {
+				return err
+			}
+		}
+		if len(groups) > 0 {
+			stmt, err := tx.PrepareContext(ctx, `
+				INSERT OR REPLACE INTO group_backlog (sample_id, group_id, messages, oldest_sent_at,
+					head_message_id, head_receive_count, blocked)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for _, g := range groups {
+				if _, err := stmt.ExecContext(ctx, id, g.GroupID, g.Messages, ms(g.OldestSentAt),
+					g.HeadMessageID, g.HeadReceiveCount, g.Blocked); err != nil {
+					return fmt.Errorf("group %q: %w", g.GroupID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: save sample of queue %d: %w", sample.QueueID, err)
+	}
+	return id, nil
+}
+
+// saveSampledMessages stores each message once per queue (what it is) and once per sample (how
+// this sample saw it).
+func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
+	upsert, err := tx.PrepareContext(ctx, `
+		INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
+			dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name, tool_call_id,
+			session_id, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+		RETURNING id`)
+	if err != nil {
+		return err
+	}
+	defer upsert.Close()
+	sighting, err := tx.PrepareContext(ctx, `
+		INSERT INTO sample_messages (sample_id, message_ref, receive_count, first_received_at, near_max_receive)
+		VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer sighting.Close()
+	at := ms(sample.At)
+	for i, m := range messages {
+		var ref int64
+		err := upsert.QueryRowContext(ctx, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
+			m.SequenceNumber, ms(m.SentAt), m.DeadLetterSourceARN, attrs[i], m.Body, m.BodySize,
+			m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at).Scan(&ref)
+		if err != nil {
+			return fmt.Errorf("message %q: %w", m.MessageID, err)
+		}
+		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, ms(m.FirstReceivedAt), m.NearMaxReceive); err != nil {
+			return fmt.Errorf("message %q: %w", m.MessageID, err)
+		}
+	}
+	return nil
+}
+
+const sampleColumns = `id, queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error`
+
+func scanSample(r rowScanner) (Sample, error) {
+	var sm Sample
+	var kind string
+	var at int64
+	err := r.Scan(&sm.ID, &sm.QueueID, &kind, &at, &sm.Seen, &sm.ApproxVisible, &sm.Receives,
+		&sm.MessagesTaken, &sm.Capped, &sm.Error)
+	if err != nil {
+		return Sample{}, err
+	}
+	sm.Kind, sm.At = SampleKind(kind), fromMS(at)
+	return sm, nil
+}
+
+// LatestSample returns the newest sample of a queue.
+func (s *Store) LatestSample(ctx context.Context, queueID int64) (Sample, error) {
+	sm, err := scanSample(s.db.QueryRowContext(ctx, "SELECT "+sampleColumns+
+		" FROM samples WHERE queue_id = ? ORDER BY at DESC, id DESC LIMIT 1", queueID))
+	if err != nil {
+		return Sample{}, fmt.Errorf("store: latest sample of queue %d: %w", queueID, notFound(err))
+	}
+	return sm, nil
+}
+
+// MessageFilter selects messages of one sample. AfterID is the cursor: rows with a larger id.
+type MessageFilter struct {
+	ToolName    string
+	NearMaxOnly bool
+	AfterID     int64
+	Limit       int // 0: all
+}
+
+const sampledMessageSelect = `
+	SELECT sm.id, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
+		m.sequence_number, sm.receive_count, m.sent_at, sm.first_received_at, m.dead_letter_source_arn,
+		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
+		sm.near_max_receive
+	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
+
+func scanSampledMessage(r rowScanner) (SampledMessage, error) {
+	var (
+		m                 SampledMessage
+		sentAt, firstRecv int64
+		attrs             string
+	)
+	err := r.Scan(&m.ID, &m.SampleID, &m.QueueID, &m.MessageID, &m.GroupID, &m.DeduplicationID,
+		&m.SequenceNumber, &m.ReceiveCount, &sentAt, &firstRecv, &m.DeadLetterSourceARN, &attrs,
+		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive)
+	if err != nil {
+		return SampledMessage{}, err
+	}
+	m.SentAt, m.FirstReceivedAt = fromMS(sentAt), fromMS(firstRecv)
+	if err := json.Unmarshal([]byte(attrs), &m.Attributes); err != nil {
+		return SampledMessage{}, fmt.Errorf("attributes of %q: %w", m.MessageID, err)
+	}
+	if m.Attributes == nil {
+		m.Attributes = []MessageAttribute{}
+	}
+	return m, nil
+}
+
+// SampleMessages returns messages of a sample ordered by row id.
+func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFilter) ([]SampledMessage, error) {
+	query := sampledMessageSelect + " WHERE sm.sample_id = ? AND sm.id > ?"
+	args := []any{sampleID, f.AfterID}
+	if f.ToolName != "" {
+		query += " AND m.tool_name = ?"
+		args = append(args, f.ToolName)
+	}
+	if f.NearMaxOnly {
+		query += " AND sm.near_max_receive = 1"
+	}
+	query += " ORDER BY sm.id"
+	if f.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+	}
+	defer rows.Close()
+	out := []SampledMessage{}
+	for rows.Next() {
+		m, err := scanSampledMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+	}
+	return out, nil
+}
+
+// SampledMessageByID returns a message of a queue's newest sample that holds that message id.
+func (s *Store) SampledMessageByID(ctx context.Context, queueID int64, messageID string) (SampledMessage, error) {
+	m, err := scanSampledMessage(s.db.QueryRowContext(ctx, sampledMessageSelect+`
+		WHERE m.queue_id = ? AND m.message_id = ? ORDER BY sm.sample_id DESC, sm.id DESC LIMIT 1`,
+		queueID, messageID))
+	if err != nil {
+		return SampledMessage{}, fmt.Errorf("store: message %q of queue %d: %w", messageID, queueID, notFound(err))
+	}
+	return m, nil
+}
+
+// ToolCount is how many messages of a sample carry one tool name.
+type ToolCount struct {
+	ToolName string
+	Count    int
+}
+
+// SampleToolCounts returns the messages of a sample counted by tool name, largest first.
+func (s *Store) SampleToolCounts(ctx context.Context, sampleID int64) ([]ToolCount, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT m.tool_name, count(*) AS n FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref
+		WHERE sm.sample_id = ? GROUP BY m.tool_name ORDER BY n DESC, m.tool_name`, sampleID)
+	if err != nil {
+		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+	}
+	defer rows.Close()
+	out := []ToolCount{}
+	for rows.Next() {
+		var tc ToolCount
+		if err := rows.Scan(&tc.ToolName, &tc.Count); err != nil {
+			return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+		}
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+	}
+	return out, nil
+}
+
+// SampleGroups returns the group backlog of a sample, oldest message first.
+func (s *Store) SampleGroups(ctx context.Context, sampleID int64) ([]GroupBacklog, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
+			g.head_receive_count, g.blocked
+		FROM group_backlog g JOIN samples s ON s.id = g.sample_id
+		WHERE g.sample_id = ? ORDER BY g.oldest_sent_at, g.group_id`, sampleID)
+	if err != nil {
+		return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
+	}
+	defer rows.Close()
+	out := []GroupBacklog{}
+	for rows.Next() {
+		var g GroupBacklog
+		var oldest int64
+		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
+			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
+		}
+		g.OldestSentAt = fromMS(oldest)
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
+	}
+	return out, nil
+}
+
+// ReceiveBudget is what the dashboard's own peeks spent on a queue since a time.
+type ReceiveBudget struct {
+	Receives      int // ReceiveMessage calls
+	MessagesTaken int // receive counts raised
+	Samples       int
+}
+
+// ReceiveBudgetSince sums a queue's samples since a time.
+func (s *Store) ReceiveBudgetSince(ctx context.Context, queueID int64, since time.Time) (ReceiveBudget, error) {
+	var b ReceiveBudget
+	err := s.db.QueryRowContext(ctx, `
+		SELECT coalesce(sum(receives), 0), coalesce(sum(messages_taken), 0), count(*)
+		FROM samples WHERE queue_id = ? AND at >= ?`, queueID, ms(since)).
+		Scan(&b.Receives, &b.MessagesTaken, &b.Samples)
+	if err != nil {
+		return ReceiveBudget{}, fmt.Errorf("store: receive budget of queue %d: %w", queueID, err)
+	}
+	return b, nil
+}
+
+// GetSample returns one sample by id.
+func (s *Store) GetSample(ctx context.Context, id int64) (Sample, error) {
+	sm, err := scanSample(s.db.QueryRowContext(ctx, "SELECT "+sampleColumns+" FROM samples WHERE id = ?", id))
+	if err != nil {
+		return Sample{}, fmt.Errorf("store: get sample %d: %w", id, notFound(err))
+	}
+	return sm, nil
+}
+
+// LatestSamples returns each queue's newest sample, by queue id.
+func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+sampleColumns+` FROM samples WHERE id IN (
+		SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1)
+		FROM queues q)`)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest samples: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]Sample{}
+	for rows.Next() {
+		sm, err := scanSample(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: latest samples: %w", err)
+		}
+		out[sm.QueueID] = sm
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: latest samples: %w", err)
+	}
+	return out, nil
+}
+
+// SampleNearMaxCount counts the messages of a sample near their maxReceiveCount.
+func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx,
+		"SELECT count(*) FROM sample_messages WHERE sample_id = ? AND near_max_receive = 1", sampleID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: near-max count of sample %d: %w", sampleID, err)
+	}
+	return n, nil
+}

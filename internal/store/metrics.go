@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// CloudWatch statistics toolq asks for.
+const (
+	StatSum     = "Sum"
+	StatMaximum = "Maximum"
+	StatAverage = "Average"
+)
+
+// metricStats is the one place that says which statistic each AWS/SQS metric is fetched with, and
+// therefore how its roll-ups combine: counts are summed, gauges maxed, sizes averaged.
+var metricStats = map[string]string{
+	"ApproximateAgeOfOldestMessage":                 StatMaximum,
+	"ApproximateNumberOfGroupsWithInflightMessages": StatMaximum,
+	"ApproximateNumberOfMessagesDelayed":            StatMaximum,
+	"ApproximateNumberOfMessagesNotVisible":         StatMaximum,
+	"ApproximateNumberOfMessagesVisible":            StatMaximum,
+	"NumberOfDeduplicatedSentMessages":              StatSum,
+	"NumberOfEmptyReceives":                         StatSum,
+	"NumberOfMessagesDeleted":                       StatSum,
+	"NumberOfMessagesReceived":                      StatSum,
+	"NumberOfMessagesSent":                          StatSum,
+	"SentMessageSize":                               StatAverage,
+}
+
+// MetricStat returns the statistic toolq fetches and rolls up a CloudWatch AWS/SQS metric with:
+// StatSum for counts, StatAverage for SentMessageSize, StatMaximum for gauges and for any name it
+// does not know (a maximum never understates a backlog).
+func MetricStat(metric string) string {
+	if st, ok := metricStats[metric]; ok {
+		return st
+	}
+	return StatMaximum
+}
+
+// MetricNames returns the AWS/SQS metric names toolq knows, sorted.
+func MetricNames() []string {
+	names := make([]string, 0, len(metricStats))
+	for n := range metricStats {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// metricID returns the id of a metric name, storing the name (with its statistic) the first time.
+// It runs outside the caller's transaction so that the cache never holds an id a rollback undid.
+func (s *Store) metricID(ctx context.Context, name string) (int64, error) {
+	s.metricMu.Lock()
+	defer s.metricMu.Unlock()
+	if id, ok := s.metricIDs[name]; ok {
+		return id, nil
+	}
+	var id int64
+	err := s.wdb.QueryRowContext(ctx, `
+		INSERT INTO metric_names (name, stat) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET stat = excluded.stat
+		RETURNING id`, name, MetricStat(name)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("metric name %q: %w", name, err)
+	}
+	s.metricIDs[name] = id
+	return id, nil
+}
+
+// UpsertMetricPoints stores datapoints, replacing any with the same queue, metric, period and time.
+func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) error {
+	if len(points) == 0 {
+		return nil
+	}
+	ids := map[string]int64{}
+	for _, p := range points {
+		if _, ok := ids[p.Metric]; ok {
+			continue
+		}
+		id, err := s.metricID(ctx, p.Metric)
+		if err != nil {
+			return fmt.Errorf("store: upsert metric points: %w", err)
+		}
+		ids[p.Metric] = id
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `
+			INSERT OR REPLACE INTO metric_points (queue_id, metric_id, at, period, value) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, p := range points {
+			if _, err := stmt.ExecContext(ctx, p.QueueID, ids[p.Metric], ms(p.At), p.Period, p.Value); err != nil {
+				return fmt.Errorf("queue %d %s at %s: %w", p.QueueID, p.Metric, p.At.Format(time.RFC3339), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: upsert metric points: %w", err)
+	}
+	return nil
+}
+
+// NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any metric.
+func (s *Store) NewestMetricTimes(ctx context.Context) (map[int64]time.Time, error) {
+	// One backward seek per (queue, metric) on the primary key rather than a scan of every point.
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT q.id, max((SELECT max(at) FROM metric_points p
+			WHERE p.queue_id = q.id AND p.metric_id = m.id AND p.period <= 60))
+		FROM queues q CROSS JOIN metric_names m
+		GROUP BY q.id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: newest metric times: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]time.Time{}
+	for rows.Next() {
+		var id int64
+		var at sql.NullInt64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("store: newest metric times: %w", err)
+		}
+		if at.Valid {
+			out[id] = fromMS(at.Int64)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: newest metric times: %w", err)
+	}
+	return out, nil
+}
+
+// MetricSeries returns one metric of one queue in [since, until), oldest first, any period.
+func (s *Store) MetricSeries(ctx context.Context, queueID int64, metric string, since, until time.Time) ([]MetricPoint, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT p.at, p.period, p.value FROM metric_points p JOIN metric_names m ON m.id = p.metric_id
+		WHERE p.queue_id = ? AND m.name = ? AND p.at >= ? AND p.at < ?
+		ORDER BY p.at, p.period`, queueID, metric, ms(since), ms(until))
+	if err != nil {
+		return nil, fmt.Errorf("store: metric series %s of queue %d: %w", metric, queueID, err)
+	}
+	defer rows.Close()
+	out := []MetricPoint{}
+	for rows.Next() {
+		p := MetricPoint{QueueID: queueID, Metric: metric}
+		var at int64
+		if err := rows.Scan(&at, &p.Period, &p.Value); err != nil {
+			return nil, fmt.Errorf("store: metric series %s of queue %d: %w", metric, queueID, err)
+		}
+		p.At = fromMS(at)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: metric series %s of queue %d: %w", metric, queueID, err)
+	}
+	return out, nil
+}
+
+// LatestMetricValues returns each metric's newest datapoint of a queue, by metric name.
+func (s *Store) LatestMetricValues(ctx context.Context, queueID int64) (map[string]MetricPoint, error) {
+	// When a roll-up and a raw point share a time, the finer one (smaller period) wins.
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT m.name, p.at, p.period, p.value
+		FROM metric_names m JOIN metric_points p ON p.queue_id = ?1 AND p.metric_id = m.id
+			AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = ?1 AND metric_id = m.id)
+		ORDER BY m.name, p.period`, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest metric values of queue %d: %w", queueID, err)
+	}
+	defer rows.Close()
+	out := map[string]MetricPoint{}
+	for rows.Next() {
+		p := MetricPoint{QueueID: queueID}
+		var at int64
+		if err := rows.Scan(&p.Metric, &at, &p.Period, &p.Value); err != nil {
+			return nil, fmt.Errorf("store: latest metric values of queue %d: %w", queueID, err)
+		}
+		p.At = fromMS(at)
+		if _, ok := out[p.Metric]; !ok {
+			out[p.Metric] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: latest metric values of queue %d: %w", queueID, err)
+	}
+	return out, nil
+}
+
+// LatestMetricPoints returns the newest datapoint of one metric for every queue that has one, by
+// queue id.
+func (s *Store) LatestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT p.queue_id, p.at, p.period, p.value
+		FROM metric_names m CROSS JOIN queues q
+		JOIN metric_points p ON p.queue_id = q.id AND p.metric_id = m.id
+			AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = q.id AND metric_id = m.id)
+		WHERE m.name = ?
+		ORDER BY p.queue_id, p.period`, metric)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)
+	}
+	defer rows.Close()
+	out := map[int64]MetricPoint{}
+	for rows.Next() {
+		p := MetricPoint{Metric: metric}
+		var at int64
+		if err := rows.Scan(&p.QueueID, &at, &p.Period, &p.Value); err != nil {
+			return nil, fmt.Errorf("store: latest %s points: %w", metric, err)
+		}
+		p.At = fromMS(at)
+		if _, ok := out[p.QueueID]; !ok {
+			out[p.QueueID] = p
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)
+	}
+	return out, nil
+}

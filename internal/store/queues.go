@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+const queueColumns = `id, arn, region, name, url, fifo, first_seen, last_seen, gone_at, attributes,
+	attributes_at, dlq_target_arn, max_receive_count, listed_sources, peek_enabled, backfilled_at`
+
+// scanQueue reads one row of queueColumns. SourceARNs holds only the listed sources; callers add
+// the queues whose RedrivePolicy names this one.
+func scanQueue(r rowScanner) (Queue, error) {
+	var (
+		q                                                  Queue
+		fifo, peek                                         bool
+		firstSeen, lastSeen, goneAt, attrsAt, backfilledAt int64
+		attrs, listed                                      string
+	)
+	err := r.Scan(&q.ID, &q.ARN, &q.Region, &q.Name, &q.URL, &fifo, &firstSeen, &lastSeen, &goneAt,
+		&attrs, &attrsAt, &q.DeadLetterTargetARN, &q.MaxReceiveCount, &listed, &peek, &backfilledAt)
+	if err != nil {
+		return Queue{}, err
+	}
+	q.FIFO, q.PeekEnabled = fifo, peek
+	q.FirstSeen, q.LastSeen, q.GoneAt = fromMS(firstSeen), fromMS(lastSeen), fromMS(goneAt)
+	q.AttributesAt, q.BackfilledAt = fromMS(attrsAt), fromMS(backfilledAt)
+	if err := json.Unmarshal([]byte(attrs), &q.Attributes); err != nil {
+		return Queue{}, fmt.Errorf("attributes of queue %d: %w", q.ID, err)
+	}
+	if q.Attributes == nil {
+		q.Attributes = map[string]string{}
+	}
+	if err := json.Unmarshal([]byte(listed), &q.SourceARNs); err != nil {
+		return Queue{}, fmt.Errorf("listed sources of queue %d: %w", q.ID, err)
+	}
+	return q, nil
+}
+
+// UpsertQueue inserts or updates a queue by ARN (name, URL, region, FIFO, LastSeen; clears GoneAt;
+// sets FirstSeen on insert) and returns its id. It leaves attributes, redrive and peek fields alone.
+func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
+	if q.ARN == "" {
+		return 0, fmt.Errorf("store: upsert queue %q: empty ARN", q.Name)
+	}
+	lastSeen := q.LastSeen
+	if lastSeen.IsZero() {
+		lastSeen = q.FirstSeen
+	}
+	if lastSeen.IsZero() {
+		lastSeen = time.Now()
+	}
+	firstSeen := q.FirstSeen
+	if firstSeen.IsZero() {
+		firstSeen = lastSeen
+	}
+	var id int64
+	err := s.wdb.QueryRowContext(ctx, `
+		INSERT INTO queues (arn, region, name, url, fifo, first_seen, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (arn) DO UPDATE SET
+			region = excluded.region, name = excluded.name, url = excluded.url,
+			fifo = excluded.fifo, last_seen = excluded.last_seen, gone_at = 0
+		RETURNING id`,
+		q.ARN, q.Region, q.Name, q.URL, q.FIFO, ms(firstSeen), ms(lastSeen)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: upsert queue %q: %w", q.ARN, err)
+	}
+	return id, nil
+}
+
+// SaveQueueAttributes records the latest attributes of a queue, the redrive fields parsed from
+// them (deadLetterTargetARN "" and maxReceiveCount 0 when there is no RedrivePolicy), and appends
+// the depth sample.
+func (s *Store) SaveQueueAttributes(ctx context.Context, queueID int64, at time.Time, attrs map[string]string, deadLetterTargetARN string, maxReceiveCount int, sample AttributeSample) error {
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	js, err := json.Marshal(attrs)
+	if err != nil {
+		return fmt.Errorf("store: save attributes of queue %d: %w", queueID, err)
+	}
+	if sample.At.IsZero() {
+		sample.At = at
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+			UPDATE queues SET attributes = ?, attributes_at = ?, dlq_target_arn = ?, max_receive_count = ?
+			WHERE id = ?`, string(js), ms(at), deadLetterTargetARN, maxReceiveCount, queueID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT OR REPLACE INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
+			VALUES (?, ?, 0, ?, ?, ?)`, queueID, ms(sample.At), sample.Visible, sample.InFlight, sample.Delayed)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: save attributes of queue %d: %w", queueID, err)
+	}
+	return nil
+}
+
+// SetListedSources records what ListDeadLetterSourceQueues returned for a dead-letter queue.
+func (s *Store) SetListedSources(ctx context.Context, queueID int64, sourceARNs []string) error {
+	if sourceARNs == nil {
+		sourceARNs = []string{}
+	}
+	js, err := json.Marshal(sourceARNs)
+	if err != nil {
+		return fmt.Errorf("store: set listed sources of queue %d: %w", queueID, err)
+	}
+	return s.updateQueue(ctx, "set listed sources", queueID, "listed_sources = ?", string(js))
+}
+
+// SetPeekEnabled records whether the collector samples the queue's messages.
+func (s *Store) SetPeekEnabled(ctx context.Context, queueID int64, enabled bool) error {
+	return s.updateQueue(ctx, "set peek", queueID, "peek_enabled = ?", enabled)
+}
+
+// SetBackfilled records that the CloudWatch backfill of a queue ran.
+func (s *Store) SetBackfilled(ctx context.Context, queueID int64, at time.Time) error {
+	return s.updateQueue(ctx, "set backfilled", queueID, "backfilled_at = ?", ms(at))
+}
+
+// MarkQueueGone records that a queue disappeared; its history stays.
+func (s *Store) MarkQueueGone(ctx context.Context, queueID int64, at time.Time) error {
+	return s.updateQueue(ctx, "mark gone", queueID, "gone_at = ?", ms(at))
+}
+
+// updateQueue sets one column of a queue; ErrNotFound when the queue does not exist.
+func (s *Store) updateQueue(ctx context.Context, what string, queueID int64, set string, value any) error {
+	if err := s.execOne(ctx, "UPDATE queues SET "+set+" WHERE id = ?", value, queueID); err != nil {
+		return fmt.Errorf("store: %s of queue %d: %w", what, queueID, err)
+	}
+	return nil
+}
+
+// QueueFilter selects queues.
+type QueueFilter struct {
+	IncludeGone bool
+	Region      string // empty: all
+}
+
+// ListQueues returns queues ordered by name, with SourceARNs filled in.
+func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) {
+	query := "SELECT " + queueColumns + " FROM queues WHERE 1 = 1"
+	var args []any
+	if !f.IncludeGone {
+		query += " AND gone_at = 0"
+	}
+	if f.Region != "" {
+		query += " AND region = ?"
+		args = append(args, f.Region)
+	}
+	query += " ORDER BY name, region, arn"
+	qs, err := s.queryQueues(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list queues: %w", err)
+	}
+	return qs, nil
+}
+
+// GetQueue returns one queue by id.
+func (s *Store) GetQueue(ctx context.Context, id int64) (Queue, error) {
+	return s.getQueue(ctx, "id", id)
+}
+
+// GetQueueByARN returns one queue by ARN.
+func (s *Store) GetQueueByARN(ctx context.Context, arn string) (Queue, error) {
+	return s.getQueue(ctx, "arn", arn)
+}
+
+func (s *Store) getQueue(ctx context.Context, column string, key any) (Queue, error) {
+	qs, err := s.queryQueues(ctx, "SELECT "+queueColumns+" FROM queues WHERE "+column+" = ?", key)
+	if err == nil && len(qs) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Queue{}, fmt.Errorf("store: get queue by %s %v: %w", column, key, err)
+	}
+	return qs[0], nil
+}
+
+// GetQueuesByName returns the queues of that name (one per region and account at most).
+func (s *Store) GetQueuesByName(ctx context.Context, name string) ([]Queue, error) {
+	qs, err := s.queryQueues(ctx, "SELECT "+queueColumns+" FROM queues WHERE name = ? ORDER BY region, arn", name)
+	if err != nil {
+		return nil, fmt.Errorf("store: get queues by name %q: %w", name, err)
+	}
+	return qs, nil
+}
+
+// queryQueues runs a query over queueColumns and fills in each queue's SourceARNs: the listed
+// ones plus every live queue whose RedrivePolicy names it.
+func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Queue, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	qs := []Queue{}
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return qs, nil
+	}
+	sources, err := s.redriveSources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range qs {
+		all := append(qs[i].SourceARNs, sources[qs[i].ARN]...)
+		slices.Sort(all)
+		qs[i].SourceARNs = slices.Compact(all)
+		if len(qs[i].SourceARNs) == 0 {
+			qs[i].SourceARNs = nil
+		}
+	}
+	return qs, nil
+}
+
+// redriveSources maps each dead-letter target ARN to the live queues that name it.
+func (s *Store) redriveSources(ctx context.Context) (map[string][]string, error) {
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT dlq_target_arn, arn FROM queues WHERE dlq_target_arn <> '' AND gone_at = 0")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[string][]string{}
+	for rows.Next() {
+		var target, arn string
+		if err := rows.Scan(&target, &arn); err != nil {
+			return nil, err
+		}
+		m[target] = append(m[target], arn)
+	}
+	return m, rows.Err()
+}

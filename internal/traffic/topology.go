@@ -1,0 +1,195 @@
+package traffic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// The demo's queues. Each shows one situation the dashboard must handle.
+const (
+	// QueueToolCalls carries ordered session calls: FIFO, MessageGroupId = sessionId.
+	QueueToolCalls = "tool-calls.fifo"
+	// QueueToolCallsDLQ is the FIFO dead-letter queue of QueueToolCalls.
+	QueueToolCallsDLQ = "tool-calls-dlq.fifo"
+	// QueueWebSearch is a standard queue of independent calls with a DLQ.
+	QueueWebSearch = "web-search"
+	// QueueWebSearchDLQ is the dead-letter queue of QueueWebSearch.
+	QueueWebSearchDLQ = "web-search-dlq"
+	// QueueNotifications has no DLQ: its poison pills circulate until the worker gives up.
+	QueueNotifications = "notifications"
+	// QueueExports keeps messages 4 days, longer than its DLQ does.
+	QueueExports = "exports"
+	// QueueExportsDLQ keeps messages one hour only: a misconfiguration that loses them.
+	QueueExportsDLQ = "exports-dlq"
+)
+
+// Queue is one queue of the demo topology as created.
+type Queue struct {
+	Name string
+	URL  string
+	ARN  string
+	FIFO bool
+	// VisibilityTimeout and Retention are the queue's attributes as set by Setup.
+	VisibilityTimeout time.Duration
+	Retention         time.Duration
+	// DeadLetterQueue is the name of its DLQ, empty when it has none.
+	DeadLetterQueue string
+	// MaxReceiveCount is the redrive policy's count; zero without a DLQ.
+	MaxReceiveCount int
+}
+
+// Topology is the set of demo queues, dead-letter queues first.
+type Topology struct {
+	Queues []Queue
+}
+
+// Queue returns the queue called name.
+func (t Topology) Queue(name string) (Queue, bool) {
+	for _, q := range t.Queues {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return Queue{}, false
+}
+
+// queueSpec is what Setup creates for one queue and how the demo's workers consume it.
+type queueSpec struct {
+	name              string
+	fifo              bool
+	visibilityTimeout time.Duration
+	retention         time.Duration
+	deadLetter        string
+	maxReceiveCount   int
+
+	// workers is the number of consumer loops; zero for a DLQ, which nobody consumes.
+	workers int
+	// batch is how many calls one worker runs at once, and so its MaxNumberOfMessages at
+	// most. FIFO workers take one message at a time so that a failing head blocks only its
+	// group and the messages behind it keep their receive counts.
+	batch int
+	// extendVisibility makes workers of slow tools keep their messages invisible with
+	// ChangeMessageVisibility while they run, as the seeds advise.
+	extendVisibility bool
+	// giveUpAfter makes workers of a queue without DLQ delete a call after that many
+	// deliveries, the common (and lossy) stand-in for a DLQ.
+	giveUpAfter int
+}
+
+const day = 24 * time.Hour
+
+// demoQueues returns the specs of the demo topology, DLQs first because their ARNs go into
+// the sources' redrive policies. A non-zero visibility overrides every source queue's timeout.
+func demoQueues(visibility time.Duration) []queueSpec {
+	vt := func(d time.Duration) time.Duration {
+		if visibility > 0 {
+			return visibility
+		}
+		return d
+	}
+	return []queueSpec{
+		{name: QueueToolCallsDLQ, fifo: true, retention: 14 * day},
+		{name: QueueWebSearchDLQ, retention: 14 * day},
+		{name: QueueExportsDLQ, retention: time.Hour},
+		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(8 * time.Second), retention: 4 * day,
+			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 3, workers: 3, batch: 1},
+		{name: QueueWebSearch, visibilityTimeout: vt(6 * time.Second), retention: 4 * day,
+			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10},
+		{name: QueueNotifications, visibilityTimeout: vt(5 * time.Second), retention: day,
+			workers: 1, batch: 10, giveUpAfter: 8},
+		{name: QueueExports, visibilityTimeout: vt(10 * time.Second), retention: 4 * day,
+			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true},
+	}
+}
+
+// Setup creates the demo topology with its default visibility timeouts and returns it. It is
+// idempotent: existing queues get their attributes set again.
+func Setup(ctx context.Context, client *sqs.Client) (Topology, error) {
+	return setup(ctx, client, demoQueues(0))
+}
+
+func setup(ctx context.Context, client *sqs.Client, specs []queueSpec) (Topology, error) {
+	var topo Topology
+	for _, spec := range specs {
+		attrs := map[string]string{
+			string(types.QueueAttributeNameMessageRetentionPeriod):        seconds(spec.retention),
+			string(types.QueueAttributeNameReceiveMessageWaitTimeSeconds): "20",
+		}
+		if spec.visibilityTimeout > 0 {
+			attrs[string(types.QueueAttributeNameVisibilityTimeout)] = seconds(spec.visibilityTimeout)
+		}
+		if spec.fifo {
+			attrs[string(types.QueueAttributeNameContentBasedDeduplication)] = "false"
+		}
+		if spec.deadLetter != "" {
+			dlq, ok := topo.Queue(spec.deadLetter)
+			if !ok {
+				return Topology{}, fmt.Errorf("traffic: setup %s: dead-letter queue %s must come first", spec.name, spec.deadLetter)
+			}
+			policy, err := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": spec.maxReceiveCount})
+			if err != nil {
+				return Topology{}, fmt.Errorf("traffic: setup %s: %w", spec.name, err)
+			}
+			attrs[string(types.QueueAttributeNameRedrivePolicy)] = string(policy)
+		}
+		url, err := ensureQueue(ctx, client, spec, attrs)
+		if err != nil {
+			return Topology{}, err
+		}
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(url),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+		})
+		if err != nil {
+			return Topology{}, fmt.Errorf("traffic: setup %s: get arn: %w", spec.name, err)
+		}
+		topo.Queues = append(topo.Queues, Queue{
+			Name:              spec.name,
+			URL:               url,
+			ARN:               out.Attributes[string(types.QueueAttributeNameQueueArn)],
+			FIFO:              spec.fifo,
+			VisibilityTimeout: spec.visibilityTimeout,
+			Retention:         spec.retention,
+			DeadLetterQueue:   spec.deadLetter,
+			MaxReceiveCount:   spec.maxReceiveCount,
+		})
+	}
+	return topo, nil
+}
+
+// ensureQueue creates the queue, or, when it exists with other attributes, sets them.
+// CreateQueue alone answers QueueNameExists when attributes differ from the existing queue's.
+func ensureQueue(ctx context.Context, client *sqs.Client, spec queueSpec, attrs map[string]string) (string, error) {
+	create := map[string]string{}
+	for k, v := range attrs {
+		create[k] = v
+	}
+	if spec.fifo {
+		create[string(types.QueueAttributeNameFifoQueue)] = "true"
+	}
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.name), Attributes: create})
+	if err == nil {
+		return aws.ToString(out.QueueUrl), nil
+	}
+	if _, ok := errors.AsType[*types.QueueNameExists](err); !ok {
+		return "", fmt.Errorf("traffic: create queue %s: %w", spec.name, err)
+	}
+	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(spec.name)})
+	if err != nil {
+		return "", fmt.Errorf("traffic: get url of %s: %w", spec.name, err)
+	}
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: got.QueueUrl, Attributes: attrs}); err != nil {
+		return "", fmt.Errorf("traffic: set attributes of %s: %w", spec.name, err)
+	}
+	return aws.ToString(got.QueueUrl), nil
+}
+
+func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }

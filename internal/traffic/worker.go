@@ -1,0 +1,147 @@
+package traffic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// worker is one consumer loop of a queue: it long-polls, runs the simulated tool of each
+// message and deletes the message when the tool succeeds. A failed message is left alone, so
+// it comes back after the visibility timeout and, past maxReceiveCount, goes to the DLQ.
+type worker struct {
+	g     *Generator
+	queue Queue
+	spec  queueSpec
+	log   *slog.Logger
+}
+
+func (w *worker) run(ctx context.Context) {
+	// Up to batch calls run at once. The worker receives again as soon as one finishes
+	// rather than after the whole batch, so one slow export does not hold back the others.
+	slots := make(chan struct{}, w.spec.batch)
+	release := func(n int) {
+		for range n {
+			<-slots
+		}
+	}
+	var running sync.WaitGroup
+	defer running.Wait()
+	failures := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		// Take every other free slot too; only this loop fills slots, so this cannot block.
+		free := 1
+		for len(slots) < cap(slots) {
+			slots <- struct{}{}
+			free++
+		}
+		out, err := w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:              aws.String(w.queue.URL),
+			MaxNumberOfMessages:   int32(free),
+			WaitTimeSeconds:       int32(w.g.opts.WaitTime / time.Second),
+			MessageAttributeNames: []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+				types.MessageSystemAttributeNameApproximateReceiveCount,
+			},
+		})
+		if err != nil {
+			release(free)
+			if canceled(ctx, err) {
+				return
+			}
+			failures++
+			w.log.Warn("receive tool calls", "err", err)
+			sleep(ctx, backoff(failures))
+			continue
+		}
+		failures = 0
+		release(free - len(out.Messages))
+		for _, m := range out.Messages {
+			running.Go(func() {
+				defer release(1)
+				w.handle(ctx, m)
+			})
+		}
+	}
+}
+
+// handle runs one delivery of a tool call.
+func (w *worker) handle(ctx context.Context, m types.Message) {
+	receiveCount, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	server := ""
+	if v, ok := m.MessageAttributes["mcpServer"]; ok {
+		server = aws.ToString(v.StringValue)
+	}
+	var call ToolCall
+	var res attempt
+	if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &call); err != nil {
+		res = attempt{Duration: 5 * time.Millisecond, Err: fmt.Errorf("decode tool call: %w", err), Permanent: true}
+	} else {
+		res = simulateAttempt(w.g.opts.Seed, server, call, receiveCount)
+	}
+
+	stopHeartbeat := func() {}
+	if w.spec.extendVisibility && res.Duration > w.queue.VisibilityTimeout/2 {
+		hbCtx, cancel := context.WithCancel(ctx)
+		var hb sync.WaitGroup
+		hb.Go(func() { w.heartbeat(hbCtx, m.ReceiptHandle) })
+		stopHeartbeat = func() { cancel(); hb.Wait() }
+	}
+	finished := sleep(ctx, res.Duration)
+	stopHeartbeat()
+	if !finished {
+		return
+	}
+
+	log := w.log.With("tool_call_id", call.ToolCallID, "tool", call.ToolName, "receive_count", receiveCount)
+	switch {
+	case res.Err == nil:
+		w.g.stats.succeeded.Add(1)
+		w.delete(ctx, log, m.ReceiptHandle)
+	case w.spec.giveUpAfter > 0 && receiveCount >= w.spec.giveUpAfter:
+		// Without a DLQ the worker is the last line: it drops the call and the data is gone.
+		w.g.stats.dropped.Add(1)
+		log.Warn("tool call dropped after repeated failures: the queue has no DLQ", "err", res.Err)
+		w.delete(ctx, log, m.ReceiptHandle)
+	default:
+		w.g.stats.failed.Add(1)
+		log.Debug("tool call failed; leaving it for redelivery", "err", res.Err, "permanent", res.Permanent)
+	}
+}
+
+func (w *worker) delete(ctx context.Context, log *slog.Logger, receiptHandle *string) {
+	_, err := w.g.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.queue.URL), ReceiptHandle: receiptHandle})
+	if err != nil && !canceled(ctx, err) {
+		// Expected now and then: a call that outran its visibility timeout was delivered
+		// again, and the old receipt handle may no longer be valid.
+		log.Debug("delete tool call", "err", err)
+	}
+}
+
+// heartbeat extends the message's visibility every half timeout while the tool runs.
+func (w *worker) heartbeat(ctx context.Context, receiptHandle *string) {
+	every := w.queue.VisibilityTimeout / 2
+	for sleep(ctx, every) {
+		_, err := w.g.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl:          aws.String(w.queue.URL),
+			ReceiptHandle:     receiptHandle,
+			VisibilityTimeout: int32(w.queue.VisibilityTimeout / time.Second),
+		})
+		if err != nil && !canceled(ctx, err) {
+			w.log.Debug("extend visibility", "err", err)
+		}
+	}
+}

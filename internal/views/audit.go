@@ -1,0 +1,38 @@
+package views
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// Audit returns audit entries, newest first.
+func (s *Service) Audit(ctx context.Context, f store.AuditFilter) ([]AuditEntry, error) {
+	entries, err := s.store.ListAudit(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("views: audit: %w", err)
+	}
+	out := make([]AuditEntry, 0, len(entries))
+	for _, e := range entries {
+		params := map[string]any{}
+		if err := json.Unmarshal([]byte(e.Params), &params); err != nil || params == nil {
+			// The store only takes JSON objects, so this is a row written by hand: show it raw.
+			params = map[string]any{"raw": e.Params}
+		}
+		out = append(out, AuditEntry{
+			ID:        e.ID,
+			At:        e.At.UTC(),
+			Actor:     e.Actor,
+			ActorKind: e.ActorKind,
+			Role:      e.Role,
+			Action:    e.Action,
+			Queue:     e.QueueName,
+			Params:    params,
+			Result:    e.Result,
+			Detail:    e.Detail,
+		})
+	}
+	return out, nil
+}

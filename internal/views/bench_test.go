@@ -1,0 +1,39 @@
+package views
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// BenchmarkOverview measures the overview of 200 queues with an hour of 15-s depth samples each
+// (the page every collector cycle re-renders), half of them dead-letter queues with a sample of
+// 50 messages.
+func BenchmarkOverview(b *testing.B) {
+	f := newFixture(b)
+	st := f.store
+	const pairs = 100
+	for i := range pairs {
+		src, dlq := fmt.Sprintf("q-%03d", i), fmt.Sprintf("q-%03d-dlq", i)
+		f.queue(src)
+		f.queue(dlq)
+		for k := 240; k >= 0; k-- {
+			at := now.Add(-time.Duration(k) * 15 * time.Second)
+			f.attrs(src, dlq, 5, 345600, at, int64(k%10))
+			f.attrs(dlq, "", 0, 1209600, at, 3)
+		}
+		if _, err := st.SaveSample(f.ctx, store.Sample{QueueID: f.ids[dlq], At: now, Seen: 50}, toolMessages(50, src), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f.finishedRun(now)
+	b.ResetTimer()
+	for b.Loop() {
+		ov, err := f.svc.Overview(f.ctx)
+		if err != nil || len(ov.Queues) != 2*pairs {
+			b.Fatalf("Overview = %d queues, %v", len(ov.Queues), err)
+		}
+	}
+}

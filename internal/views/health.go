@@ -1,0 +1,230 @@
+package views
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// DefaultThresholds returns the thresholds a Service uses for the fields its Options leave zero.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		OldestAgeWarning:  5 * time.Minute,
+		OldestAgeCritical: 30 * time.Minute,
+		DLQDepthCritical:  100,
+		StaleAfter:        45 * time.Second, // 3× the default 15-s attribute interval
+		ErrorWindow:       5 * time.Minute,
+		GrowthWindow:      15 * time.Minute,
+	}
+}
+
+// withDefaults fills the zero fields of t from DefaultThresholds.
+func (t Thresholds) withDefaults() Thresholds {
+	d := DefaultThresholds()
+	if t.OldestAgeWarning <= 0 {
+		t.OldestAgeWarning = d.OldestAgeWarning
+	}
+	if t.OldestAgeCritical <= 0 {
+		t.OldestAgeCritical = d.OldestAgeCritical
+	}
+	if t.DLQDepthCritical <= 0 {
+		t.DLQDepthCritical = d.DLQDepthCritical
+	}
+	if t.StaleAfter <= 0 {
+		t.StaleAfter = d.StaleAfter
+	}
+	if t.ErrorWindow <= 0 {
+		t.ErrorWindow = d.ErrorWindow
+	}
+	if t.GrowthWindow <= 0 {
+		t.GrowthWindow = d.GrowthWindow
+	}
+	return t
+}
+
+// healthFacts is everything the health rules look at for one queue, gathered from the store
+// beforehand so that the rules are a pure function (see evaluateHealth).
+type healthFacts struct {
+	Now   time.Time
+	Queue store.Queue
+
+	Latest  *store.AttributeSample // the newest depth sample; nil before the first
+	Earlier *store.AttributeSample // the newest sample at least GrowthWindow old; nil if none
+
+	OldestAge *store.MetricPoint // the newest ApproximateAgeOfOldestMessage datapoint
+
+	// For a source queue with a watched dead-letter queue.
+	DLQName    string
+	DLQVisible *int64
+
+	BlockedGroups []store.GroupBacklog // of the newest message sample
+	NearMax       int                  // messages of the newest sample near maxReceiveCount
+
+	Errors []store.CollectorError // about this queue within ErrorWindow, newest first
+
+	// For a dead-letter queue: its watched sources, to compare retention periods.
+	Sources []store.Queue
+}
+
+// maxReasonsPerRule keeps a queue with a hundred blocked groups from flooding a page.
+const maxReasonsPerRule = 3
+
+// evaluateHealth applies the health rules to one queue's facts. Each rule adds a reason and
+// raises the status; the worst rule wins.
+func evaluateHealth(f healthFacts, th Thresholds) Health {
+	h := Health{Status: HealthOK, Reasons: []string{}}
+	add := func(status, reason string) {
+		h.Reasons = append(h.Reasons, reason)
+		if severity(status) > severity(h.Status) {
+			h.Status = status
+		}
+	}
+	q := f.Queue
+
+	if q.Gone() {
+		// A gone queue's depth and age are history: say so and nothing else.
+		add(HealthWarning, fmt.Sprintf("queue no longer exists (gone %s ago)", humanDuration(f.Now.Sub(q.GoneAt))))
+		return h
+	}
+
+	switch {
+	case f.Latest == nil:
+		add(HealthWarning, "no data yet")
+	case f.Now.Sub(f.Latest.At) > th.StaleAfter:
+		add(HealthWarning, fmt.Sprintf("data is %s old", humanDuration(f.Now.Sub(f.Latest.At))))
+	}
+
+	if q.IsDeadLetterQueue() && f.Latest != nil {
+		depth := f.Latest.Visible
+		switch {
+		case depth >= th.DLQDepthCritical:
+			add(HealthCritical, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
+		case depth > 0:
+			add(HealthWarning, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
+		}
+		if f.Earlier != nil && depth > f.Earlier.Visible {
+			add(HealthCritical, fmt.Sprintf("growing: %d → %d messages in %s",
+				f.Earlier.Visible, depth, humanDuration(f.Latest.At.Sub(f.Earlier.At))))
+		}
+	}
+
+	if f.DLQVisible != nil && *f.DLQVisible > 0 {
+		add(HealthWarning, fmt.Sprintf("%s in its dead-letter queue %s", plural(*f.DLQVisible, "message"), f.DLQName))
+	}
+
+	// On a dead-letter queue the age counts from the move and only says how long nobody has
+	// looked; the depth rules above already flag it, so the age rule is for working queues.
+	if !q.IsDeadLetterQueue() && f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= th.GrowthWindow {
+		age := time.Duration(f.OldestAge.Value * float64(time.Second))
+		switch {
+		case age >= th.OldestAgeCritical:
+			add(HealthCritical, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
+		case age >= th.OldestAgeWarning:
+			add(HealthWarning, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
+		}
+	}
+
+	for i, g := range f.BlockedGroups {
+		if i == maxReasonsPerRule {
+			add(HealthWarning, fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i))
+			break
+		}
+		add(HealthWarning, fmt.Sprintf("group %s blocked: head received %s",
+			safeText(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time")))
+	}
+
+	if f.NearMax > 0 && q.MaxReceiveCount > 0 {
+		add(HealthWarning, fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount))
+	}
+
+	if n := len(f.Errors); n > 0 {
+		e := f.Errors[0]
+		add(HealthWarning, fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
+			humanDuration(th.ErrorWindow), safeText(e.Code, 64), safeText(e.Operation, 64)))
+	}
+
+	if q.IsDeadLetterQueue() && !q.FIFO {
+		// Standard queues keep a message's enqueue time when it moves to the DLQ, so a DLQ that
+		// keeps messages no longer than its source can drop them on arrival. FIFO resets the time.
+		own, ok := retention(q)
+		for _, src := range f.Sources {
+			theirs, srcOK := retention(src)
+			if ok && srcOK && own <= theirs {
+				add(HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
+					humanDuration(own), src.Name, humanDuration(theirs)))
+				break
+			}
+		}
+	}
+	return h
+}
+
+// severity orders statuses: ok < warning < critical.
+func severity(status string) int {
+	switch status {
+	case HealthCritical:
+		return 2
+	case HealthWarning:
+		return 1
+	default:
+		return 0
+	}
+}
+
+// retention returns a queue's MessageRetentionPeriod.
+func retention(q store.Queue) (time.Duration, bool) {
+	v, err := strconv.ParseInt(q.Attributes["MessageRetentionPeriod"], 10, 64)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return time.Duration(v) * time.Second, true
+}
+
+// plural says "1 message", "3 messages".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// humanDuration rounds a duration to its largest unit: "45 s", "12 min", "3 h", "4 d".
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int64(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int64(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int64(d/time.Hour))
+	default:
+		return fmt.Sprintf("%d d", int64(d/(24*time.Hour)))
+	}
+}
+
+// safeText makes hostile text (a group id from a message, an AWS error code) safe to put in a
+// one-line reason or a chat message: valid UTF-8, control and format characters replaced by
+// spaces, at most max runes with an ellipsis.
+func safeText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == max {
+			return strings.TrimRightFunc(b.String(), unicode.IsSpace) + "…"
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

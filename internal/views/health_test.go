@@ -1,0 +1,113 @@
+package views
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+func TestEvaluateHealth(t *testing.T) {
+	th := DefaultThresholds()
+	fresh := &store.AttributeSample{At: now.Add(-5 * time.Second)}
+	depth := func(v int64, ago time.Duration) *store.AttributeSample {
+		return &store.AttributeSample{At: now.Add(-ago), Visible: v}
+	}
+	int64p := func(v int64) *int64 { return &v }
+	dlq := store.Queue{Name: "web-search-dlq", SourceARNs: []string{account + "web-search"},
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}
+	source := store.Queue{Name: "web-search", MaxReceiveCount: 3, DeadLetterTargetARN: account + "web-search-dlq",
+		Attributes: map[string]string{"MessageRetentionPeriod": "345600"}}
+	plain := store.Queue{Name: "notifications"}
+
+	tests := []struct {
+		name    string
+		facts   healthFacts
+		status  string
+		reasons []string
+	}{
+		{"healthy", healthFacts{Queue: plain, Latest: fresh}, HealthOK, []string{}},
+		{"no data yet", healthFacts{Queue: plain}, HealthWarning, []string{"no data yet"}},
+		{"stale", healthFacts{Queue: plain, Latest: depth(0, 95*time.Second)}, HealthWarning, []string{"data is 1 min old"}},
+		{"stale seconds", healthFacts{Queue: plain, Latest: depth(0, 50*time.Second)}, HealthWarning, []string{"data is 50 s old"}},
+		{"gone", healthFacts{Queue: store.Queue{Name: "old", GoneAt: now.Add(-3 * time.Hour)}, Latest: depth(5, 3*time.Hour)},
+			HealthWarning, []string{"queue no longer exists (gone 3 h ago)"}},
+		{"DLQ holds messages", healthFacts{Queue: dlq, Latest: depth(3, 0)}, HealthWarning,
+			[]string{"3 messages in the dead-letter queue"}},
+		{"DLQ one message", healthFacts{Queue: dlq, Latest: depth(1, 0)}, HealthWarning,
+			[]string{"1 message in the dead-letter queue"}},
+		{"DLQ critical depth", healthFacts{Queue: dlq, Latest: depth(100, 0)}, HealthCritical,
+			[]string{"100 messages in the dead-letter queue"}},
+		{"DLQ growing", healthFacts{Queue: dlq, Latest: depth(5, 0), Earlier: depth(2, 15*time.Minute)}, HealthCritical,
+			[]string{"5 messages in the dead-letter queue", "growing: 2 → 5 messages in 15 min"}},
+		{"DLQ shrinking", healthFacts{Queue: dlq, Latest: depth(2, 0), Earlier: depth(5, 15*time.Minute)}, HealthWarning,
+			[]string{"2 messages in the dead-letter queue"}},
+		{"source whose DLQ holds messages", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(4)},
+			HealthWarning, []string{"4 messages in its dead-letter queue web-search-dlq"}},
+		{"source whose DLQ is empty", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(0)},
+			HealthOK, []string{}},
+		{"oldest warning", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 360}},
+			HealthWarning, []string{"oldest message is 6 min old"}},
+		{"oldest critical", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 7200}},
+			HealthCritical, []string{"oldest message is 2 h old"}},
+		{"oldest young", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 30}},
+			HealthOK, []string{}},
+		{"oldest from an old datapoint is ignored", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Hour), Value: 7200}},
+			HealthOK, []string{}},
+		{"oldest on a DLQ is not a rule", healthFacts{Queue: dlq, Latest: fresh, OldestAge: &store.MetricPoint{At: now, Value: 7200}},
+			HealthOK, []string{}},
+		{"blocked group", healthFacts{Queue: plain, Latest: fresh, BlockedGroups: []store.GroupBacklog{{GroupID: "sess_42", HeadReceiveCount: 5}}},
+			HealthWarning, []string{"group sess_42 blocked: head received 5 times"}},
+		{"hostile group id", healthFacts{Queue: plain, Latest: fresh, BlockedGroups: []store.GroupBacklog{{GroupID: "a\nb\u202e@here", HeadReceiveCount: 1}}},
+			HealthWarning, []string{"group a b @here blocked: head received 1 time"}},
+		{"many blocked groups", healthFacts{Queue: plain, Latest: fresh, BlockedGroups: []store.GroupBacklog{{GroupID: "a", HeadReceiveCount: 2}, {GroupID: "b", HeadReceiveCount: 2}, {GroupID: "c", HeadReceiveCount: 2}, {GroupID: "d"}, {GroupID: "e"}}},
+			HealthWarning, []string{"group a blocked: head received 2 times", "group b blocked: head received 2 times", "group c blocked: head received 2 times", "2 more groups blocked"}},
+		{"near max receive", healthFacts{Queue: source, Latest: fresh, NearMax: 2}, HealthWarning,
+			[]string{"2 messages near maxReceiveCount 3"}},
+		{"collector errors", healthFacts{Queue: plain, Latest: fresh, Errors: []store.CollectorError{{Operation: "GetQueueAttributes", Code: "AccessDenied"}, {Operation: "x"}}},
+			HealthWarning, []string{"2 collector errors in 5 min (last: AccessDenied on GetQueueAttributes)"}},
+		{"DLQ retention not longer than source", healthFacts{Queue: store.Queue{Name: "exports-dlq", SourceARNs: []string{"s"}, Attributes: map[string]string{"MessageRetentionPeriod": "345600"}},
+			Latest: fresh, Sources: []store.Queue{source}},
+			HealthWarning, []string{"retention 4 d is not longer than source web-search's 4 d: messages can expire before anyone looks"}},
+		{"DLQ retention longer", healthFacts{Queue: dlq, Latest: fresh, Sources: []store.Queue{source}}, HealthOK, []string{}},
+		{"FIFO DLQ retention resets on move", healthFacts{Queue: store.Queue{Name: "d.fifo", FIFO: true, SourceARNs: []string{"s"}, Attributes: map[string]string{"MessageRetentionPeriod": "60"}},
+			Latest: fresh, Sources: []store.Queue{source}}, HealthOK, []string{}},
+		{"worst rule wins", healthFacts{Queue: dlq, Latest: depth(200, 2*time.Minute)}, HealthCritical,
+			[]string{"data is 2 min old", "200 messages in the dead-letter queue"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.facts.Now = now
+			h := evaluateHealth(tt.facts, th)
+			if h.Status != tt.status || !slices.Equal(h.Reasons, tt.reasons) {
+				t.Errorf("health = %s %q; want %s %q", h.Status, h.Reasons, tt.status, tt.reasons)
+			}
+		})
+	}
+}
+
+func TestThresholdsDefaults(t *testing.T) {
+	got := Thresholds{DLQDepthCritical: 5}.withDefaults()
+	want := DefaultThresholds()
+	want.DLQDepthCritical = 5
+	if got != want {
+		t.Errorf("withDefaults = %+v; want %+v", got, want)
+	}
+}
+
+func TestSafeText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sess_42", "sess_42"},
+		{"a\tb\r\nc", "a b  c"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{strings.Repeat("é", 70), strings.Repeat("é", 64) + "…"},
+		{"zero\u200bwidth", "zero width"},
+	}
+	for _, tt := range tests {
+		if got := safeText(tt.in, 64); got != tt.want {
+			t.Errorf("safeText(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}

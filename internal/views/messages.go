@@ -1,0 +1,286 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// ErrBadCursor is returned for a messages cursor that this server did not hand out for that
+// queue, or whose sample has since been pruned; the API answers it with 400.
+var ErrBadCursor = errors.New("views: bad cursor")
+
+// Message page sizes.
+const (
+	DefaultMessageLimit = 50
+	MaxMessageLimit     = 500
+)
+
+// previewRunes is the length of a message's one-line preview; previewScanBytes how much of a
+// body is read to make it.
+const (
+	previewRunes     = 200
+	previewScanBytes = 8 << 10
+)
+
+// Groups returns the per-group backlog of a FIFO queue's newest sample.
+func (s *Service) Groups(ctx context.Context, ref string) (Groups, error) {
+	q, err := s.ResolveQueue(ctx, ref)
+	if err != nil {
+		return Groups{}, err
+	}
+	out := Groups{Queue: q.Name, Groups: []Group{}}
+	sample, err := s.store.LatestSample(ctx, q.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return Groups{}, fmt.Errorf("views: groups of %s: %w", q.Name, err)
+	}
+	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
+	groups, err := s.store.SampleGroups(ctx, sample.ID)
+	if err != nil {
+		return Groups{}, fmt.Errorf("views: groups of %s: %w", q.Name, err)
+	}
+	now := s.clock()
+	for _, g := range groups {
+		out.Groups = append(out.Groups, Group{
+			GroupID:          g.GroupID,
+			Messages:         g.Messages,
+			OldestSentAt:     g.OldestSentAt.UTC(),
+			OldestAgeSeconds: ageSeconds(now, g.OldestSentAt),
+			HeadMessageID:    g.HeadMessageID,
+			HeadReceiveCount: g.HeadReceiveCount,
+			Blocked:          g.Blocked,
+		})
+	}
+	return out, nil
+}
+
+// Messages returns a page of a queue's newest sample. A cursor pins the sample it started on, so
+// that a new sample arriving between pages does not shuffle them.
+func (s *Service) Messages(ctx context.Context, ref string, mq MessageQuery) (MessagePage, error) {
+	q, err := s.ResolveQueue(ctx, ref)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	limit := mq.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultMessageLimit
+	case limit > MaxMessageLimit:
+		limit = MaxMessageLimit
+	}
+	out := MessagePage{Queue: q.Name, Tools: []ToolCount{}, Messages: []Message{}}
+
+	var sample store.Sample
+	var after int64
+	if mq.Cursor != "" {
+		c, err := decodeCursor(mq.Cursor)
+		if err != nil || c.queueID != q.ID {
+			return MessagePage{}, fmt.Errorf("%w: not a cursor of queue %s", ErrBadCursor, q.Name)
+		}
+		sample, err = s.store.GetSample(ctx, c.sampleID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && sample.QueueID != q.ID) {
+			return MessagePage{}, fmt.Errorf("%w: the sample it points into is gone; start again", ErrBadCursor)
+		}
+		if err != nil {
+			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+		}
+		after = c.afterID
+	} else {
+		sample, err = s.store.LatestSample(ctx, q.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+		}
+	}
+	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
+
+	tools, err := s.store.SampleToolCounts(ctx, sample.ID)
+	if err != nil {
+		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+	}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, ToolCount{ToolName: t.ToolName, Count: t.Count})
+	}
+
+	// One more than a page tells whether there is a next page without a count query.
+	msgs, err := s.store.SampleMessages(ctx, sample.ID, store.MessageFilter{
+		ToolName: mq.ToolName, NearMaxOnly: mq.NearMaxOnly, AfterID: after, Limit: limit + 1,
+	})
+	if err != nil {
+		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+	}
+	more := len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	names := s.queueNames(ctx)
+	now := s.clock()
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, messageOf(m, sample, now, names))
+	}
+	if more {
+		out.NextCursor = out.Messages[len(out.Messages)-1].Cursor
+	}
+	return out, nil
+}
+
+// Message returns one sampled message, from the newest sample that holds it.
+func (s *Service) Message(ctx context.Context, ref, messageID string) (Message, error) {
+	q, err := s.ResolveQueue(ctx, ref)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := s.store.SampledMessageByID(ctx, q.ID, messageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, ErrNotFound)
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, err)
+	}
+	sample, err := s.store.GetSample(ctx, m.SampleID)
+	if err != nil {
+		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, err)
+	}
+	return messageOf(m, sample, s.clock(), s.queueNames(ctx)), nil
+}
+
+// queueNames maps ARNs to queue names, to name a message's dead-letter source. It is best
+// effort: without it the view falls back to the ARN's last field, which is the same name.
+func (s *Service) queueNames(ctx context.Context) map[string]string {
+	qs, err := s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
+	names := make(map[string]string, len(qs))
+	if err != nil {
+		return names
+	}
+	for _, q := range qs {
+		names[q.ARN] = q.Name
+	}
+	return names
+}
+
+func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string) Message {
+	out := Message{
+		Cursor:              encodeCursor(cursor{queueID: sample.QueueID, sampleID: sample.ID, afterID: m.ID}),
+		MessageID:           m.MessageID,
+		GroupID:             m.GroupID,
+		DeduplicationID:     m.DeduplicationID,
+		SequenceNumber:      m.SequenceNumber,
+		ReceiveCount:        m.ReceiveCount,
+		SentAt:              timePtr(m.SentAt),
+		FirstReceivedAt:     timePtr(m.FirstReceivedAt),
+		AgeSeconds:          ageSeconds(now, m.SentAt),
+		DeadLetterSourceARN: m.DeadLetterSourceARN,
+		ToolName:            m.ToolName,
+		ToolCallID:          m.ToolCallID,
+		SessionID:           m.SessionID,
+		NearMaxReceive:      m.NearMaxReceive,
+		Attributes:          make([]MessageAttribute, 0, len(m.Attributes)),
+		BodyPreview:         bodyPreview(m.Body),
+		Body:                m.Body,
+		BodySize:            m.BodySize,
+		BodyTruncated:       m.BodyTruncated,
+		SampledAt:           sample.At.UTC(),
+	}
+	if m.DeadLetterSourceARN != "" {
+		out.DeadLetterSource = names[m.DeadLetterSourceARN]
+		if out.DeadLetterSource == "" {
+			out.DeadLetterSource = nameFromARN(m.DeadLetterSourceARN)
+		}
+	}
+	for _, a := range m.Attributes {
+		out.Attributes = append(out.Attributes, MessageAttribute{Name: a.Name, DataType: a.DataType, Value: a.Value})
+	}
+	return out
+}
+
+// ageSeconds is how long ago t was, or 0 when t is unknown.
+func ageSeconds(now, t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return seconds(now.Sub(t))
+}
+
+// bodyPreview returns the body as one line of at most previewRunes runes: whitespace runs and
+// control characters become single spaces, invalid UTF-8 becomes U+FFFD, and a cut body ends
+// with an ellipsis.
+func bodyPreview(body string) string {
+	// Bodies can be megabytes; a preview needs only the first few thousand bytes.
+	if len(body) > previewScanBytes {
+		body = body[:previewScanBytes]
+	}
+	line := strings.Join(strings.FieldsFunc(strings.ToValidUTF8(body, "\uFFFD"), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}), " ")
+	if utf8.RuneCountInString(line) <= previewRunes {
+		return line
+	}
+	n := 0
+	for i := range line {
+		if n == previewRunes-1 {
+			return line[:i] + "…"
+		}
+		n++
+	}
+	return line
+}
+
+// PrettyBody returns the body indented as JSON when it is JSON, else as it is.
+func (m Message) PrettyBody() string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(m.Body), "", "  "); err != nil {
+		return m.Body
+	}
+	return buf.String()
+}
+
+// cursor is where a messages page ends: the queue and sample it belongs to and the last row id.
+type cursor struct {
+	queueID, sampleID, afterID int64
+}
+
+// cursorVersion prefixes every cursor so that its format can change without misreading old ones.
+const cursorVersion = "m1"
+
+func encodeCursor(c cursor) string {
+	raw := fmt.Sprintf("%s.%d.%d.%d", cursorVersion, c.queueID, c.sampleID, c.afterID)
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (cursor, error) {
+	if len(s) > 128 {
+		return cursor{}, ErrBadCursor
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, ErrBadCursor
+	}
+	parts := strings.Split(string(raw), ".")
+	if len(parts) != 4 || parts[0] != cursorVersion {
+		return cursor{}, ErrBadCursor
+	}
+	var ids [3]int64
+	for i, p := range parts[1:] {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || v <= 0 {
+			return cursor{}, ErrBadCursor
+		}
+		ids[i] = v
+	}
+	return cursor{queueID: ids[0], sampleID: ids[1], afterID: ids[2]}, nil
+}

@@ -1,0 +1,395 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// sparklineWindow is how far back the overview's sparklines reach, and sparklinePoints how many
+// points they have at most (one per minute).
+const (
+	sparklineWindow = time.Hour
+	sparklinePoints = 60
+)
+
+// snapshot is what the queue views gather from the store in a few bulk reads, before any
+// per-queue work.
+type snapshot struct {
+	now     time.Time
+	queues  []store.Queue // every queue, gone ones included, by name
+	byARN   map[string]store.Queue
+	latest  map[int64]store.AttributeSample
+	series  map[int64][]store.AttributeSample // since now - seriesWindow
+	ages    map[int64]store.MetricPoint       // newest ApproximateAgeOfOldestMessage
+	samples map[int64]store.Sample            // newest message sample
+	errors  map[int64][]store.CollectorError  // within ErrorWindow, newest first
+	running map[int64]bool                    // queues with a running move task
+}
+
+func (s *Service) gather(ctx context.Context, now time.Time) (*snapshot, error) {
+	snap := &snapshot{now: now, byARN: map[string]store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
+	var err error
+	if snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true}); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	for _, q := range snap.queues {
+		snap.byARN[q.ARN] = q
+	}
+	if snap.latest, err = s.store.LatestAttributeSamples(ctx); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	// Reach back far enough for both the sparkline and the growth rule's earlier sample.
+	window := max(sparklineWindow, 2*s.th.GrowthWindow)
+	if snap.series, err = s.store.AttributeSeriesSince(ctx, now.Add(-window)); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	if snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	if snap.samples, err = s.store.LatestSamples(ctx); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	errs, err := s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
+	if err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	for _, e := range errs {
+		if e.QueueID != 0 {
+			snap.errors[e.QueueID] = append(snap.errors[e.QueueID], e)
+		}
+	}
+	tasks, err := s.store.RunningMoveTasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	for _, t := range tasks {
+		snap.running[t.QueueID] = true
+	}
+	return snap, nil
+}
+
+// summarize builds one queue's overview row, health included.
+func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) (QueueSummary, error) {
+	sum := QueueSummary{
+		ID:                q.ID,
+		Name:              q.Name,
+		ARN:               q.ARN,
+		URL:               q.URL,
+		Region:            q.Region,
+		FIFO:              q.FIFO,
+		IsDeadLetterQueue: q.IsDeadLetterQueue(),
+		SourceQueues:      []string{},
+		Gone:              q.Gone(),
+		RunningRedrive:    snap.running[q.ID],
+		Sparkline:         []float64{},
+	}
+	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID]}
+
+	if a, ok := snap.latest[q.ID]; ok {
+		sum.Visible, sum.InFlight, sum.Delayed = a.Visible, a.InFlight, a.Delayed
+		sum.SampledAt = timePtr(a.At)
+		f.Latest = &a
+	}
+	series := snap.series[q.ID]
+	sum.Sparkline = sparkline(series, snap.now)
+	growthCutoff := snap.now.Add(-s.th.GrowthWindow)
+	for i := len(series) - 1; i >= 0; i-- {
+		if !series[i].At.After(growthCutoff) {
+			earlier := series[i]
+			f.Earlier = &earlier
+			break
+		}
+	}
+	if p, ok := snap.ages[q.ID]; ok {
+		v := p.Value
+		sum.OldestMessageAgeSeconds = &v
+		f.OldestAge = &p
+	}
+	if q.MaxReceiveCount > 0 {
+		n := q.MaxReceiveCount
+		sum.MaxReceiveCount = &n
+	}
+	if q.DeadLetterTargetARN != "" {
+		name := nameFromARN(q.DeadLetterTargetARN)
+		if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok {
+			name = dlq.Name
+			if a, ok := snap.latest[dlq.ID]; ok {
+				v := a.Visible
+				sum.DeadLetterQueueDepth = &v
+				f.DLQVisible = &v
+			}
+		}
+		sum.DeadLetterQueue = &name
+		f.DLQName = name
+	}
+	for _, arn := range q.SourceARNs {
+		if src, ok := snap.byARN[arn]; ok {
+			sum.SourceQueues = append(sum.SourceQueues, src.Name)
+			f.Sources = append(f.Sources, src)
+		} else {
+			sum.SourceQueues = append(sum.SourceQueues, arn)
+		}
+	}
+	if sample, ok := snap.samples[q.ID]; ok {
+		if q.FIFO {
+			groups, err := s.store.SampleGroups(ctx, sample.ID)
+			if err != nil {
+				return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+			}
+			for _, g := range groups {
+				if g.Blocked {
+					f.BlockedGroups = append(f.BlockedGroups, g)
+				}
+			}
+		}
+		n, err := s.store.SampleNearMaxCount(ctx, sample.ID)
+		if err != nil {
+			return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+		}
+		f.NearMax = n
+	}
+	sum.Health = evaluateHealth(f, s.th)
+	return sum, nil
+}
+
+// sparkline reduces depth samples to the visible depth of each minute of the last hour (the
+// minute's maximum, so that a spike shows), oldest first; minutes without samples are skipped.
+func sparkline(series []store.AttributeSample, now time.Time) []float64 {
+	out := make([]float64, 0, sparklinePoints)
+	since := now.Add(-sparklineWindow)
+	bucket, have := int64(-1), false
+	var peak int64
+	for _, a := range series {
+		if a.At.Before(since) || a.At.After(now) {
+			continue
+		}
+		b := int64(a.At.Sub(since) / (sparklineWindow / sparklinePoints))
+		if have && b != bucket {
+			out = append(out, float64(peak))
+			have = false
+		}
+		if !have || a.Visible > peak {
+			peak = a.Visible
+		}
+		bucket, have = b, true
+	}
+	if have {
+		out = append(out, float64(peak))
+	}
+	if len(out) > sparklinePoints {
+		// A sample exactly at now falls into a 61st bucket: fold it into the last.
+		out[sparklinePoints-1] = max(out[sparklinePoints-1], out[sparklinePoints])
+		out = out[:sparklinePoints]
+	}
+	return out
+}
+
+// summaries builds every queue's row, in the overview's order.
+func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary, error) {
+	out := make([]QueueSummary, 0, len(snap.queues))
+	for _, q := range snap.queues {
+		sum, err := s.summarize(ctx, snap, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum)
+	}
+	sortSummaries(out)
+	return out, nil
+}
+
+// sortSummaries puts unhealthy queues first (critical, then warning), then orders by name.
+func sortSummaries(qs []QueueSummary) {
+	slices.SortStableFunc(qs, func(a, b QueueSummary) int {
+		return cmp.Or(
+			cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Region, b.Region),
+			cmp.Compare(a.ARN, b.ARN),
+		)
+	})
+}
+
+// Overview returns every watched queue, unhealthy first, with totals, freshness and cost.
+func (s *Service) Overview(ctx context.Context) (Overview, error) {
+	now := s.clock()
+	snap, err := s.gather(ctx, now)
+	if err != nil {
+		return Overview{}, err
+	}
+	qs, err := s.summaries(ctx, snap)
+	if err != nil {
+		return Overview{}, err
+	}
+	ov := Overview{Queues: qs, Totals: totals(qs)}
+	if ov.Freshness, err = s.freshness(ctx, now); err != nil {
+		return Overview{}, err
+	}
+	if ov.Cost, err = s.cost(ctx); err != nil {
+		return Overview{}, err
+	}
+	return ov, nil
+}
+
+// totals sums the rows; the depths of gone queues are history and are left out.
+func totals(qs []QueueSummary) Totals {
+	t := Totals{Queues: len(qs)}
+	for _, q := range qs {
+		switch q.Health.Status {
+		case HealthCritical:
+			t.Critical++
+		case HealthWarning:
+			t.Warning++
+		}
+		if q.Gone {
+			continue
+		}
+		t.Visible += q.Visible
+		t.InFlight += q.InFlight
+		t.Delayed += q.Delayed
+		if q.IsDeadLetterQueue {
+			t.DLQMessages += q.Visible
+		}
+	}
+	return t
+}
+
+// cost returns the stored cost estimate; zero with a null At before the collector made one.
+func (s *Service) cost(ctx context.Context) (Cost, error) {
+	c, err := s.store.GetCostEstimate(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return Cost{}, nil
+	}
+	if err != nil {
+		return Cost{}, fmt.Errorf("views: %w", err)
+	}
+	return Cost{
+		TotalUSDPerDay:      c.TotalUSDPerDay,
+		SQSUSDPerDay:        c.SQSUSDPerDay,
+		CloudWatchUSDPerDay: c.CloudWatchUSDPerDay,
+		SQSRequestsPerDay:   c.SQSRequestsPerDay,
+		MetricsPerDay:       c.MetricsPerDay,
+		At:                  timePtr(c.At),
+	}, nil
+}
+
+// Queues returns the queues that match q, in the overview's order.
+func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, error) {
+	snap, err := s.gather(ctx, s.clock())
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.summaries(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	out := []QueueSummary{}
+	for _, sum := range all {
+		if q.DLQOnly && !sum.IsDeadLetterQueue {
+			continue
+		}
+		if len(q.Health) > 0 && !slices.Contains(q.Health, sum.Health.Status) {
+			continue
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// Queue returns one queue with all its attributes and newest metric values.
+func (s *Service) Queue(ctx context.Context, ref string) (QueueDetail, error) {
+	q, err := s.ResolveQueue(ctx, ref)
+	if err != nil {
+		return QueueDetail{}, err
+	}
+	now := s.clock()
+	snap, err := s.gather(ctx, now)
+	if err != nil {
+		return QueueDetail{}, err
+	}
+	q = snap.byARN[q.ARN] // the gathered copy, so that sources match the snapshot
+	sum, err := s.summarize(ctx, snap, q)
+	if err != nil {
+		return QueueDetail{}, err
+	}
+	d := QueueDetail{
+		QueueSummary: sum,
+		Attributes:   map[string]string{},
+		AttributesAt: timePtr(q.AttributesAt),
+		Metrics:      map[string]MetricValue{},
+		Errors:       []CollectorErrorView{},
+	}
+	for k, v := range q.Attributes {
+		d.Attributes[k] = v
+	}
+	points, err := s.store.LatestMetricValues(ctx, q.ID)
+	if err != nil {
+		return QueueDetail{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+	}
+	for name, p := range points {
+		d.Metrics[name] = MetricValue{Value: p.Value, At: p.At.UTC(), Period: p.Period}
+	}
+	if d.Peek, err = s.peekStatus(ctx, q, snap, now); err != nil {
+		return QueueDetail{}, err
+	}
+	errs, err := s.store.ErrorsSince(ctx, q.ID, now.Add(-max(s.th.ErrorWindow, detailErrorWindow)))
+	if err != nil {
+		return QueueDetail{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+	}
+	for i, e := range errs {
+		if i == detailErrors {
+			break
+		}
+		d.Errors = append(d.Errors, CollectorErrorView{Operation: e.Operation, Code: e.Code, Message: e.Message, At: e.At.UTC()})
+	}
+	if q.IsDeadLetterQueue() {
+		tasks, err := s.store.ListMoveTasks(ctx, q.ID, 1)
+		if err != nil {
+			return QueueDetail{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+		}
+		if len(tasks) > 0 {
+			r := redriveOf(tasks[0], now)
+			d.Redrive = &r
+		}
+	}
+	if d.Freshness, err = s.freshness(ctx, now); err != nil {
+		return QueueDetail{}, err
+	}
+	return d, nil
+}
+
+// The queue page lists the last detailErrors collector errors of the last detailErrorWindow.
+const (
+	detailErrorWindow = time.Hour
+	detailErrors      = 20
+)
+
+// peekStatus says whether and how the dashboard samples a queue and what its receives cost.
+func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot, now time.Time) (PeekStatus, error) {
+	p := PeekStatus{Enabled: q.PeekEnabled}
+	if sample, ok := snap.samples[q.ID]; ok {
+		p.Kind = string(sample.Kind)
+		p.LastSampleAt = timePtr(sample.At)
+		p.Seen = sample.Seen
+		p.ApproxVisible = sample.ApproxVisible
+		p.Coverage = sample.Coverage()
+	}
+	hour, err := s.store.ReceiveBudgetSince(ctx, q.ID, now.Add(-time.Hour))
+	if err != nil {
+		return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+	}
+	day, err := s.store.ReceiveBudgetSince(ctx, q.ID, now.Add(-24*time.Hour))
+	if err != nil {
+		return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+	}
+	p.ReceivesLastHour = hour.Receives
+	p.ReceivesLastDay = day.Receives
+	p.MessagesTakenLastDay = day.MessagesTaken
+	return p, nil
+}

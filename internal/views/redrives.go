@@ -1,0 +1,71 @@
+package views
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+// maxRedrives bounds a DLQ's redrive history as the views show it.
+const maxRedrives = 50
+
+// Redrives returns a dead-letter queue's move tasks, newest first (empty for other queues).
+func (s *Service) Redrives(ctx context.Context, ref string) ([]Redrive, error) {
+	q, err := s.ResolveQueue(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.store.ListMoveTasks(ctx, q.ID, maxRedrives)
+	if err != nil {
+		return nil, fmt.Errorf("views: redrives of %s: %w", q.Name, err)
+	}
+	now := s.clock()
+	out := make([]Redrive, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, redriveOf(t, now))
+	}
+	return out, nil
+}
+
+// redriveOf turns a move task into its view: progress, the observed rate (moved over the time
+// since the start: up to now while it runs, up to its last update once it ended) and, while it
+// runs, the time left at that rate.
+func redriveOf(t store.MoveTask, now time.Time) Redrive {
+	r := Redrive{
+		TaskHandle:     t.TaskHandle,
+		Status:         t.Status,
+		SourceARN:      t.SourceARN,
+		DestinationARN: t.DestinationARN,
+		Moved:          t.Moved,
+		ToMove:         t.ToMove,
+		FailureReason:  t.FailureReason,
+		StartedAt:      t.StartedAt.UTC(),
+		UpdatedAt:      t.UpdatedAt.UTC(),
+		Running:        t.Running(),
+	}
+	if t.MaxPerSecond > 0 {
+		v := t.MaxPerSecond
+		r.MaxMessagesPerSecond = &v
+	}
+	switch {
+	case t.ToMove > 0:
+		r.Percent = math.Min(100, math.Round(float64(t.Moved)/float64(t.ToMove)*1000)/10)
+	case t.Status == store.MoveTaskCompleted:
+		r.Percent = 100 // nothing was left to move
+	}
+	end := t.UpdatedAt
+	if r.Running {
+		end = now
+	}
+	if elapsed := end.Sub(t.StartedAt).Seconds(); elapsed > 0 {
+		r.RatePerSecond = math.Round(float64(t.Moved)/elapsed*100) / 100
+	}
+	if r.Running && r.RatePerSecond > 0 && t.ToMove > t.Moved {
+		left := math.Ceil(float64(t.ToMove-t.Moved) / (float64(t.Moved) / end.Sub(t.StartedAt).Seconds()))
+		r.SecondsLeft = &left
+	}
+	return r
+}

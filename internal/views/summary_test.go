@@ -1,0 +1,109 @@
+package views
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/store"
+)
+
+func TestAudit(t *testing.T) {
+	f := newFixture(t)
+	for _, e := range []store.AuditEntry{
+		{At: now.Add(-time.Minute), Actor: "ops-bot", ActorKind: "token", Role: "operator", Action: "redrive.start",
+			QueueName: "web-search-dlq", Params: `{"maxPerSecond":10,"destination":""}`, Result: store.AuditAccepted, Detail: "handle-1"},
+		{At: now, Actor: "viewer-bot", ActorKind: "token", Role: "viewer", Action: "redrive.cancel",
+			QueueName: "web-search-dlq", Result: store.AuditRefused, Detail: "forbidden"},
+	} {
+		_, err := f.store.AppendAudit(f.ctx, e)
+		f.must(err)
+	}
+	es, err := f.svc.Audit(f.ctx, store.AuditFilter{Limit: 10})
+	if err != nil || len(es) != 2 {
+		t.Fatalf("Audit = %d, %v", len(es), err)
+	}
+	if es[0].Action != "redrive.cancel" || es[0].Params == nil || len(es[0].Params) != 0 {
+		t.Errorf("newest = %+v; want the cancel with empty params", es[0])
+	}
+	if es[1].Params["maxPerSecond"] != float64(10) || es[1].Queue != "web-search-dlq" || es[1].Detail != "handle-1" {
+		t.Errorf("older = %+v", es[1])
+	}
+	page, err := f.svc.Audit(f.ctx, store.AuditFilter{BeforeID: es[0].ID})
+	if err != nil || len(page) != 1 || page[0].ID != es[1].ID {
+		t.Errorf("page before %d = %+v, %v", es[0].ID, page, err)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	f := newFixture(t)
+	f.scenario()
+	_, err := f.store.UpsertMoveTask(f.ctx, store.MoveTask{QueueID: f.ids["exports-dlq"], TaskHandle: "h", Status: store.MoveTaskRunning,
+		SourceARN: account + "exports-dlq", Moved: 50, ToMove: 150, StartedAt: now.Add(-50 * time.Second)})
+	f.must(err)
+
+	sum, err := f.svc.Summary(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Unhealthy) != 5 || sum.Unhealthy[0].Name != "exports-dlq" {
+		t.Errorf("unhealthy = %d, first %q", len(sum.Unhealthy), sum.Unhealthy[0].Name)
+	}
+	if len(sum.DeadLetterQueues) != 2 || sum.DeadLetterQueues[0] != (DLQDepth{Name: "exports-dlq", Visible: 150}) {
+		t.Errorf("DLQs = %+v", sum.DeadLetterQueues)
+	}
+	if len(sum.RunningRedrives) != 1 || sum.RunningRedrives[0].SecondsLeft == nil || *sum.RunningRedrives[0].SecondsLeft != 100 {
+		t.Errorf("running = %+v", sum.RunningRedrives)
+	}
+	if !sum.GeneratedAt.Equal(now) {
+		t.Errorf("generatedAt = %v", sum.GeneratedAt)
+	}
+
+	text := sum.Text()
+	for _, want := range []string{
+		"toolq: 5 unhealthy queues, 153 messages in dead-letter queues, 1 redrive running (data 5 s old)\n",
+		"CRITICAL exports-dlq: 150 messages in the dead-letter queue; retention 4 d",
+		"CRITICAL tool-calls-dlq.fifo: 3 messages in the dead-letter queue; growing: 1 → 3 messages in 15 min\n",
+		"WARNING notifications: oldest message is 10 min old\n",
+		"DLQ exports-dlq: 150 messages\n",
+		"DLQ tool-calls-dlq.fifo: 3 messages\n",
+		"REDRIVE exports-dlq: 50/150 moved (33%), about 1 min left\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Text() lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "web-search") {
+		t.Errorf("Text() mentions a healthy queue:\n%s", text)
+	}
+}
+
+func TestSummaryTextQuietAndStale(t *testing.T) {
+	tests := []struct {
+		name string
+		sum  Summary
+		want string
+	}{
+		{"no data", Summary{Freshness: Freshness{Stale: true}},
+			"toolq: all queues healthy, 0 messages in dead-letter queues (no data yet)\n"},
+		{"healthy", Summary{Freshness: Freshness{UpdatedAt: now, AgeSeconds: 3}},
+			"toolq: all queues healthy, 0 messages in dead-letter queues (data 3 s old)\n"},
+		{"stale", Summary{Freshness: Freshness{UpdatedAt: now, AgeSeconds: 600, Stale: true}},
+			"toolq: all queues healthy, 0 messages in dead-letter queues (STALE: data is 10 min old)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.sum.Text(); got != tt.want {
+				t.Errorf("Text() = %q; want %q", got, tt.want)
+			}
+		})
+	}
+
+	many := Summary{Freshness: Freshness{UpdatedAt: now}}
+	for range 25 {
+		many.Unhealthy = append(many.Unhealthy, QueueSummary{Name: "q", Health: Health{Status: HealthWarning, Reasons: []string{"r"}}})
+	}
+	if lines := strings.Count(many.Text(), "\n"); lines != 12 {
+		t.Errorf("25 unhealthy queues make %d lines; want 12 (headline, 10, and more)", lines)
+	}
+}

@@ -1,0 +1,158 @@
+package templates
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Count formats a count with thin separators between thousands: 12 345.
+func Count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString("\u202f")
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Number formats a float for charts and rates: integers without decimals, else one decimal.
+func Number(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "–"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return Count(int64(f))
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64)
+}
+
+// Duration formats seconds the way people read ages: "45 s", "3 min", "2 h 5 min", "3 d 4 h".
+func Duration(seconds float64) string {
+	if math.IsNaN(seconds) || seconds < 0 {
+		return "–"
+	}
+	s := int64(math.Round(seconds))
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%d s", s)
+	case s < 3600:
+		return fmt.Sprintf("%d min", s/60)
+	case s < 86400:
+		if m := (s % 3600) / 60; m > 0 {
+			return fmt.Sprintf("%d h %d min", s/3600, m)
+		}
+		return fmt.Sprintf("%d h", s/3600)
+	default:
+		if h := (s % 86400) / 3600; h > 0 {
+			return fmt.Sprintf("%d d %d h", s/86400, h)
+		}
+		return fmt.Sprintf("%d d", s/86400)
+	}
+}
+
+// Ago says how long before now t was: "3 s ago", or "never" for a zero time.
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	return Duration(d.Seconds()) + " ago"
+}
+
+// AgoPtr is Ago for an optional time.
+func AgoPtr(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return Ago(*t, now)
+}
+
+// Timestamp formats a time for a datetime attribute and for reading: RFC 3339 in UTC.
+func Timestamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// TimestampPtr is Timestamp for an optional time.
+func TimestampPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return Timestamp(*t)
+}
+
+// USD formats a cost per day: "$0.42", with more digits for tiny sums so they don't read as zero.
+func USD(f float64) string {
+	if f > 0 && f < 0.01 {
+		return "$" + strconv.FormatFloat(f, 'f', 4, 64)
+	}
+	return "$" + strconv.FormatFloat(f, 'f', 2, 64)
+}
+
+// Percent formats a 0..1 share: "77 %".
+func Percent(f float64) string {
+	return strconv.FormatFloat(math.Round(f*100), 'f', 0, 64) + "\u00a0%"
+}
+
+// Clip shortens s to at most n characters (runes), ending with "…" when it cut.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// OptCount formats an optional count, "–" when unknown.
+func OptCount(n *int64) string {
+	if n == nil {
+		return "–"
+	}
+	return Count(*n)
+}
+
+// OptDuration formats optional seconds, "–" when unknown.
+func OptDuration(s *float64) string {
+	if s == nil {
+		return "–"
+	}
+	return Duration(*s)
+}
+
+// QueueType says "FIFO" or "standard".
+func QueueType(fifo bool) string {
+	if fifo {
+		return "FIFO"
+	}
+	return "standard"
+}
+
+// HealthLabel is what a health badge says.
+func HealthLabel(status string) string {
+	switch status {
+	case "ok":
+		return "OK"
+	case "warning":
+		return "Warning"
+	case "critical":
+		return "Critical"
+	}
+	return "Unknown"
+}

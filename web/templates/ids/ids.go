@@ -1,0 +1,53 @@
+// Package ids names the HTML element ids that both a full page and the websocket pushes use.
+// A push swaps an element by its id (hx-swap-oob), so the page and the push must agree on every
+// id: they both take it from here. Browser tests rely on these ids too; docs/ui.md lists them.
+package ids
+
+import "strconv"
+
+// Freshness is the "updated 3 s ago" line of every page.
+func Freshness() string { return "freshness" }
+
+// Flash is the area where errors of HTMX requests are shown.
+func Flash() string { return "flash" }
+
+// Main is the page's main landmark (the skip link's target).
+func Main() string { return "main" }
+
+// OverviewTable is the overview's table section, what the filter and sort links swap.
+func OverviewTable() string { return "overview-table" }
+
+// QueueRow is one queue's row of the overview table.
+func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(queueID, 10) }
+
+// Totals is the overview's totals line.
+func Totals() string { return "totals" }
+
+// Cost is the overview's estimated AWS cost per day.
+func Cost() string { return "cost" }
+
+// QueueStats is a queue's depth, health and sample line at the top of its page (and its
+// embedded card).
+func QueueStats() string { return "queue-stats" }
+
+// Charts is the queue page's chart section, what the range links swap.
+func Charts() string { return "charts" }
+
+// Groups is the FIFO per-group backlog section.
+func Groups() string { return "groups" }
+
+// Messages is the sampled messages section (list and tool counts).
+func Messages() string { return "messages" }
+
+// RedrivePanel is the redrive panel of a dead-letter queue: its forms swap it whole.
+func RedrivePanel() string { return "redrive-panel" }
+
+// RedriveProgress is the running move task's progress bar inside the panel.
+func RedriveProgress() string { return "redrive-progress" }
+
+// RedriveRefresh is the element a push replaces to make each browser fetch its own redrive
+// panel again (the panel holds per-user forms and CSRF tokens, which a shared push cannot).
+func RedriveRefresh() string { return "redrive-refresh" }
+
+// AuditTable is the audit log's table.
+func AuditTable() string { return "audit-table" }

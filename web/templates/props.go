@@ -1,0 +1,292 @@
+// Package templates holds toolq's templ components and their props. A page is Layout around a
+// content component; HTMX answers and websocket pushes render the same components, so each piece
+// of markup exists once. Every value that comes from AWS or from users (queue names, message
+// bodies, attributes, group ids) is rendered as escaped text: never templ.Raw on data.
+package templates
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolq/toolq/internal/views"
+)
+
+// Nav is what every link of a page must carry along: embed mode and its signed token, so that an
+// embedded view stays chrome-less and authorised as the user clicks through it.
+type Nav struct {
+	Embed      bool
+	EmbedToken string
+}
+
+// Values returns the query parameters Nav adds to links.
+func (n Nav) Values() url.Values {
+	v := url.Values{}
+	if n.Embed {
+		v.Set("embed", "1")
+	}
+	if n.EmbedToken != "" {
+		v.Set("embed_token", n.EmbedToken)
+	}
+	return v
+}
+
+// URL returns path with q and Nav's parameters as its query.
+func (n Nav) URL(path string, q url.Values) string {
+	v := n.Values()
+	for k, vals := range q {
+		for _, s := range vals {
+			if s != "" {
+				v.Add(k, s)
+			}
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// QueueURL returns the URL of a queue's page, or of a page under it (parts are escaped path
+// segments such as "messages" and a message id). ref is the queue's name, or its ARN when the
+// name is ambiguous.
+func (n Nav) QueueURL(ref string, q url.Values, parts ...string) string {
+	var b strings.Builder
+	b.WriteString("/queues/")
+	b.WriteString(url.PathEscape(ref))
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(p))
+	}
+	return n.URL(b.String(), q)
+}
+
+// WebsocketURL returns the websocket URL of a topic ("overview", "queue:<id>", "audit").
+func (n Nav) WebsocketURL(topic string) string {
+	return n.URL("/ws", url.Values{"topic": {topic}})
+}
+
+// Page is what the layout needs to know about every page.
+type Page struct {
+	Title string
+	Nav   Nav
+	// Topic is the websocket topic the page subscribes to; empty: the page is not live.
+	Topic string
+	// CSRF is the token every form and HTMX request must carry.
+	CSRF      string
+	Freshness views.Freshness
+	Now       time.Time
+	User      string // who is signed in; empty when auth is off or unknown
+	Role      string
+	Section   string // "overview", "audit": marks the current navigation link
+	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
+	Bare bool
+}
+
+// CSRFHeaders is the hx-headers value that makes HTMX requests carry the CSRF token.
+func (p Page) CSRFHeaders() string {
+	if p.CSRF == "" {
+		return ""
+	}
+	b, _ := json.Marshal(map[string]string{"X-CSRF-Token": p.CSRF}) // a map of strings always marshals
+	return string(b)
+}
+
+// htmxConfig keeps htmx within the CSP: no injected styles, no eval, no script tags from
+// responses; and it swaps error answers too, so that a refused action shows its reason.
+const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":true}]}`
+
+// OverviewRow is one queue of the overview with the reference its links use.
+type OverviewRow struct {
+	views.QueueSummary
+	Ref string // the name, or the ARN when several regions hold that name
+}
+
+// SortColumn is one sortable column of the overview.
+type SortColumn struct {
+	Key   string
+	Label string
+}
+
+// OverviewColumns are the overview's sortable columns, in display order.
+var OverviewColumns = []SortColumn{
+	{"name", "Queue"}, {"type", "Type"}, {"visible", "Visible"}, {"inflight", "In flight"},
+	{"delayed", "Delayed"}, {"oldest", "Oldest"}, {"dlq", "DLQ depth"},
+}
+
+// OverviewProps is the overview page.
+type OverviewProps struct {
+	Page
+	Overview views.Overview
+	Rows     []OverviewRow // filtered and sorted
+	Sort     string        // a SortColumn key or "health" (the default order)
+	Dir      string        // "asc" or "desc"
+	Query    string        // the filter
+}
+
+// SortURL returns the link of a column header: ascending, or descending when already ascending.
+func (p OverviewProps) SortURL(key string) string {
+	dir := "asc"
+	if p.Sort == key && p.Dir == "asc" {
+		dir = "desc"
+	}
+	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}})
+}
+
+// AriaSort returns the aria-sort value of a column header.
+func (p OverviewProps) AriaSort(key string) string {
+	if p.Sort != key {
+		return "none"
+	}
+	if p.Dir == "desc" {
+		return "descending"
+	}
+	return "ascending"
+}
+
+// ChartRange is one of the queue page's time ranges.
+type ChartRange struct {
+	Key   string
+	Label string
+	Span  time.Duration
+}
+
+// ChartRanges are the queue page's ranges, the first one the default.
+var ChartRanges = []ChartRange{
+	{"1h", "1 hour", time.Hour},
+	{"6h", "6 hours", 6 * time.Hour},
+	{"24h", "24 hours", 24 * time.Hour},
+	{"7d", "7 days", 7 * 24 * time.Hour},
+}
+
+// RangeByKey returns the range of that key, or the default.
+func RangeByKey(key string) ChartRange {
+	for _, r := range ChartRanges {
+		if r.Key == key {
+			return r
+		}
+	}
+	return ChartRanges[0]
+}
+
+// QueueProps is a queue's page (and its embedded card).
+type QueueProps struct {
+	Page
+	Ref    string // how this page's URLs name the queue
+	Queue  views.QueueDetail
+	Range  ChartRange
+	Charts []Chart
+	// Groups is the FIFO backlog; nil for standard queues.
+	Groups *views.Groups
+	// NearMax are messages of a sampled source queue nearing maxReceiveCount.
+	NearMax []views.Message
+	// Sample is the newest sample of a dead-letter queue (first page); nil otherwise.
+	Sample  *views.MessagePage
+	Redrive *RedriveProps
+}
+
+// RedriveProps is a dead-letter queue's redrive panel.
+type RedriveProps struct {
+	Page
+	Ref       string
+	QueueName string
+	FIFO      bool
+	Visible   int64 // messages a move would take now
+	Sources   []string
+	// Destinations are the watched queues of the same type a redrive may target.
+	Destinations []string
+	Running      *views.Redrive
+	History      []views.Redrive
+	// Disabled is why the panel cannot start or cancel anything; empty when it can.
+	Disabled string
+	// CanCancel: the user may cancel the running task.
+	CanCancel bool
+	// Error is an action's refusal or failure, safe to show.
+	Error string
+	// Notice is what the last action did ("Move task started").
+	Notice string
+	// Form keeps what the user chose, for the confirmation step and after an error.
+	Destination  string
+	MaxPerSecond string
+	// Confirm asks the user to confirm a start with the form values.
+	Confirm bool
+}
+
+// MessagesProps is the sampled messages page of a queue.
+type MessagesProps struct {
+	Page
+	Ref       string
+	QueueName string
+	Messages  views.MessagePage
+	Tool      string // the tool filter
+	Cursor    string // the cursor of this page; empty for the first
+}
+
+// MessageProps is one sampled message.
+type MessageProps struct {
+	Page
+	Ref       string
+	QueueName string
+	Message   views.Message
+	Pretty    string
+}
+
+// AuditProps is a page of the audit log.
+type AuditProps struct {
+	Page
+	Entries []views.AuditEntry
+	// Older is the cursor of the next page; 0 when this is the last.
+	Older int64
+	// First: this is the newest page, the one the websocket keeps current.
+	First bool
+}
+
+// LoginProps is the sign-in page.
+type LoginProps struct {
+	Page
+	Next  string
+	Error bool
+}
+
+// ErrorProps is an error page or fragment.
+type ErrorProps struct {
+	Page
+	Status  int
+	Message string
+}
+
+// joinNames lists queue names (or ARNs) for a sentence.
+func joinNames(names []string) string { return strings.Join(names, ", ") }
+
+// paramsText writes an audit entry's parameters compactly, keys sorted.
+func paramsText(params map[string]any) string {
+	if len(params) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(params) // encoding/json sorts map keys
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// resultBadge maps an audit result to a badge colour.
+func resultBadge(result string) string {
+	switch result {
+	case "accepted":
+		return "ok"
+	case "refused":
+		return "warning"
+	}
+	return "critical"
+}
+
+// statusText names an HTTP status for people.
+func statusText(status int) string {
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "Error"
+}
