@@ -80,6 +80,7 @@ CREATE TABLE messages (
     deduplication_id       TEXT    NOT NULL DEFAULT '',
     sequence_number        TEXT    NOT NULL DEFAULT '',
     sent_at                INTEGER NOT NULL DEFAULT 0,
+    first_received_at      INTEGER NOT NULL DEFAULT 0,
     dead_letter_source_arn TEXT    NOT NULL DEFAULT '',
     attributes             TEXT    NOT NULL DEFAULT '[]',
     body                   TEXT    NOT NULL DEFAULT '',
@@ -93,17 +94,17 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_last_seen ON messages (last_seen);
 
--- One message as one sample saw it. The row id is the messages page's cursor.
+-- One message as one sample saw it: the largest table (a sample a minute of ~50 messages), so
+-- it is kept to its key and two small numbers. Ordered by message_ref within a sample, which is
+-- the messages page's cursor. message_ref has no foreign key on purpose: SQLite would scan this
+-- table for every message Prune deletes, and Prune only deletes messages no kept sample holds.
 CREATE TABLE sample_messages (
-    id                INTEGER PRIMARY KEY,
-    sample_id         INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
-    message_ref       INTEGER NOT NULL REFERENCES messages (id),
-    receive_count     INTEGER NOT NULL DEFAULT 0,
-    first_received_at INTEGER NOT NULL DEFAULT 0,
-    near_max_receive  INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX sample_messages_sample ON sample_messages (sample_id);
-CREATE INDEX sample_messages_message ON sample_messages (message_ref);
+    sample_id        INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,
+    message_ref      INTEGER NOT NULL,
+    receive_count    INTEGER NOT NULL DEFAULT 0,
+    near_max_receive INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (sample_id, message_ref)
+) WITHOUT ROWID;
 
 CREATE TABLE group_backlog (
     sample_id          INTEGER NOT NULL REFERENCES samples (id) ON DELETE CASCADE,

@@ -7,16 +7,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/toolq/toolq/internal/app"
+	"github.com/toolq/toolq/internal/awsconf"
+	"github.com/toolq/toolq/internal/traffic"
 )
 
 // demoConfig is the configuration of `dashboard demo`.
 type demoConfig struct {
-	listen    string
+	// dashboard configures the dashboard part; its Regions are filled in with the simulator's,
+	// and an empty DBPath means a temporary database removed at exit.
+	dashboard app.Config
 	simListen string
 	region    string
 	seed      int64
@@ -36,13 +40,14 @@ type demoAddrs struct {
 
 func runDemoCommand(ctx context.Context, env *environment, args []string) error {
 	var cfg demoConfig
+	var dash dashboardFlags
 	var lf logFlags
 	fl := newEnvFlags("demo", "demo [flags]",
 		"Runs the SQS and CloudWatch simulator, synthetic MCP tool-call traffic and the dashboard in one\n"+
 			"process: a living demo with no AWS account. The simulator is also served on --sim-listen so\n"+
 			"that the aws CLI or a local MCP worker can use the demo's queues.",
 		env.stderr)
-	fl.String(&cfg.listen, "listen", "127.0.0.1:8080", "`address` of the dashboard")
+	dash.register(fl, demoDefaults)
 	fl.String(&cfg.simListen, "sim-listen", "127.0.0.1:4566", "`address` on which the simulator is also served; '' turns it off, a taken port is skipped")
 	fl.Int64(&cfg.seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
 	fl.String(&cfg.faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2'")
@@ -55,6 +60,10 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 	if err != nil {
 		return err
 	}
+	v, _ := buildVersion()
+	if cfg.dashboard, err = dash.config(v); err != nil {
+		return err
+	}
 	return runDemo(ctx, cfg, log)
 }
 
@@ -62,7 +71,7 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 // that the dashboard's real server and collector replace step 4 and join step 3.
 func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) {
 	// 1. Bind every listener first: a taken dashboard port fails before anything starts.
-	dashLn, err := net.Listen("tcp", cfg.listen)
+	dashLn, err := net.Listen("tcp", cfg.dashboard.Listen)
 	if err != nil {
 		return fmt.Errorf("demo: listen: %w", err)
 	}
@@ -108,13 +117,33 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	// Shut down last: the traffic (and later the collector) talk to it until they stop.
 	defer func() { err = errors.Join(err, shutdownHTTP(simSrv, log, "simulator")) }()
 
-	client, err := newSimClient(ctx, endpointURL(simLn.Addr()), cfg.region)
+	// 3. The dashboard, watching the simulator. The demo opts its own source queues in to
+	// message sampling, so that every view has something to show.
+	dcfg := cfg.dashboard
+	if dcfg.DBPath == "" {
+		dir, err := os.MkdirTemp("", "toolq-demo-")
+		if err != nil {
+			return fmt.Errorf("demo: temporary database: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		dcfg.DBPath = filepath.Join(dir, "toolq.db")
+	}
+	if len(dcfg.Collector.Peek.Sources) == 0 {
+		dcfg.Collector.Peek.Sources = traffic.SourceQueueNames()
+	}
+	sqsClient, cwClient, err := awsconf.Load(ctx, awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true})
+	if err != nil {
+		return fmt.Errorf("demo: simulator clients: %w", err)
+	}
+	dcfg.Regions = []app.Region{{Name: cfg.region, SQS: sqsClient, CloudWatch: cwClient}}
+	dcfg.Logger = log
+	dash, err := app.New(ctx, dcfg)
 	if err != nil {
 		return err
 	}
 
-	// 3. Background loops, on a context of their own so that they stop after the HTTP
-	// server, not with it.
+	// 4. Background loops, on a context of their own so that they stop after the dashboard,
+	// not with it.
 	bg, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
 	defer func() {
@@ -122,49 +151,24 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		loops.Wait()
 	}()
 	loops.Go(func() { sim.Run(bg) })
-	loops.Go(func() { runTraffic(bg, client, cfg.seed, log) })
+	loops.Go(func() { runTraffic(bg, sqsClient, cfg.seed, log) })
 
-	// 4. The dashboard's HTTP server.
-	dashSrv := &http.Server{Handler: demoHandler(client, log), ReadHeaderTimeout: 10 * time.Second}
-	go serve("dashboard", dashSrv, dashLn)
+	// 5. The dashboard runs until a signal, then stops in order (HTTP server, collector,
+	// websockets, database); the traffic and the simulator stop after it (deferred above).
+	runCtx, stopDashboard := context.WithCancel(ctx)
+	defer stopDashboard()
+	dashDone := make(chan error, 1)
+	go func() { dashDone <- dash.Run(runCtx, dashLn) }()
 	log.Info("demo ready", "dashboard", addrs.Dashboard, "simulator", addrs.Simulator, "seed", cfg.seed)
 	if cfg.ready != nil {
 		cfg.ready(addrs)
 	}
-
-	// 5. Run until a signal or a server failure, then stop in order: HTTP server, loops
-	// (deferred above, waited for), simulator.
 	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
+	case err = <-dashDone:
 	case err = <-serveErr:
+		// The simulator's listener failed: stop the dashboard too.
+		stopDashboard()
+		err = errors.Join(err, <-dashDone)
 	}
-	return errors.Join(err, shutdownHTTP(dashSrv, log, "dashboard"))
-}
-
-// demoHandler serves the dashboard's probes until the real server takes its place:
-// /healthz says the process is up, /readyz that the simulator answers.
-func demoHandler(client *sqs.Client, log *slog.Logger) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeProbe(w, http.StatusOK, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := client.ListQueues(ctx, &sqs.ListQueuesInput{MaxResults: aws.Int32(1)}); err != nil {
-			log.Warn("readiness: simulator not answering", "err", err)
-			writeProbe(w, http.StatusServiceUnavailable, "simulator not answering")
-			return
-		}
-		writeProbe(w, http.StatusOK, "ready")
-	})
-	return mux
-}
-
-func writeProbe(w http.ResponseWriter, status int, text string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	fmt.Fprintln(w, text)
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/toolq/toolq/internal/app"
 	"github.com/toolq/toolq/internal/traffic"
 )
 
@@ -60,15 +61,30 @@ func get(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
+// waitReady waits for /readyz to answer 200: the dashboard is ready once its collector has
+// finished a first attribute cycle, which it starts at once.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code := get(t, base+"/readyz")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d after 20s, want 200", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestDemoServesAndStops(t *testing.T) {
-	addrs, stop := startDemo(t, demoConfig{listen: "127.0.0.1:0", simListen: "127.0.0.1:0", region: "us-east-1", seed: 1})
+	addrs, stop := startDemo(t, demoConfig{dashboard: testDashboard("127.0.0.1:0"), simListen: "127.0.0.1:0", region: "us-east-1", seed: 1})
 
 	if code := get(t, addrs.Dashboard+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d, want 200", code)
 	}
-	if code := get(t, addrs.Dashboard+"/readyz"); code != http.StatusOK {
-		t.Errorf("/readyz: %d, want 200", code)
-	}
+	waitReady(t, addrs.Dashboard)
 	if addrs.Simulator == "" {
 		t.Fatal("the simulator is not served on --sim-listen")
 	}
@@ -106,13 +122,11 @@ func TestDemoGoesOnWithoutSimulatorPort(t *testing.T) {
 	defer taken.Close()
 
 	for _, simListen := range []string{taken.Addr().String(), ""} {
-		addrs, stop := startDemo(t, demoConfig{listen: "127.0.0.1:0", simListen: simListen, region: "us-east-1", seed: 2})
+		addrs, stop := startDemo(t, demoConfig{dashboard: testDashboard("127.0.0.1:0"), simListen: simListen, region: "us-east-1", seed: 2})
 		if addrs.Simulator != "" {
 			t.Errorf("sim-listen %q: simulator served on %s", simListen, addrs.Simulator)
 		}
-		if code := get(t, addrs.Dashboard+"/readyz"); code != http.StatusOK {
-			t.Errorf("sim-listen %q: /readyz: %d, want 200", simListen, code)
-		}
+		waitReady(t, addrs.Dashboard)
 		if err := stop(); err != nil {
 			t.Fatalf("runDemo: %v", err)
 		}
@@ -125,7 +139,7 @@ func TestDemoFailsOnTakenDashboardPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	err = runDemo(t.Context(), demoConfig{listen: taken.Addr().String(), simListen: "", region: "us-east-1"}, slog.New(slog.DiscardHandler))
+	err = runDemo(t.Context(), demoConfig{dashboard: testDashboard(taken.Addr().String()), simListen: "", region: "us-east-1"}, slog.New(slog.DiscardHandler))
 	if err == nil {
 		t.Fatal("runDemo on a taken port: no error")
 	}
@@ -138,4 +152,16 @@ func newTestClient(t *testing.T, endpoint string) *sqs.Client {
 		t.Fatal(err)
 	}
 	return client
+}
+
+// testDashboard is the dashboard part of a demo in tests: the defaults of `demo`'s flags.
+func testDashboard(listen string) app.Config {
+	var d dashboardFlags
+	d.register(newEnvFlags("demo", "demo", "", io.Discard), demoDefaults)
+	cfg, err := d.config("test")
+	if err != nil {
+		panic(err)
+	}
+	cfg.Listen = listen
+	return cfg
 }

@@ -149,7 +149,8 @@ type Collector struct {
 	peekReceives map[int64]int
 }
 
-// region is a Region with the state the collector keeps about it.
+// region is one watched Region; queues point to it, and per-region state (skipped operations)
+// is keyed by its name.
 type region struct {
 	Region
 }

@@ -70,18 +70,21 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
 	upsert, err := tx.PrepareContext(ctx, `
 		INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
-			dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name, tool_call_id,
-			session_id, last_seen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
+			tool_call_id, session_id, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
 		RETURNING id`)
 	if err != nil {
 		return err
 	}
 	defer upsert.Close()
+	// A standard queue can deliver one message twice in a pass: keep one sighting, the higher count.
 	sighting, err := tx.PrepareContext(ctx, `
-		INSERT INTO sample_messages (sample_id, message_ref, receive_count, first_received_at, near_max_receive)
-		VALUES (?, ?, ?, ?, ?)`)
+		INSERT INTO sample_messages (sample_id, message_ref, receive_count, near_max_receive) VALUES (?, ?, ?, ?)
+		ON CONFLICT (sample_id, message_ref) DO UPDATE SET
+			receive_count = max(receive_count, excluded.receive_count),
+			near_max_receive = max(near_max_receive, excluded.near_max_receive)`)
 	if err != nil {
 		return err
 	}
@@ -90,12 +93,12 @@ func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample
 	for i, m := range messages {
 		var ref int64
 		err := upsert.QueryRowContext(ctx, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
-			m.SequenceNumber, ms(m.SentAt), m.DeadLetterSourceARN, attrs[i], m.Body, m.BodySize,
+			m.SequenceNumber, ms(m.SentAt), ms(m.FirstReceivedAt), m.DeadLetterSourceARN, attrs[i], m.Body, m.BodySize,
 			m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at).Scan(&ref)
 		if err != nil {
 			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
-		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, ms(m.FirstReceivedAt), m.NearMaxReceive); err != nil {
+		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, m.NearMaxReceive); err != nil {
 			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
 	}
@@ -127,7 +130,8 @@ func (s *Store) LatestSample(ctx context.Context, queueID int64) (Sample, error)
 	return sm, nil
 }
 
-// MessageFilter selects messages of one sample. AfterID is the cursor: rows with a larger id.
+// MessageFilter selects messages of one sample. AfterID is the cursor: messages with a larger
+// SampledMessage.ID.
 type MessageFilter struct {
 	ToolName    string
 	NearMaxOnly bool
@@ -136,8 +140,8 @@ type MessageFilter struct {
 }
 
 const sampledMessageSelect = `
-	SELECT sm.id, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
-		m.sequence_number, sm.receive_count, m.sent_at, sm.first_received_at, m.dead_letter_source_arn,
+	SELECT sm.message_ref, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
+		m.sequence_number, sm.receive_count, m.sent_at, m.first_received_at, m.dead_letter_source_arn,
 		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
 		sm.near_max_receive
 	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
@@ -164,9 +168,9 @@ func scanSampledMessage(r rowScanner) (SampledMessage, error) {
 	return m, nil
 }
 
-// SampleMessages returns messages of a sample ordered by row id.
+// SampleMessages returns messages of a sample ordered by SampledMessage.ID.
 func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFilter) ([]SampledMessage, error) {
-	query := sampledMessageSelect + " WHERE sm.sample_id = ? AND sm.id > ?"
+	query := sampledMessageSelect + " WHERE sm.sample_id = ? AND sm.message_ref > ?"
 	args := []any{sampleID, f.AfterID}
 	if f.ToolName != "" {
 		query += " AND m.tool_name = ?"
@@ -175,7 +179,7 @@ func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFil
 	if f.NearMaxOnly {
 		query += " AND sm.near_max_receive = 1"
 	}
-	query += " ORDER BY sm.id"
+	query += " ORDER BY sm.message_ref"
 	if f.Limit > 0 {
 		query += " LIMIT ?"
 		args = append(args, f.Limit)
@@ -201,9 +205,12 @@ func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFil
 
 // SampledMessageByID returns a message of a queue's newest sample that holds that message id.
 func (s *Store) SampledMessageByID(ctx context.Context, queueID int64, messageID string) (SampledMessage, error) {
+	// Walk the queue's samples newest first: the newest usually holds the message, and this needs
+	// no index on sample_messages.message_ref.
 	m, err := scanSampledMessage(s.db.QueryRowContext(ctx, sampledMessageSelect+`
-		WHERE m.queue_id = ? AND m.message_id = ? ORDER BY sm.sample_id DESC, sm.id DESC LIMIT 1`,
-		queueID, messageID))
+		JOIN samples s ON s.id = sm.sample_id
+		WHERE m.queue_id = ?1 AND m.message_id = ?2 AND s.queue_id = ?1
+		ORDER BY s.at DESC, s.id DESC LIMIT 1`, queueID, messageID))
 	if err != nil {
 		return SampledMessage{}, fmt.Errorf("store: message %q of queue %d: %w", messageID, queueID, notFound(err))
 	}

@@ -82,9 +82,12 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 		{"samples", `DELETE FROM samples WHERE at < ? AND id NOT IN (
 			SELECT newest FROM (SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1) AS newest
 				FROM queues q) WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.SamplesFor))}},
-		// A message seen last before the cutoff can only be held by a kept newest sample.
+		// A message seen last before the cutoff can only be held by its queue's newest sample,
+		// the one kept above, so one key lookup there tells whether it is still referred to.
 		{"messages", `DELETE FROM messages WHERE last_seen < ?
-			AND NOT EXISTS (SELECT 1 FROM sample_messages sm WHERE sm.message_ref = messages.id)`, []any{ms(now.Add(-r.SamplesFor))}},
+			AND NOT EXISTS (SELECT 1 FROM sample_messages sm WHERE sm.message_ref = messages.id
+				AND sm.sample_id = (SELECT id FROM samples s WHERE s.queue_id = messages.queue_id ORDER BY at DESC, id DESC LIMIT 1))`,
+			[]any{ms(now.Add(-r.SamplesFor))}},
 		// The newest finished run of each kind stays, so that freshness can say how old it is.
 		{"runs", `DELETE FROM collector_runs WHERE started_at < ? AND id NOT IN (
 			SELECT newest FROM (SELECT (SELECT id FROM collector_runs r WHERE r.kind = k.kind AND r.finished_at > 0

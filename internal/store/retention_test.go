@@ -164,7 +164,7 @@ func TestPruneSamplesRunsAndErrors(t *testing.T) {
 	if err != nil || !latest.At.Equal(t0.Add(-24*time.Hour)) {
 		t.Errorf("old-dlq newest = %+v, %v", latest, err)
 	}
-	if msgs, _ := s.SampleMessages(ctx, latest.ID, MessageFilter{}); len(msgs) != 3 || msgs[0].MessageID != "only-in-2" {
+	if msgs, _ := s.SampleMessages(ctx, latest.ID, MessageFilter{}); len(msgs) != 3 || msgs[2].MessageID != "only-in-2" {
 		t.Errorf("newest sample's messages = %+v", msgs)
 	}
 	// Messages only older samples saw are gone; shared ones stay.

@@ -4,16 +4,24 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
 
 func TestOpenAppliesMigrationsAndReopens(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "toolq.db")
+	// A path with characters that mean something in a URI must still name that file.
+	path := filepath.Join(t.TempDir(), "my dir?#%", "toolq.db")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at %q: %v", path, err)
 	}
 	if _, err := s.UpsertQueue(ctx, Queue{Name: "a", ARN: "arn:a", LastSeen: t0}); err != nil {
 		t.Fatalf("UpsertQueue: %v", err)

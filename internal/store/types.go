@@ -114,7 +114,7 @@ type MessageAttribute struct {
 
 // SampledMessage is one message seen by a Sample. ReceiveCount excludes the dashboard's own receive.
 type SampledMessage struct {
-	ID                  int64 // row id, for cursor pagination
+	ID                  int64 // the message's row id (one per queue and message id), for cursor pagination within a sample
 	SampleID            int64
 	QueueID             int64
 	MessageID           string

@@ -193,3 +193,22 @@ func ensureQueue(ctx context.Context, client *sqs.Client, spec queueSpec, attrs 
 }
 
 func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+// SourceQueueNames returns the names of the demo's source queues (those no queue uses as its
+// dead-letter queue), which the demo opts in to message sampling.
+func SourceQueueNames() []string {
+	specs := demoQueues(0)
+	dlqs := make(map[string]bool)
+	for _, q := range specs {
+		if q.deadLetter != "" {
+			dlqs[q.deadLetter] = true
+		}
+	}
+	var names []string
+	for _, q := range specs {
+		if !dlqs[q.name] {
+			names = append(names, q.name)
+		}
+	}
+	return names
+}

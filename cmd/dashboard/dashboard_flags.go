@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolq/toolq/internal/app"
+	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/views"
+)
+
+// dashboardFlags are the flags `serve` and `demo` share: the dashboard's own listener and
+// database, the collector's cadences and sampling, health thresholds, auth and embedding.
+type dashboardFlags struct {
+	listen string
+	db     string
+
+	discovery, attributes, metrics time.Duration
+	peekDLQ, peekSource            time.Duration
+	backfill                       time.Duration
+	concurrency                    int64
+	peek                           string
+	peekSources                    []string
+	peekMax                        int64
+	bodyCap                        int64
+	toolName, toolCallID, session  string
+
+	oldestWarning, oldestCritical time.Duration
+	dlqCritical                   int64
+
+	authMode            string
+	allowInsecureNoAuth bool
+	trustedProxies      []string
+	operatorGroups      []string
+	proxyDefaultRole    string
+	sessionKey          string
+	secureCookies       bool
+	readOnly            bool
+	frameAncestors      []string
+}
+
+// dashboardDefaults are the defaults that differ between serve and demo.
+type dashboardDefaults struct {
+	db, dbUsage         string
+	attributes, metrics time.Duration
+}
+
+var (
+	serveDefaults = dashboardDefaults{
+		db: "toolq.db", dbUsage: "SQLite `file` of the store (created and migrated at start)",
+		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
+	}
+	// The demo reads its simulator more often than AWS would be read: it costs nothing and
+	// makes the pages lively from the first minute.
+	demoDefaults = dashboardDefaults{
+		db: "", dbUsage: "SQLite `file` of the store; default a temporary file removed at exit",
+		attributes: 5 * time.Second, metrics: time.Minute,
+	}
+)
+
+// register declares the flags with the defaults of serve or demo.
+func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
+	f.String(&d.listen, "listen", "127.0.0.1:8080", "`address` of the dashboard (auth is required beyond loopback)")
+	f.String(&d.db, "db", def.db, def.dbUsage)
+
+	f.Duration(&d.discovery, "discovery-interval", collector.DefaultDiscoveryInterval, "how often queues are listed (ListQueues)")
+	f.Duration(&d.attributes, "attributes-interval", def.attributes, "how often every queue's attributes are read (GetQueueAttributes)")
+	f.Duration(&d.metrics, "metrics-interval", def.metrics, "how often CloudWatch is read (GetMetricData, billed per metric)")
+	f.Duration(&d.peekDLQ, "peek-dlq-interval", collector.DefaultPeekDeadLetterInterval, "spacing of the message samples of each dead-letter queue")
+	f.Duration(&d.peekSource, "peek-source-interval", collector.DefaultPeekSourceInterval, "spacing of the message samples of each opted-in source queue")
+	f.Duration(&d.backfill, "backfill", collector.DefaultBackfill, "CloudWatch history read once when a queue is first seen (negative: none)")
+	f.Int64(&d.concurrency, "concurrency", collector.DefaultConcurrency, "AWS calls in flight at most")
+	f.String(&d.peek, "peek", "dlq", "message sampling: 'dlq' (dead-letter queues, plus --peek-source queues) or 'none'")
+	f.List(&d.peekSources, "peek-source", nil, "source queue `name` or prefix* whose messages may be sampled (repeatable); each sample raises receive counts")
+	f.Int64(&d.peekMax, "peek-max-messages", collector.DefaultPeekMaxMessages, "messages taken at most by one sample of one queue")
+	f.Int64(&d.bodyCap, "peek-body-cap", collector.DefaultPeekBodyCap, "bytes of a message body stored at most")
+	f.String(&d.toolName, "tool-name-field", "toolName", "JSON `path` (dotted) of the tool name in message bodies")
+	f.String(&d.toolCallID, "tool-call-id-field", "toolCallId", "JSON `path` of the tool-call id")
+	f.String(&d.session, "session-id-field", "sessionId", "JSON `path` of the session id")
+
+	f.Duration(&d.oldestWarning, "oldest-age-warning", views.DefaultThresholds().OldestAgeWarning, "oldest message age that makes a queue 'warning'")
+	f.Duration(&d.oldestCritical, "oldest-age-critical", views.DefaultThresholds().OldestAgeCritical, "oldest message age that makes a queue 'critical'")
+	f.Int64(&d.dlqCritical, "dlq-depth-critical", views.DefaultThresholds().DLQDepthCritical, "dead-letter queue depth that is 'critical' (any message is 'warning')")
+
+	f.String(&d.authMode, "auth", "none", "authentication: none (loopback only), token (API tokens, browser login) or proxy (trusted X-Forwarded-User headers)")
+	f.Bool(&d.allowInsecureNoAuth, "allow-insecure-no-auth", false, "allow --auth none on a non-loopback address (anyone who can reach it can redrive)")
+	f.List(&d.trustedProxies, "trusted-proxy", nil, "`CIDR` of the authenticating proxy whose headers are trusted (repeatable)")
+	f.List(&d.operatorGroups, "proxy-operator-groups", nil, "proxy `groups` whose members are operators (repeatable)")
+	f.String(&d.proxyDefaultRole, "proxy-default-role", auth.RoleViewer, "role of a proxy user in no operator group: viewer, operator, or '' to refuse")
+	f.String(&d.sessionKey, "session-key", "", "hex `key` (32+ bytes) signing sessions, embed links and CSRF tokens; default random at start")
+	f.Bool(&d.secureCookies, "secure-cookies", false, "mark cookies Secure (TLS terminated in front of the dashboard)")
+	f.Bool(&d.readOnly, "read-only", false, "turn every action (redrive start and cancel) off")
+	f.List(&d.frameAncestors, "frame-ancestors", []string{"'self'"}, "CSP frame-ancestors `sources` that may embed the pages in iframes (repeatable)")
+}
+
+// config turns the flags into the dashboard's configuration; regions are the caller's.
+func (d *dashboardFlags) config(version string) (app.Config, error) {
+	mode, err := auth.ParseMode(d.authMode)
+	if err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--auth: %w", err)}
+	}
+	proxies, err := auth.ParseProxies(d.trustedProxies)
+	if err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--trusted-proxy: %w", err)}
+	}
+	var key []byte
+	if d.sessionKey != "" {
+		if key, err = hex.DecodeString(d.sessionKey); err != nil {
+			return app.Config{}, &usageError{err: fmt.Errorf("--session-key: not hex: %w", err)}
+		}
+	}
+	var peekOff bool
+	switch d.peek {
+	case "dlq", "":
+	case "none":
+		peekOff = true
+	default:
+		return app.Config{}, &usageError{err: fmt.Errorf("--peek %q: want dlq or none", d.peek)}
+	}
+	return app.Config{
+		DBPath:  d.db,
+		Listen:  d.listen,
+		Version: version,
+		Collector: collector.Options{
+			DiscoveryInterval:      d.discovery,
+			AttributesInterval:     d.attributes,
+			MetricsInterval:        d.metrics,
+			PeekDeadLetterInterval: d.peekDLQ,
+			PeekSourceInterval:     d.peekSource,
+			Backfill:               d.backfill,
+			Concurrency:            int(d.concurrency),
+			Peek: collector.PeekOptions{
+				Disabled:    peekOff,
+				Sources:     d.peekSources,
+				MaxMessages: int(d.peekMax),
+				BodyCap:     int(d.bodyCap),
+			},
+			ToolFields: collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
+		},
+		Thresholds: views.Thresholds{
+			OldestAgeWarning:  d.oldestWarning,
+			OldestAgeCritical: d.oldestCritical,
+			DLQDepthCritical:  d.dlqCritical,
+			// Data is stale once a few attribute cycles were missed.
+			StaleAfter: 3 * max(d.attributes, time.Second),
+		},
+		Auth: auth.Config{
+			Mode:                mode,
+			TrustedProxies:      proxies,
+			ProxyOperatorGroups: d.operatorGroups,
+			ProxyDefaultRole:    d.proxyDefaultRole,
+			SessionKey:          key,
+			SecureCookies:       d.secureCookies,
+		},
+		AllowInsecureNoAuth: d.allowInsecureNoAuth,
+		ReadOnly:            d.readOnly,
+		FrameAncestors:      splitSpaces(d.frameAncestors),
+	}, nil
+}
+
+// splitSpaces splits values that may carry several space-separated entries, as a CSP source
+// list is usually written ("'self' https://portal.example.com").
+func splitSpaces(values []string) []string {
+	var out []string
+	for _, v := range values {
+		out = append(out, strings.Fields(v)...)
+	}
+	return out
+}
