@@ -44,20 +44,21 @@ type dashboardFlags struct {
 
 // dashboardDefaults are the defaults that differ between serve and demo.
 type dashboardDefaults struct {
-	db, dbUsage         string
-	attributes, metrics time.Duration
+	db, dbUsage                    string
+	discovery, attributes, metrics time.Duration
 }
 
 var (
 	serveDefaults = dashboardDefaults{
 		db: "toolq.db", dbUsage: "SQLite `file` of the store (created and migrated at start)",
+		discovery:  collector.DefaultDiscoveryInterval,
 		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
 	demoDefaults = dashboardDefaults{
 		db: "", dbUsage: "SQLite `file` of the store; default a temporary file removed at exit",
-		attributes: 5 * time.Second, metrics: time.Minute,
+		discovery: 30 * time.Second, attributes: 5 * time.Second, metrics: time.Minute,
 	}
 )
 
@@ -66,7 +67,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.listen, "listen", "127.0.0.1:8080", "`address` of the dashboard (auth is required beyond loopback)")
 	f.String(&d.db, "db", def.db, def.dbUsage)
 
-	f.Duration(&d.discovery, "discovery-interval", collector.DefaultDiscoveryInterval, "how often queues are listed (ListQueues)")
+	f.Duration(&d.discovery, "discovery-interval", def.discovery, "how often queues are listed (ListQueues)")
 	f.Duration(&d.attributes, "attributes-interval", def.attributes, "how often every queue's attributes are read (GetQueueAttributes)")
 	f.Duration(&d.metrics, "metrics-interval", def.metrics, "how often CloudWatch is read (GetMetricData, billed per metric)")
 	f.Duration(&d.peekDLQ, "peek-dlq-interval", collector.DefaultPeekDeadLetterInterval, "spacing of the message samples of each dead-letter queue")

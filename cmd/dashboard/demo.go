@@ -135,6 +135,11 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	if err != nil {
 		return fmt.Errorf("demo: simulator clients: %w", err)
 	}
+	// The demo's queues exist before the collector's first discovery, so the first page
+	// already lists them all.
+	if _, err := traffic.Setup(ctx, sqsClient); err != nil {
+		return fmt.Errorf("demo: create the demo queues: %w", err)
+	}
 	dcfg.Regions = []app.Region{{Name: cfg.region, SQS: sqsClient, CloudWatch: cwClient}}
 	dcfg.Logger = log
 	dash, err := app.New(ctx, dcfg)

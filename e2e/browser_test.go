@@ -1,0 +1,210 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// startBrowser starts headless Chromium with a fresh profile in profileDir. The flags that turn
+// background networking off matter here: on a closed network Chromium's own connections are
+// refused, and on any network they are noise in a test.
+func startBrowser(profileDir string) (context.Context, context.CancelFunc, *syncBuffer, error) {
+	output := &syncBuffer{}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath()),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(profileDir),
+		chromedp.WindowSize(1280, 900),
+		chromedp.CombinedOutput(output),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// The first Do binds the browser's life to this context, so it has no timeout: the
+	// browser lives until TestMain stops it.
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	stop := func() {
+		cancelBrowser()
+		cancelAlloc()
+	}
+	if err := chromedp.Do(browserCtx); err != nil {
+		stop()
+		return nil, nil, output, fmt.Errorf("%w\nchromium output:\n%s", err, output.String())
+	}
+	return browserCtx, stop, output, nil
+}
+
+// syncBuffer collects Chromium's output for failure messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tab is one browser tab in a browser context of its own (cookies, CSRF tokens and storage are
+// the test's alone). It answers every JavaScript dialog and remembers it: a dialog in these
+// pages can only come from injected script, so each test fails on one.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu         sync.Mutex
+	dialogs    []string // messages of the dialogs that opened
+	exceptions []string // uncaught exceptions and console errors, logged on failure
+}
+
+// newTab opens a tab; the test's cleanup closes it and fails the test if a dialog opened.
+func newTab(t *testing.T) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(suite.browser, chromedp.WithNewBrowserContext())
+	p := &tab{t: t, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.dialogs) > 0 {
+			t.Errorf("JavaScript dialogs opened: %q", p.dialogs)
+		}
+		if t.Failed() && len(p.exceptions) > 0 {
+			t.Logf("browser console errors:\n%s", strings.Join(p.exceptions, "\n"))
+		}
+	})
+	if err := chromedp.Do(ctx); err != nil { // opens the tab
+		t.Fatalf("open a tab: %v", err)
+	}
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.dialogs = append(p.dialogs, string(ev.Type)+": "+ev.Message)
+			p.mu.Unlock()
+			// An open dialog blocks the page, and every later action with it.
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	console := chromedp.Console(ctx)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				p.mu.Lock()
+				p.exceptions = append(p.exceptions, fmt.Sprintf("%s:%d %s", m.URL, m.Line+1, m))
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+// dialogCount is how many JavaScript dialogs have opened in the tab.
+func (p *tab) dialogCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.dialogs)
+}
+
+// open navigates to url and fails the test unless the page answers 200.
+func (p *tab) open(url string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(url))
+	if err != nil {
+		p.t.Fatalf("open %s: %v", url, err)
+	}
+	if resp.Status != 200 {
+		p.t.Fatalf("open %s: status %d", url, resp.Status)
+	}
+}
+
+// do runs steps with a bounded wait, failing the test on error.
+func (p *tab) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// click clicks the first element that matches a CSS selector once it is visible.
+func (p *tab) click(selector string) {
+	p.t.Helper()
+	p.do("click "+selector, 15*time.Second, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+}
+
+// eval evaluates a JavaScript expression in the page and decodes its value into T.
+func eval[T any](p *tab, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+}
+
+// mustEval is eval that fails the test on error.
+func mustEval[T any](p *tab, expr string) T {
+	p.t.Helper()
+	v, err := eval[T](p, expr)
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS waits until a JavaScript expression returns a JSON value for which done is true, and
+// returns that value. detail shows in the failure message.
+func waitJS[T any](p *tab, timeout time.Duration, what, expr string, done func(T) bool) T {
+	p.t.Helper()
+	var v T
+	eventually(p.t, timeout, what, func() (bool, string, error) {
+		var err error
+		v, err = eval[T](p, expr)
+		if err != nil {
+			return false, "", err
+		}
+		b, _ := json.Marshal(v)
+		return done(v), string(b), nil
+	})
+	return v
+}
+
+// waitSelector waits until a CSS selector matches an element in the page.
+func (p *tab) waitSelector(timeout time.Duration, selector string) {
+	p.t.Helper()
+	waitJS(p, timeout, "element "+selector, fmt.Sprintf("document.querySelector(%s) !== null", jsString(selector)),
+		func(found bool) bool { return found })
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

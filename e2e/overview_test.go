@@ -1,0 +1,143 @@
+package e2e_test
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// demoQueues are the queues internal/traffic creates.
+var demoQueues = []string{
+	"tool-calls.fifo", "tool-calls-dlq.fifo",
+	"web-search", "web-search-dlq",
+	"notifications",
+	"exports", "exports-dlq",
+}
+
+// overviewRowsJS reads the overview's rows as the user sees them: each row's id, queue name and
+// the text of every column, keyed by the column's header.
+const overviewRowsJS = `(() => {
+	const heads = [...document.querySelectorAll('table.queues thead th')].map(th => th.textContent.trim());
+	return [...document.querySelectorAll('tr[id^="queue-row-"]')].map(tr => {
+		const row = {id: tr.id, name: (tr.querySelector('th a')?.textContent ?? '').trim()};
+		[...tr.children].forEach((cell, i) => { if (i > 0 && heads[i]) row[heads[i]] = cell.textContent.trim(); });
+		return row;
+	});
+})()`
+
+type overviewRow map[string]string
+
+// overviewRows waits until the overview in p shows a row for each of the queues, and returns
+// the rows by queue name.
+func overviewRows(p *tab, timeout time.Duration, queues ...string) map[string]overviewRow {
+	p.t.Helper()
+	rows := waitJS(p, timeout, "overview rows of "+strings.Join(queues, ", "), overviewRowsJS, func(rows []overviewRow) bool {
+		names := map[string]bool{}
+		for _, r := range rows {
+			names[r["name"]] = true
+		}
+		for _, q := range queues {
+			if !names[q] {
+				return false
+			}
+		}
+		return true
+	})
+	byName := map[string]overviewRow{}
+	for _, r := range rows {
+		byName[r["name"]] = r
+	}
+	return byName
+}
+
+// count reads a number the way the templates print it ("1 234" with a narrow no-break space);
+// -1 for "–" (unknown) or anything else that is not a number.
+func count(s string) int {
+	digits := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		if r == ' ' || r == '\u202f' || r == '\u00a0' || r == ',' {
+			return -1
+		}
+		return 'x'
+	}, s)
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// TestOverviewListsEveryQueue: the overview has one row, with a stable id, for each demo queue.
+func TestOverviewListsEveryQueue(t *testing.T) {
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(d.page("/"))
+
+	rows := overviewRows(p, 60*time.Second, demoQueues...)
+	for _, q := range demoQueues {
+		r := rows[q]
+		if !strings.HasPrefix(r["id"], "queue-row-") || count(strings.TrimPrefix(r["id"], "queue-row-")) < 0 {
+			t.Errorf("row of %s has id %q, want queue-row-<id>", q, r["id"])
+		}
+	}
+	if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(rows)), func(n string) bool { return slices.Contains(demoQueues, n) }); len(extra) > 0 {
+		t.Errorf("rows of queues the demo does not have: %q", extra)
+	}
+	for _, q := range []string{"tool-calls.fifo", "tool-calls-dlq.fifo"} {
+		if got := rows[q]["Type"]; got != "FIFO" {
+			t.Errorf("%s: type %q, want FIFO", q, got)
+		}
+	}
+	if got := rows["notifications"]["DLQ depth"]; got != "no DLQ" {
+		t.Errorf("notifications: DLQ column %q, want %q", got, "no DLQ")
+	}
+	if got := mustEval[string](p, `document.getElementById('freshness')?.textContent.trim() ?? ''`); got == "" {
+		t.Error("the overview does not say how fresh its data is (#freshness empty or missing)")
+	}
+}
+
+// TestOverviewUpdatesLive: with the overview open, messages sent to a queue show in its row
+// within seconds, pushed over the websocket: the page is never reloaded.
+//
+// The messages are delayed (DelaySeconds 900), so that the demo's workers cannot receive them
+// before the dashboard counts them: the row's Delayed column must grow by exactly what the
+// test sent, where the Visible column moves with the traffic anyway.
+func TestOverviewUpdatesLive(t *testing.T) {
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(d.page("/"))
+	before := count(overviewRows(p, 60*time.Second, "notifications")["notifications"]["Delayed"])
+	if before < 0 {
+		t.Fatalf("notifications: Delayed column is not a number")
+	}
+	// A reload would drop this; Evaluate runs through the DevTools protocol, which the page's
+	// CSP does not govern.
+	mustEval[int](p, `window.__toolqMarker = 42`)
+
+	const n = 25
+	msgs := toolCalls("live", "send_email", n, false)
+	for i := range msgs {
+		msgs[i].DelaySeconds = 900
+	}
+	d.send(t, "notifications", msgs...)
+
+	waitJS(p, 15*time.Second, "notifications' Delayed column to grow by "+strconv.Itoa(n), overviewRowsJS, func(rows []overviewRow) bool {
+		for _, r := range rows {
+			if r["name"] == "notifications" {
+				return count(r["Delayed"]) >= before+n
+			}
+		}
+		return false
+	})
+	if marker := mustEval[int](p, `window.__toolqMarker ?? 0`); marker != 42 {
+		t.Fatalf("the page was reloaded (marker %d): the update must come without a reload", marker)
+	}
+	if nav := mustEval[int](p, `performance.getEntriesByType('navigation').length`); nav != 1 {
+		t.Errorf("navigations in the tab: %d, want 1", nav)
+	}
+}
