@@ -34,7 +34,7 @@ func (c *Collector) startCycle(ctx context.Context, kind string) *cycle {
 	cy := &cycle{kind: kind, started: c.now()}
 	id, err := c.store.StartRun(ctx, kind, cy.started)
 	if err != nil {
-		c.log.Warn("collector: start run", "kind", kind, "err", err)
+		c.warn(ctx, "collector: start run", "kind", kind, "err", err)
 	}
 	cy.runID = id
 	return cy
@@ -61,7 +61,7 @@ func (c *Collector) finish(ctx context.Context, cy *cycle) {
 		Errors:     int(cy.errors.Load()),
 	})
 	if err != nil {
-		c.log.Warn("collector: finish run", "kind", cy.kind, "err", err)
+		c.warn(ctx, "collector: finish run", "kind", cy.kind, "err", err)
 	}
 }
 
@@ -131,7 +131,7 @@ func (c *Collector) recordError(ctx context.Context, cy *cycle, op string, q *wa
 	}
 	c.log.Warn("collector: call failed", "op", op, "queue", queue, "code", code, "err", msg)
 	if err := c.store.RecordError(ctx, e); err != nil {
-		c.log.Warn("collector: record error", "err", err)
+		c.warn(ctx, "collector: record error", "err", err)
 	}
 }
 
@@ -307,4 +307,13 @@ func (c *Collector) skipAfter(k skipKey, err error) bool {
 	c.skipped[k] = until
 	c.mu.Unlock()
 	return true
+}
+
+// warn logs a failure to keep what was collected, except once ctx has ended: a shutdown
+// cancels the store writes in flight, which is expected and not worth a warning.
+func (c *Collector) warn(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.log.Warn(msg, args...)
 }

@@ -120,6 +120,6 @@ func (c *Collector) updateCost(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	if err := c.store.SetCostEstimate(ctx, EstimateCost(cfg, cqs, c.now())); err != nil {
-		c.log.Warn("collector: set cost estimate", "err", err)
+		c.warn(ctx, "collector: set cost estimate", "err", err)
 	}
 }

@@ -66,7 +66,7 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 	}
 	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
 	if err != nil {
-		c.log.Warn("collector: list stored queues", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
 		return changed
 	}
 	listedSet := make(map[string]bool, len(listed))
@@ -172,7 +172,7 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 			Region: r.Name, Name: q.name, URL: q.url, ARN: q.arn, FIFO: q.isFIFO(c), LastSeen: c.now(),
 		})
 		if err != nil {
-			c.log.Warn("collector: upsert queue", "queue", q.name, "err", err)
+			c.warn(ctx, "collector: upsert queue", "queue", q.name, "err", err)
 		}
 		return false, nil
 	}
@@ -229,13 +229,13 @@ func (c *Collector) resume(ctx context.Context, q *watchedQueue) {
 		q.backfilled = !stored.BackfilledAt.IsZero()
 		q.peekEnabled = stored.PeekEnabled
 	} else {
-		c.log.Warn("collector: load queue", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: load queue", "queue", q.name, "err", err)
 	}
 	if s, err := c.store.LatestSample(ctx, q.id); err == nil {
 		q.peekedAt = s.At
 		q.peekedVisible = s.ApproxVisible
 	} else if !errors.Is(err, store.ErrNotFound) {
-		c.log.Warn("collector: load latest sample", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: load latest sample", "queue", q.name, "err", err)
 	}
 }
 
@@ -320,7 +320,7 @@ func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 		q.listedSources = len(sources)
 		c.mu.Unlock()
 		if err := c.store.SetListedSources(ctx, q.id, sources); err != nil {
-			c.log.Warn("collector: set listed sources", "queue", q.name, "err", err)
+			c.warn(ctx, "collector: set listed sources", "queue", q.name, "err", err)
 		}
 	})
 }

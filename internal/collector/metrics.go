@@ -158,7 +158,7 @@ func (c *Collector) markBackfilled(ctx context.Context, batch []metricQuery, at 
 		}
 		done = mq.queue
 		if err := c.store.SetBackfilled(ctx, mq.queue.id, at); err != nil {
-			c.log.Warn("collector: set backfilled", "queue", mq.queue.name, "err", err)
+			c.warn(ctx, "collector: set backfilled", "queue", mq.queue.name, "err", err)
 			continue
 		}
 		c.mu.Lock()

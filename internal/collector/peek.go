@@ -40,7 +40,7 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 		if err != nil {
 			// Without knowing which queues are being moved, peeking could hold messages back
 			// from a move: skip this check rather than guess.
-			c.log.Warn("collector: running move tasks", "err", err)
+			c.warn(ctx, "collector: running move tasks", "err", err)
 			return err
 		}
 		for _, t := range running {
@@ -150,7 +150,7 @@ func (c *Collector) setPeekEnabled(ctx context.Context, q *watchedQueue, enabled
 		return
 	}
 	if err := c.store.SetPeekEnabled(ctx, q.id, enabled); err != nil {
-		c.log.Warn("collector: set peek enabled", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: set peek enabled", "queue", q.name, "err", err)
 	}
 }
 

@@ -93,7 +93,7 @@ func (c *Collector) markGone(ctx context.Context, q *watchedQueue) {
 // storeGone records in the store that q disappeared.
 func (c *Collector) storeGone(ctx context.Context, q *watchedQueue) {
 	if err := c.store.MarkQueueGone(ctx, q.id, c.now()); err != nil {
-		c.log.Warn("collector: mark queue gone", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: mark queue gone", "queue", q.name, "err", err)
 	}
 	c.log.Info("collector: queue gone", "queue", q.name, "region", q.region.Name)
 	c.pub.Publish(events.Event{Kind: events.QueuesChanged, QueueID: q.id, At: c.now()})

@@ -139,8 +139,8 @@ func (s *Store) NewestMetricTimes(ctx context.Context) (map[int64]time.Time, err
 // MetricSeries returns one metric of one queue in [since, until), oldest first, any period.
 func (s *Store) MetricSeries(ctx context.Context, queueID int64, metric string, since, until time.Time) ([]MetricPoint, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT p.at, p.period, p.value FROM metric_points p JOIN metric_names m ON m.id = p.metric_id
-		WHERE p.queue_id = ? AND m.name = ? AND p.at >= ? AND p.at < ?
+		SELECT p.at, p.period, p.value FROM metric_names m CROSS JOIN metric_points p
+		WHERE p.queue_id = ? AND m.name = ? AND p.metric_id = m.id AND p.at >= ? AND p.at < ?
 		ORDER BY p.at, p.period`, queueID, metric, ms(since), ms(until))
 	if err != nil {
 		return nil, fmt.Errorf("store: metric series %s of queue %d: %w", metric, queueID, err)
@@ -167,7 +167,8 @@ func (s *Store) LatestMetricValues(ctx context.Context, queueID int64) (map[stri
 	// When a roll-up and a raw point share a time, the finer one (smaller period) wins.
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT m.name, p.at, p.period, p.value
-		FROM metric_names m JOIN metric_points p ON p.queue_id = ?1 AND p.metric_id = m.id
+		FROM metric_names m CROSS JOIN metric_points p
+		WHERE p.queue_id = ?1 AND p.metric_id = m.id
 			AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = ?1 AND metric_id = m.id)
 		ORDER BY m.name, p.period`, queueID)
 	if err != nil {
@@ -192,16 +193,19 @@ func (s *Store) LatestMetricValues(ctx context.Context, queueID int64) (map[stri
 	return out, nil
 }
 
+// latestMetricPointsQuery seeks each queue's newest point of one metric; CROSS JOIN keeps the
+// queues in the outer loop (see LatestAttributeSamples).
+const latestMetricPointsQuery = `
+	SELECT p.queue_id, p.at, p.period, p.value
+	FROM metric_names m CROSS JOIN queues q CROSS JOIN metric_points p
+	WHERE m.name = ? AND p.queue_id = q.id AND p.metric_id = m.id
+		AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = q.id AND metric_id = m.id)
+	ORDER BY q.id, p.period`
+
 // LatestMetricPoints returns the newest datapoint of one metric for every queue that has one, by
 // queue id.
 func (s *Store) LatestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT p.queue_id, p.at, p.period, p.value
-		FROM metric_names m CROSS JOIN queues q
-		JOIN metric_points p ON p.queue_id = q.id AND p.metric_id = m.id
-			AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = q.id AND metric_id = m.id)
-		WHERE m.name = ?
-		ORDER BY p.queue_id, p.period`, metric)
+	rows, err := s.db.QueryContext(ctx, latestMetricPointsQuery, metric)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)
 	}

@@ -6,15 +6,18 @@ import (
 	"time"
 )
 
+const latestAttributeSamplesQuery = `
+	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
+	FROM queues q CROSS JOIN attribute_samples a
+	WHERE a.queue_id = q.id AND a.at = (SELECT max(at) FROM attribute_samples WHERE queue_id = q.id)
+	ORDER BY q.id, a.resolution`
+
 // LatestAttributeSamples returns each queue's newest depth sample, by queue id.
 func (s *Store) LatestAttributeSamples(ctx context.Context) (map[int64]AttributeSample, error) {
-	// The correlated max(at) is a seek on the (queue_id, at, resolution) key, once per queue.
-	// A raw sample and a roll-up can share a time; the raw one (resolution 0) sorts first and wins.
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
-		FROM queues q JOIN attribute_samples a ON a.queue_id = q.id
-			AND a.at = (SELECT max(at) FROM attribute_samples WHERE queue_id = q.id)
-		ORDER BY a.queue_id, a.resolution`)
+	// CROSS JOIN makes SQLite loop over queues outside, so that the correlated max(at) and the
+	// row are seeks on the (queue_id, at, resolution) key, once per queue, instead of a scan of
+	// every sample. A raw sample and a roll-up can share a time; the raw one sorts first and wins.
+	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesQuery)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest attribute samples: %w", err)
 	}
@@ -70,13 +73,17 @@ func scanAttributeSample(r rowScanner) (AttributeSample, error) {
 	return a, nil
 }
 
+const attributeSeriesSinceQuery = `
+	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
+	FROM queues q CROSS JOIN attribute_samples a
+	WHERE a.queue_id = q.id AND a.at >= ?
+	ORDER BY q.id, a.at, a.resolution`
+
 // AttributeSeriesSince returns every queue's depth samples since a time, oldest first, by queue
-// id: the overview's sparklines in one query (a seek per queue on the primary key).
+// id: the overview's sparklines in one query (a range per queue on the primary key; CROSS JOIN
+// keeps SQLite from scanning every sample instead).
 func (s *Store) AttributeSeriesSince(ctx context.Context, since time.Time) (map[int64][]AttributeSample, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
-		FROM queues q JOIN attribute_samples a ON a.queue_id = q.id AND a.at >= ?
-		ORDER BY a.queue_id, a.at, a.resolution`, ms(since))
+	rows, err := s.db.QueryContext(ctx, attributeSeriesSinceQuery, ms(since))
 	if err != nil {
 		return nil, fmt.Errorf("store: attribute series since %s: %w", since.Format(time.RFC3339), err)
 	}

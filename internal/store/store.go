@@ -51,7 +51,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}
 	wdb.SetMaxOpenConns(1)
-	wdb.SetConnMaxIdleTime(0)
 	if err := migrate(ctx, wdb); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -92,8 +91,12 @@ func newMigrationProvider(db *sql.DB) (*goose.Provider, error) {
 	return p, nil
 }
 
-// Close closes the database.
+// Close closes the database. It first lets SQLite refresh the statistics its query planner uses
+// (PRAGMA optimize, as SQLite recommends before closing), best effort.
 func (s *Store) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.wdb.ExecContext(ctx, "PRAGMA optimize")
 	return errors.Join(s.db.Close(), s.wdb.Close())
 }
 

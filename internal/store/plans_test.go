@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestHotQueriesSeek checks that the queries every page runs read the big tables by key: a plan
+// that scans attribute_samples or metric_points would read every row of every queue. SQLite
+// without statistics once chose exactly that, hence the CROSS JOINs.
+func TestHotQueriesSeek(t *testing.T) {
+	s := openTest(t)
+	tests := map[string]struct {
+		query string
+		args  []any
+	}{
+		"LatestAttributeSamples": {latestAttributeSamplesQuery, nil},
+		"AttributeSeriesSince":   {attributeSeriesSinceQuery, []any{0}},
+		"LatestMetricPoints":     {latestMetricPointsQuery, []any{"x"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+tt.query, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			for _, step := range plan {
+				if strings.HasPrefix(step, "SCAN") && !strings.HasPrefix(step, "SCAN q") && !strings.Contains(step, "metric_names") {
+					t.Errorf("plan scans a big table: %q\n%s", step, strings.Join(plan, "\n"))
+				}
+			}
+		})
+	}
+}
