@@ -126,9 +126,9 @@ func dashboardBinary(dir string) (string, error) {
 	return bin, nil
 }
 
-// needDemo returns the shared demo and browser, starting them on first use. It skips the test
-// when no browser can run here, except in CI, where that is a failure.
-func needDemo(t *testing.T) *demo {
+// needBrowser starts the shared browser on first use. It skips the test when no browser can
+// run here, except in CI, where that is a failure.
+func needBrowser(t *testing.T) {
 	t.Helper()
 	if suite.unavailable != "" {
 		if os.Getenv("CI") != "" && !testing.Short() {
@@ -139,10 +139,23 @@ func needDemo(t *testing.T) *demo {
 	if suite.buildErr != nil {
 		t.Fatal(suite.buildErr)
 	}
+	suite.browserOnce.Do(func() {
+		suite.browser, suite.stopBrowser, suite.browserOutput, suite.browserErr = startBrowser(filepath.Join(suite.dir, "chromium-profile"))
+	})
+	if suite.browserErr != nil {
+		t.Fatalf("start Chromium: %v", suite.browserErr)
+	}
+}
+
+// needDemo returns the shared demo, started with the speed-up flags on first use, and the
+// shared browser.
+func needDemo(t *testing.T) *demo {
+	t.Helper()
+	needBrowser(t)
 	suite.demoOnce.Do(func() {
 		suite.embedder = newEmbedPage()
 		suite.demo, suite.demoErr = startDemo(suite.binary, filepath.Join(suite.dir, "shared"),
-			// The speed-ups: the defaults are minutes apart, as AWS bills them.
+			// The defaults are minutes apart, as AWS bills each call; seconds keep the suite short.
 			"--attributes-interval", "1s",
 			"--peek-dlq-interval", "2s",
 			"--peek-source-interval", "5s",
@@ -160,12 +173,6 @@ func needDemo(t *testing.T) *demo {
 			t.Logf("demo log (last lines):\n%s", suite.demo.logTail(40))
 		}
 	})
-	suite.browserOnce.Do(func() {
-		suite.browser, suite.stopBrowser, suite.browserOutput, suite.browserErr = startBrowser(filepath.Join(suite.dir, "chromium-profile"))
-	})
-	if suite.browserErr != nil {
-		t.Fatalf("start Chromium: %v", suite.browserErr)
-	}
 	return suite.demo
 }
 

@@ -14,12 +14,23 @@ import (
 //
 //	TOOLQ_SCREENSHOTS=1 go test -run TestScreenshots ./e2e
 //
-// It waits for the demo to look lived-in (sparklines, a sampled DLQ), which takes a minute or two.
+// It runs a demo of its own with the default cadences, so that the pictures show what `make run`
+// shows (the shared demo's one-second cadences would put a silly cost estimate on the overview),
+// and waits for it to look lived-in: sparklines, a sampled DLQ. That takes a few minutes.
 func TestScreenshots(t *testing.T) {
 	if os.Getenv("TOOLQ_SCREENSHOTS") != "1" {
 		t.Skip("set TOOLQ_SCREENSHOTS=1 to write docs/screenshots/*.png")
 	}
-	d := needDemo(t)
+	needBrowser(t)
+	d, err := startDemo(suite.binary, filepath.Join(suite.dir, "screenshots"))
+	if err != nil {
+		t.Fatalf("start the demo: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
 	dir := filepath.Join("..", "docs", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -30,7 +41,7 @@ func TestScreenshots(t *testing.T) {
 	p.open(d.page("/"))
 	overviewRows(p, 60*time.Second, demoQueues...)
 	// Sparklines need a few CloudWatch points, and the DLQs the traffic's poison pills.
-	waitJS(p, 3*time.Minute, "sparklines and DLQ messages in the overview", `({
+	waitJS(p, 4*time.Minute, "sparklines and DLQ messages in the overview", `({
 		sparks: document.querySelectorAll('tr[id^="queue-row-"] svg.spark').length,
 		critical: document.querySelectorAll('tr.health-critical, tr.health-warning').length,
 	})`, func(v struct{ Sparks, Critical int }) bool { return v.Sparks >= 4 && v.Critical >= 1 })
@@ -38,7 +49,7 @@ func TestScreenshots(t *testing.T) {
 
 	const dlq = "web-search-dlq"
 	p.open(d.page("/queues/" + dlq))
-	waitJS(p, 3*time.Minute, "sampled messages on the DLQ page",
+	waitJS(p, 4*time.Minute, "sampled messages on the DLQ page",
 		`document.querySelectorAll('#messages table.messages tbody tr').length`,
 		func(n int) bool { return n >= 3 })
 	shoot(p, filepath.Join(dir, "dlq.png"))
