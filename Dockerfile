@@ -24,8 +24,16 @@ WORKDIR /data
 VOLUME ["/data"]
 # nonroot of the distroless image.
 USER 65532:65532
-# Inside a container loopback is unreachable from outside: listen on every interface.
-ENV TOOLQ_LISTEN=0.0.0.0:8080
+# The database by absolute path, so that `serve` and `token` find the same file whatever the
+# working directory (serve's --db default, toolq.db, is relative to it).
+ENV TOOLQ_DB=/data/toolq.db
+# Inside a container loopback is unreachable from outside: listen on every interface. Beyond
+# loopback `serve` refuses --auth none (it exits at once, saying so), so the image defaults to
+# token auth: create a token on the same volume with
+#   docker run --rm -v toolq-data:/data toolq token create --name admin --role operator
+# Behind an authenticating proxy, set TOOLQ_AUTH=proxy and TOOLQ_TRUSTED_PROXY instead.
+ENV TOOLQ_LISTEN=0.0.0.0:8080 \
+    TOOLQ_AUTH=token
 EXPOSE 8080
 ENTRYPOINT ["/dashboard"]
 CMD ["serve"]

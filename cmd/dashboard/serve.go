@@ -22,9 +22,21 @@ type serveConfig struct {
 	staticCredentials  bool
 	queuePrefixes      []string
 	queues             []string
+	// ready, when set, is called once the dashboard's listener is bound, with its address
+	// (tests listen on port 0).
+	ready func(addr string)
 }
 
 func runServeCommand(ctx context.Context, env *environment, args []string) error {
+	cfg, log, err := parseServe(env, args)
+	if err != nil {
+		return err
+	}
+	return runServe(ctx, cfg, log)
+}
+
+// parseServe reads serve's flags and environment into its configuration and logger.
+func parseServe(env *environment, args []string) (serveConfig, *slog.Logger, error) {
 	var cfg serveConfig
 	var dash dashboardFlags
 	var lf logFlags
@@ -43,21 +55,21 @@ func runServeCommand(ctx context.Context, env *environment, args []string) error
 	fl.List(&cfg.queues, "queue", nil, "watch this queue, by `name or URL` (repeatable)")
 	lf.register(fl)
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
-		return err
+		return cfg, nil, err
 	}
 	log, err := lf.logger(env.stderr)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	v, _ := buildVersion()
 	if cfg.dashboard, err = dash.config(v); err != nil {
-		return err
+		return cfg, nil, err
 	}
 	if cfg.endpointURL != "" && !cfg.staticCredentials && !credentialsConfigured(env.lookupEnv) {
 		log.Info("no AWS credentials configured; using dummy credentials for the endpoint", "endpoint", cfg.endpointURL)
 		cfg.staticCredentials = true
 	}
-	return runServe(ctx, cfg, log)
+	return cfg, log, nil
 }
 
 // runServe builds the clients of every region and runs the dashboard until ctx ends.
@@ -95,6 +107,9 @@ func runServe(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if cfg.ready != nil {
+		cfg.ready(ln.Addr().String())
 	}
 	return dash.Run(ctx, ln)
 }

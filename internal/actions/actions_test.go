@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/actions"
@@ -30,6 +32,7 @@ var (
 //   - calls.fifo → calls-dlq.fifo (FIFO), 6 messages in the DLQ
 //   - billing → denied-dlq, whose RedriveAllowPolicy is denyAll
 //   - audit-log → picky-dlq, whose RedriveAllowPolicy lists only audit-log
+//   - reports → locked-dlq, whose RedriveAllowPolicy lists only audit-log (not reports)
 //   - spare: a standard queue toolq does not watch
 func newWorld(t *testing.T) *actionstest.World {
 	t.Helper()
@@ -42,13 +45,16 @@ func newWorld(t *testing.T) *actionstest.World {
 	w.CreateQueue(t, "billing", "denied-dlq", nil)
 	w.CreateQueue(t, "picky-dlq", "", nil)
 	w.CreateQueue(t, "audit-log", "picky-dlq", nil)
+	w.CreateQueue(t, "locked-dlq", "", nil)
+	w.CreateQueue(t, "reports", "locked-dlq", nil)
 	// The policies change after the sources were set up, as they do when a team locks a DLQ down.
 	w.SetAttributes(t, "denied-dlq", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"denyAll"}`})
 	w.SetAttributes(t, "picky-dlq", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + w.ARN("audit-log") + `"]}`})
+	w.SetAttributes(t, "locked-dlq", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + w.ARN("audit-log") + `"]}`})
 	w.CreateQueue(t, "spare", "", nil)
 	w.DeadLetter(t, "orders", 25)
 	w.DeadLetter(t, "calls.fifo", 6)
-	w.Watch(t, "orders-dlq", "orders", "calls-dlq.fifo", "calls.fifo", "denied-dlq", "billing", "picky-dlq", "audit-log")
+	w.Watch(t, "orders-dlq", "orders", "calls-dlq.fifo", "calls.fifo", "denied-dlq", "billing", "picky-dlq", "audit-log", "locked-dlq", "reports")
 	return w
 }
 
@@ -120,7 +126,9 @@ func TestStartRedriveRefusals(t *testing.T) {
 		{"standard to FIFO", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "calls.fifo"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
 		{"FIFO to standard", svc, operator, actions.StartRedriveRequest{Queue: "calls-dlq.fifo", Destination: "orders"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
 		{"denyAll", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
-		{"byQueue without the destination", svc, operator, actions.StartRedriveRequest{Queue: "picky-dlq", Destination: "orders"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
+		{"byQueue without its sources", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
+		{"byQueue without its sources, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq", Destination: "spare"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
+		{"denyAll, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq", Destination: "spare"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
 		{"no client for the region", noClient, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "aws_error", http.StatusBadGateway},
 	}
 	for _, tt := range tests {
@@ -137,7 +145,7 @@ func TestStartRedriveRefusals(t *testing.T) {
 			}
 		})
 	}
-	for _, q := range []string{"orders-dlq", "calls-dlq.fifo", "denied-dlq", "picky-dlq"} {
+	for _, q := range []string{"orders-dlq", "calls-dlq.fifo", "denied-dlq", "picky-dlq", "locked-dlq"} {
 		if got := liveTasks(t, w, q); len(got) != 0 {
 			t.Errorf("%s has move tasks %v after refusals only", q, got)
 		}
@@ -205,9 +213,52 @@ func TestRedriveCompletesAndConservesMessages(t *testing.T) {
 	if after != before || w.Count(t, "orders-dlq") != 0 {
 		t.Errorf("messages: %d before, %d after (%d left in the DLQ); want all 25 moved", before, after, w.Count(t, "orders-dlq"))
 	}
-	// A new start is allowed once the first completed (the DLQ is empty, so it completes at once).
+	// A new start is allowed once the first completed. The DLQ is empty, so SQS completes it at
+	// once and lists it without its handle: the answer and the store must still say COMPLETED,
+	// not a RUNNING task that would block the next start.
+	again, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
+	if err != nil {
+		t.Fatalf("second StartRedrive after completion: %v", err)
+	}
+	if again.Status != store.MoveTaskCompleted || again.ToMove != 0 {
+		t.Errorf("empty DLQ's task = %+v; want COMPLETED with nothing to move", again)
+	}
+	stored, err = w.Store.ListMoveTasks(ctx, task.QueueID, 0)
+	if err != nil || len(stored) != 2 || stored[0].Running() || stored[1].Running() {
+		t.Errorf("stored tasks = %+v, %v; want two finished tasks", stored, err)
+	}
 	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}); err != nil {
-		t.Errorf("second StartRedrive after completion: %v", err)
+		t.Errorf("third StartRedrive: %v", err)
+	}
+}
+
+// TestRedriveAllowPolicyGovernsSourcesOnly: a DLQ's RedriveAllowPolicy says which source queues
+// may use it as their DLQ, not where a move task may send messages. A byQueue policy that lists
+// the DLQ's source lets it redrive to any queue of its type, listed or not.
+func TestRedriveAllowPolicyGovernsSourcesOnly(t *testing.T) {
+	tests := []struct {
+		name        string
+		destination func(w *actionstest.World) string
+		receiver    string // the queue the messages arrive in
+	}{
+		{"to a destination the policy does not list", func(*actionstest.World) string { return "spare" }, "spare"},
+		{"to a destination by ARN", func(w *actionstest.World) string { return w.ARN("spare") }, "spare"},
+		{"back to the original source", func(*actionstest.World) string { return "" }, "audit-log"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.DeadLetter(t, "audit-log", 4)
+			svc := w.Actions(actions.Options{})
+			req := actions.StartRedriveRequest{Queue: "picky-dlq", Destination: tt.destination(w)}
+			if _, err := svc.StartRedrive(context.Background(), operator, req); err != nil {
+				t.Fatalf("StartRedrive: %v", err)
+			}
+			w.Advance(time.Second)
+			if got, left := w.Count(t, tt.receiver), w.Count(t, "picky-dlq"); got != 4 || left != 0 {
+				t.Errorf("%s holds %d and picky-dlq %d; want 4 and 0", tt.receiver, got, left)
+			}
+		})
 	}
 }
 
@@ -311,4 +362,52 @@ func TestCancelHalfWay(t *testing.T) {
 	}
 	_, err = svc.CancelRedrive(ctx, operator, "orders-dlq")
 	wantRefusal(t, err, "no_task_running", http.StatusConflict)
+}
+
+// TestActionsWhenAWSIsDown: an endpoint that does not answer is a 502 aws_error that says which
+// step failed, never the transport's text (addresses, ports), and is audited as failed.
+func TestActionsWhenAWSIsDown(t *testing.T) {
+	w := newWorld(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // nothing listens there any more
+	client := sqs.New(sqs.Options{
+		Region: actionstest.Region, BaseEndpoint: aws.String(down.URL), Retryer: aws.NopRetryer{},
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+	})
+	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: client}, Store: w.Store, Views: w.Views, Now: w.Now})
+	tests := []struct {
+		name string
+		do   func() error
+	}{
+		{"start", func() error {
+			_, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
+			return err
+		}},
+		{"start to an unwatched destination", func() error {
+			_, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "spare"})
+			return err
+		}},
+		{"cancel", func() error {
+			_, err := svc.CancelRedrive(context.Background(), operator, "orders-dlq")
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			wantRefusal(t, err, "aws_error", http.StatusBadGateway)
+			var ae *actions.Error
+			errors.As(err, &ae)
+			host := strings.TrimPrefix(down.URL, "http://")
+			if !strings.HasPrefix(ae.Message, "AWS could not be reached to ") || strings.Contains(ae.Message, host) || strings.Contains(ae.Message, "dial") {
+				t.Errorf("message = %q", ae.Message)
+			}
+			if e := lastAudit(t, w); e.Result != store.AuditFailed || strings.Contains(e.Detail, host) {
+				t.Errorf("audit = %+v; want failed, without the address", e)
+			}
+		})
+	}
+	if got := w.Count(t, "orders-dlq"); got != 25 {
+		t.Errorf("orders-dlq holds %d; want 25", got)
+	}
 }

@@ -53,6 +53,9 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err != nil {
 		return store.MoveTask{}, err
 	}
+	if err := checkRedriveAllowed(q); err != nil {
+		return store.MoveTask{}, err
+	}
 	client, err := s.client(q.Region)
 	if err != nil {
 		return store.MoveTask{}, err
@@ -73,11 +76,8 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return store.MoveTask{}, refuse(http.StatusConflict, "task_running",
 			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
 	}
-	dests, destARN, err := s.destinations(ctx, q, req.Destination)
+	destARN, err := s.destination(ctx, q, req.Destination)
 	if err != nil {
-		return store.MoveTask{}, err
-	}
-	if err := checkRedriveAllowed(q, dests); err != nil {
 		return store.MoveTask{}, err
 	}
 
@@ -93,11 +93,20 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return store.MoveTask{}, s.awsError(ctx, "start the move task", err)
 	}
 	handle := aws.ToString(out.TaskHandle)
+	// The store keeps times to the millisecond, as SQS gives them: so must the fallback, or the
+	// task read back from the store would not match it.
+	now := s.now().UTC().Truncate(time.Millisecond)
 	started := store.MoveTask{
 		QueueID: q.ID, TaskHandle: handle, Status: store.MoveTaskRunning, SourceARN: q.ARN,
-		DestinationARN: destARN, MaxPerSecond: req.MaxPerSecond, StartedAt: s.now().UTC(), UpdatedAt: s.now().UTC(),
+		DestinationARN: destARN, MaxPerSecond: req.MaxPerSecond, StartedAt: now, UpdatedAt: now,
 	}
-	return s.storeTask(ctx, client, q, func(t store.MoveTask) bool { return t.TaskHandle == handle }, started), nil
+	// SQS lists a task's handle only while it runs, and a small DLQ can be drained before the
+	// list below: then ours is the task that was not listed before the start (starts of this
+	// queue are serialised, and no task was running).
+	ours := func(t store.MoveTask) bool {
+		return t.TaskHandle == handle || !slices.ContainsFunc(live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
+	}
+	return s.storeTask(ctx, client, q, ours, started), nil
 }
 
 // CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt.
@@ -241,28 +250,30 @@ func taskFromSQS(queueID int64, e types.ListMessageMoveTasksResultEntry, now tim
 	}
 }
 
-// destinations returns the queues the task would move messages to (for the RedriveAllowPolicy
-// check) and the DestinationArn to send: empty for "each message's original source".
-func (s *Service) destinations(ctx context.Context, dlq store.Queue, ref string) ([]string, string, error) {
+// destination returns the DestinationArn to send: empty for "each message's original source".
+// StartMessageMoveTask asks of a custom destination only that it exists, differs from the
+// dead-letter queue and is of the same type (FIFO to FIFO, standard to standard); these are
+// checked here so that each gets its own error rather than AWS's InvalidParameterValue.
+func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) (string, error) {
 	if ref == "" {
-		return dlq.SourceARNs, "", nil
+		return "", nil
 	}
 	if !plausibleRef(ref) {
-		return nil, "", refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination must be a queue name or ARN")
+		return "", refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination must be a queue name or ARN")
 	}
 	arn, fifo, err := s.lookupDestination(ctx, dlq, ref)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	if arn == dlq.ARN {
-		return nil, "", refuse(http.StatusUnprocessableEntity, "invalid_destination", "the destination must differ from the dead-letter queue")
+		return "", refuse(http.StatusUnprocessableEntity, "invalid_destination", "the destination must differ from the dead-letter queue")
 	}
 	if fifo != dlq.FIFO {
-		return nil, "", refuse(http.StatusUnprocessableEntity, "destination_type_mismatch",
+		return "", refuse(http.StatusUnprocessableEntity, "destination_type_mismatch",
 			"%s is a %s queue and %s a %s queue; a redrive needs two queues of the same type",
 			dlq.Name, queueType(dlq.FIFO), nameOf(arn), queueType(fifo))
 	}
-	return []string{arn}, arn, nil
+	return arn, nil
 }
 
 // queueARNParts matches an SQS queue ARN: partition, region, account, name.
@@ -339,9 +350,18 @@ type redriveAllowPolicy struct {
 	SourceQueueArns   []string `json:"sourceQueueArns"`
 }
 
-// checkRedriveAllowed refuses a redrive the DLQ's RedriveAllowPolicy does not permit for every
-// destination, rather than let the task fail half-way.
-func checkRedriveAllowed(dlq store.Queue, dests []string) error {
+// checkRedriveAllowed refuses a redrive out of a queue whose RedriveAllowPolicy lets none of its
+// source queues use it as their dead-letter queue.
+//
+// The policy governs which source queues may name this queue in their RedrivePolicy
+// (redrivePermission allowAll, denyAll, or byQueue with up to 10 sourceQueueArns); it says
+// nothing about where a move task sends messages, so a custom destination is never checked
+// against it. What it does decide is whether the queue is a dead-letter queue at all, and
+// StartMessageMoveTask only moves messages out of a queue configured as the dead-letter queue of
+// other SQS queues. A queue that sources still name after its policy was tightened to denyAll
+// (or to a byQueue list without them) has been taken out of service as a DLQ on purpose: toolq
+// refuses, and the message says which policy to change, rather than guess what SQS will do.
+func checkRedriveAllowed(dlq store.Queue) error {
 	raw := dlq.Attributes["RedriveAllowPolicy"]
 	if raw == "" {
 		return nil
@@ -354,16 +374,28 @@ func checkRedriveAllowed(dlq store.Queue, dests []string) error {
 	case "", "allowAll":
 		return nil
 	case "denyAll":
-		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s denies every redrive (denyAll)", dlq.Name)
+		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed",
+			"the RedriveAllowPolicy of %s is denyAll: no queue may use it as its dead-letter queue, so it is not one to redrive; allow its source queues first", dlq.Name)
 	case "byQueue":
-		for _, d := range dests {
-			if !slices.Contains(p.SourceQueueArns, d) {
-				return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s does not allow %s", dlq.Name, nameOf(d))
+		for _, src := range dlq.SourceARNs {
+			if slices.Contains(p.SourceQueueArns, src) {
+				return nil
 			}
 		}
-		return nil
+		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed",
+			"the RedriveAllowPolicy of %s lists none of the queues that send it their failures (%s); add them to sourceQueueArns first",
+			dlq.Name, clip(strings.Join(namesOf(dlq.SourceARNs), ", "), 200))
 	}
 	return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s has an unknown permission", dlq.Name)
+}
+
+// namesOf returns the queue names at the end of ARNs.
+func namesOf(arns []string) []string {
+	names := make([]string, len(arns))
+	for i, a := range arns {
+		names[i] = nameOf(a)
+	}
+	return names
 }
 
 // awsCode matches error codes safe to show: AWS's own are short identifiers.

@@ -135,6 +135,15 @@ func (c *Collector) recordError(ctx context.Context, cy *cycle, op string, q *wa
 	}
 }
 
+// storeFailed records a failed store write of a cycle, except once ctx has ended: a shutdown
+// cancels the writes in flight, which is neither an error of the queue nor worth a row.
+func (c *Collector) storeFailed(ctx context.Context, cy *cycle, op string, q *watchedQueue, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.recordError(ctx, cy, op, q, "store", safeMessage(err))
+}
+
 // recoverQueue turns a panic in one queue's task into a recorded error. Hostile input (a body,
 // an attribute) must never take the collector down, and the other queues must go on.
 func (c *Collector) recoverQueue(ctx context.Context, cy *cycle, q *watchedQueue) {

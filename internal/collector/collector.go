@@ -289,6 +289,15 @@ func (c *Collector) loop(ctx context.Context, name string, every time.Duration, 
 	}
 }
 
+// dueAt reports whether work last done at last, due every `every`, is due at now for a loop that
+// checks every tick. The last time is taken a little after a tick (the cycle's own work comes
+// first), so a strict comparison would miss the tick at which the interval ends by milliseconds
+// and run one tick late every time: a 2-s move-task poll every 4 s, a 1-min peek every 70 s.
+// Half a tick of slack absorbs that without running early by more than half a tick.
+func dueAt(last, now time.Time, every, tick time.Duration) bool {
+	return last.IsZero() || now.Sub(last) >= every-tick/2
+}
+
 // each calls fn for every queue, recovering a panic of one queue's task into a recorded error
 // so that the others go on. It runs up to twice Options.Concurrency tasks at once: AWS calls are
 // bounded to Options.Concurrency by call, and the spare tasks write to the store meanwhile, so

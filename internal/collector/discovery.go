@@ -203,7 +203,7 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 		Region: r.Name, Name: name, URL: u, ARN: arn, FIFO: fifo, FirstSeen: at, LastSeen: at,
 	})
 	if err != nil {
-		c.recordError(ctx, cy, "UpsertQueue", nil, "store", safeMessage(err))
+		c.storeFailed(ctx, cy, "UpsertQueue", nil, err)
 		return false, err
 	}
 	probe.id, probe.arn, probe.fifo = id, arn, fifo

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -185,10 +186,12 @@ func TestRepeatedFailuresAreStoredOncePerMinute(t *testing.T) {
 	e.sim.SetFault("GetQueueAttributes", sqsim.Fault{ErrorRate: 1})
 	for range 5 { // 0, 15, 30, 45, 60 s
 		must(t, c.CycleAttributes(e.ctx))
-		run, err := e.store.LatestRun(e.ctx, store.RunAttributes)
-		must(t, err)
-		if run.Errors != 2 {
-			t.Errorf("run errors = %d, want every failure counted", run.Errors)
+		if calls, errs := e.newestRun(store.RunAttributes); calls != 2 || errs != 2 {
+			t.Errorf("run calls, errors = %d, %d; want 2, 2: every failure counted", calls, errs)
+		}
+		// A run that collected nothing does not make the data look fresh.
+		if _, err := e.store.LatestRun(e.ctx, store.RunAttributes); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("LatestRun after failed runs only = %v, want ErrNotFound", err)
 		}
 		e.advance(15 * time.Second)
 	}

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -208,6 +209,23 @@ func (e *env) errors(queueID int64) []store.CollectorError {
 		e.t.Fatalf("ErrorsSince: %v", err)
 	}
 	return errs
+}
+
+// newestRun reads the calls and errors of the newest finished run of a kind straight from the
+// database: the store's LatestRun skips, by design, the runs whose every call failed.
+func (e *env) newestRun(kind string) (calls, errs int) {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "toolq.db")+"?mode=ro")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.QueryRowContext(e.ctx, `SELECT calls, errors FROM collector_runs
+		WHERE kind = ? AND finished_at > 0 ORDER BY finished_at DESC, id DESC LIMIT 1`, kind).Scan(&calls, &errs)
+	if err != nil {
+		e.t.Fatalf("newest %s run: %v", kind, err)
+	}
+	return calls, errs
 }
 
 func must(t testing.TB, err error) {

@@ -108,6 +108,10 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 			if floor := now.Add(-maxCatchUp); start.Before(floor) {
 				start = floor
 			}
+			// CloudWatch's one-minute points begin on the minute. Without rounding, a window
+			// of now-2×interval with an interval under a minute (--metrics-interval 30s) never
+			// spans a whole minute up to end and a new queue would never be asked at all.
+			start = start.Truncate(time.Minute)
 			// Asking for no complete minute would still be billed.
 			if end.Sub(start) >= metricPeriod*time.Second {
 				for _, m := range metricsOf(fifo) {
@@ -258,7 +262,7 @@ func (c *Collector) storePoints(ctx context.Context, cy *cycle, points []store.M
 		return 0
 	}
 	if err := c.store.UpsertMetricPoints(ctx, points); err != nil {
-		c.recordError(ctx, cy, "UpsertMetricPoints", nil, "store", safeMessage(err))
+		c.storeFailed(ctx, cy, "UpsertMetricPoints", nil, err)
 		return 0
 	}
 	return len(points)

@@ -228,3 +228,62 @@ func TestQuietQueueIsNotAskedForItsWholePastAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestNewQueueGetsPointsAtAnyInterval follows a queue from its first sight through a few
+// metrics cycles, with the backfill on and a clock that is not on the minute: whatever the
+// interval, the 60-s datapoints stored must add up to every message sent in the complete
+// minutes asked so far. An interval under a minute once never asked for a new queue at all.
+func TestNewQueueGetsPointsAtAnyInterval(t *testing.T) {
+	tests := []struct {
+		name     string
+		interval time.Duration
+		offset   time.Duration // of the first cycle past the minute
+		cycles   int
+	}{
+		{"30 s interval", 30 * time.Second, 17 * time.Second, 8},
+		{"1 min interval", time.Minute, 45 * time.Second, 5},
+		{"5 min interval", 5 * time.Minute, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			url, _ := e.createQueue("web-search", nil)
+			e.advance(tt.offset)
+			c := e.collector(func(o *Options) {
+				o.MetricsInterval = tt.interval
+				o.Backfill = 24 * time.Hour
+			})
+			must(t, c.Discover(e.ctx))
+			var sentAt []time.Time
+			for i := range tt.cycles {
+				must(t, c.CycleMetrics(e.ctx))
+				e.send(url, toolCallBody("search", i, "s"))
+				sentAt = append(sentAt, e.clock.Now())
+				e.advance(tt.interval)
+			}
+			must(t, c.CycleMetrics(e.ctx))
+			q := e.queueNamed("web-search")
+			if q.BackfilledAt.IsZero() {
+				t.Error("BackfilledAt not set after the first cycle")
+			}
+			asked := e.clock.Now().Truncate(time.Minute)
+			want := 0
+			for _, at := range sentAt {
+				if at.Before(asked) {
+					want++
+				}
+			}
+			points, err := e.store.MetricSeries(e.ctx, q.ID, "NumberOfMessagesSent", t0.Add(-time.Hour), e.clock.Now())
+			must(t, err)
+			got := 0.0
+			for _, p := range points {
+				if p.Period == metricPeriod {
+					got += p.Value
+				}
+			}
+			if want == 0 || got != float64(want) {
+				t.Errorf("60-s NumberOfMessagesSent points add up to %v, want %d (points %+v)", got, want, points)
+			}
+		})
+	}
+}

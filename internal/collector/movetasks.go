@@ -48,7 +48,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 		if hot[q.id] {
 			every = c.opts.MoveTasksRunningInterval
 		}
-		if last.IsZero() || now.Sub(last) >= every {
+		if dueAt(last, now, every, c.opts.MoveTasksRunningInterval) {
 			due = append(due, q)
 		}
 	}
@@ -112,7 +112,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 			continue
 		}
 		if _, err := c.store.UpsertMoveTask(ctx, t); err != nil {
-			c.recordError(ctx, cy, "UpsertMoveTask", q, "store", safeMessage(err))
+			c.storeFailed(ctx, cy, "UpsertMoveTask", q, err)
 			continue
 		}
 		changed = true

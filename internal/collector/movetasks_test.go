@@ -78,3 +78,34 @@ func TestMoveTaskPolling(t *testing.T) {
 		t.Errorf("%d messages back in the source, want 20", got)
 	}
 }
+
+// TestDueAtTickSlack pins the cadence of the loops that check for due work at a tick: work
+// stamped a few milliseconds after a tick must be due at the tick that ends its interval, not
+// one tick later, and never more than half a tick early.
+func TestDueAtTickSlack(t *testing.T) {
+	last := t0.Add(3 * time.Millisecond) // the work ran just after the tick at t0
+	tests := []struct {
+		name        string
+		every, tick time.Duration
+		after       time.Duration // since t0
+		want        bool
+	}{
+		{"running move task at the next tick", 2 * time.Second, 2 * time.Second, 2 * time.Second, true},
+		{"idle move tasks one tick short", 15 * time.Second, 2 * time.Second, 14 * time.Second, false},
+		{"idle move tasks at the tick after 15 s", 15 * time.Second, 2 * time.Second, 16 * time.Second, true},
+		{"DLQ peek at 60 s", time.Minute, peekDueCheck, time.Minute, true},
+		{"DLQ peek at 50 s", time.Minute, peekDueCheck, 50 * time.Second, false},
+		{"never done", time.Hour, time.Second, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := last
+			if tt.name == "never done" {
+				l = time.Time{}
+			}
+			if got := dueAt(l, t0.Add(tt.after), tt.every, tt.tick); got != tt.want {
+				t.Errorf("dueAt(+%v) = %v, want %v", tt.after, got, tt.want)
+			}
+		})
+	}
+}

@@ -63,7 +63,7 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 		last, lastVisible, visible := q.peekedAt, q.peekedVisible, q.visible
 		c.mu.Unlock()
 		filled := kind == store.SampleDeadLetter && lastVisible == 0 && visible > 0
-		if last.IsZero() || now.Sub(last) >= c.peekInterval(kind) || filled {
+		if dueAt(last, now, c.peekInterval(kind), peekDueCheck) || filled {
 			due = append(due, q)
 			kinds[q] = kind
 		}
@@ -212,7 +212,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 		groups = groupBacklog(q.id, msgs, kind == store.SampleSource)
 	}
 	if _, err := c.store.SaveSample(ctx, sample, msgs, groups); err != nil {
-		c.recordError(ctx, cy, "SaveSample", q, "store", safeMessage(err))
+		c.storeFailed(ctx, cy, "SaveSample", q, err)
 		return
 	}
 	c.pub.Publish(events.Event{Kind: events.SampleTaken, QueueID: q.id, At: c.now()})

@@ -120,7 +120,7 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 	}
 	c.mu.Unlock()
 	if err := c.store.SaveQueueAttributes(ctx, q.id, at, attrs, policy.DeadLetterTargetARN, policy.MaxReceiveCount, sample); err != nil {
-		c.recordError(ctx, cy, "SaveQueueAttributes", q, "store", safeMessage(err))
+		c.storeFailed(ctx, cy, "SaveQueueAttributes", q, err)
 	}
 }
 

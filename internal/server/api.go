@@ -9,7 +9,8 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.serveMetrics)
 	e.POST("/login", s.login)
-	e.GET("/logout", s.logout)
+	// POST, so that the CSRF check covers it: a GET logout lets any page sign the operator out.
+	e.POST("/logout", s.logout)
 
 	// No group middleware: echo would add a catch-all route that turns 405 into 404. The rate
 	// limit is in useMiddleware.

@@ -19,8 +19,10 @@ type redriveList struct {
 // startRedriveRequest is the body of POST /api/v1/queues/{queue}/redrives; both fields are
 // optional (an empty body moves every message back to its original source at SQS's pace).
 type startRedriveRequest struct {
-	Destination          string `json:"destination"`
-	MaxMessagesPerSecond int    `json:"maxMessagesPerSecond"`
+	Destination string `json:"destination"`
+	// MaxMessagesPerSecond is a pointer so that an explicit 0 is refused rather than read as
+	// "let SQS choose", which is what leaving the field out means.
+	MaxMessagesPerSecond *int `json:"maxMessagesPerSecond"`
 }
 
 // listRedrives answers GET /api/v1/queues/{queue}/redrives, newest first.
@@ -49,11 +51,17 @@ func (s *Server) startRedrive(c echo.Context) error {
 	if err := decodeJSON(c, &body, true); err != nil {
 		return err
 	}
+	rate := 0
+	if body.MaxMessagesPerSecond != nil {
+		if rate = *body.MaxMessagesPerSecond; rate == 0 {
+			return newError(http.StatusBadRequest, "invalid_rate", "maxMessagesPerSecond must be from 1 to 500; leave it out to let SQS choose")
+		}
+	}
 	ctx := c.Request().Context()
 	task, err := s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
 		Queue:        ref,
 		Destination:  body.Destination,
-		MaxPerSecond: body.MaxMessagesPerSecond,
+		MaxPerSecond: rate,
 	})
 	if err != nil {
 		return err

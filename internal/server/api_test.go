@@ -193,6 +193,22 @@ func TestAPIBadInput(t *testing.T) {
 		{"two objects", "POST", "/api/v1/queues/orders-dlq/redrives", `{}{}`, 400, "invalid_json"},
 		{"huge body", "POST", "/api/v1/queues/orders-dlq/redrives", huge, 413, "body_too_large"},
 		{"rate out of range", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":501}`, 400, "invalid_rate"},
+		{"rate zero", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":0}`, 400, "invalid_rate"},
+		{"rate negative", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":-5}`, 400, "invalid_rate"},
+		{"rate fractional", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":2.5}`, 400, "invalid_json"},
+		{"rate huge", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1e30}`, 400, "invalid_json"},
+		{"destination of another type", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"calls.fifo"}`, 422, "destination_type_mismatch"},
+		{"destination unknown", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"nope"}`, 422, "destination_not_found"},
+		{"destination junk", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"../x"}`, 422, "destination_not_found"},
+		{"redrive of an unknown queue", "POST", "/api/v1/queues/nope/redrives", ``, 404, "queue_not_found"},
+		{"redrive of an unknown ARN", "POST", "/api/v1/queues/" + url.PathEscape("arn:aws:sqs:us-east-1:000000000000:nope") + "/redrives", ``, 404, "queue_not_found"},
+		{"unicode queue", "GET", "/api/v1/queues/" + url.PathEscape("キュー"), "", 400, "invalid_queue"},
+		{"very long queue", "GET", "/api/v1/queues/" + strings.Repeat("q", 5000), "", 400, "invalid_queue"},
+		{"negative limit", "GET", "/api/v1/queues/orders-dlq/messages?limit=-1", "", 400, "invalid_parameter"},
+		{"garbage limit", "GET", "/api/v1/queues/orders-dlq/messages?limit=ten", "", 400, "invalid_parameter"},
+		{"garbage until", "GET", "/api/v1/queues/orders/metrics?until=%00", "", 400, "invalid_parameter"},
+		{"huge unix since", "GET", "/api/v1/queues/orders/metrics?since=99999999999999999999", "", 400, "invalid_parameter"},
+		{"audit limit huge", "GET", "/api/v1/audit?limit=1000000", "", 400, "invalid_parameter"},
 		{"not a DLQ", "POST", "/api/v1/queues/orders/redrives", ``, 422, "not_dead_letter_queue"},
 		{"cancel with nothing running", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", ``, 409, "no_task_running"},
 		{"cancel with a body", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", `{"x":1}`, 400, "unknown_field"},
@@ -285,5 +301,44 @@ func TestEmbedLinkAPI(t *testing.T) {
 	if rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive?embed_token=" + token, body: "confirm=1",
 		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}); rec.Code != http.StatusForbidden {
 		t.Errorf("POST with an embed link: status %d; want 403", rec.Code)
+	}
+}
+
+// TestAPIWhenTheStoreFails: a database that no longer answers gives 500 internal_error (503 on
+// /readyz), in the error shape, with nothing of the database's own text.
+func TestAPIWhenTheStoreFails(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	if err := h.w.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, target string
+		status         int
+	}{
+		{"GET", "/api/v1/queues", 500},
+		{"GET", "/api/v1/queues/orders-dlq", 500},
+		{"GET", "/api/v1/queues/orders-dlq/messages", 500},
+		{"GET", "/api/v1/audit", 500},
+		{"GET", "/api/v1/summary", 500},
+		{"POST", "/api/v1/queues/orders-dlq/redrives", 500},
+		{"GET", "/readyz", 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			// The bearer check reads the store too: a failure there is also a 500, not a 401.
+			rec := h.do(t, apiRequest{method: tt.method, target: tt.target, header: jsonPost(h.operator)})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			body := strings.ToLower(rec.Body.String())
+			for _, leak := range []string{"sql", "closed", "store:", "no such"} {
+				if strings.Contains(body, leak) {
+					t.Errorf("%q in %s", leak, rec.Body)
+				}
+			}
+			if strings.HasPrefix(tt.target, "/api/") && errorCode(t, rec.Body.Bytes()) != "internal_error" {
+				t.Errorf("body %s", rec.Body)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func (s *Server) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout answers GET /logout: the session cookie is cleared.
+// logout answers POST /logout (a form with the CSRF token): the session cookie is cleared.
 func (s *Server) logout(c echo.Context) error {
 	c.SetCookie(s.auth.LogoutCookie(c.IsTLS()))
 	if s.auth.Mode() == auth.ModeToken {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/toolq/toolq/internal/auth"
 )
 
@@ -70,9 +72,50 @@ func TestLogin(t *testing.T) {
 			}
 		})
 	}
-	rec := h.do(t, apiRequest{target: "/logout", cookies: cookies})
+	// Signing out changes state: a link or a foreign form must not do it.
+	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	for _, r := range []apiRequest{
+		{method: http.MethodGet, target: "/logout", cookies: cookies},
+		{method: http.MethodPost, target: "/logout", cookies: cookies, header: formHeader},
+		{method: http.MethodPost, target: "/logout", body: csrfField + "=forged", cookies: cookies, header: formHeader},
+	} {
+		if rec := h.do(t, r); rec.Code < 400 || strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie+"=;") {
+			t.Errorf("%s /logout %q: %d, Set-Cookie %q; want refused", r.method, r.body, rec.Code, rec.Header().Get("Set-Cookie"))
+		}
+	}
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/logout", body: csrfField + "=" + url.QueryEscape(csrf.Value), cookies: cookies, header: formHeader})
 	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie+"=;") {
 		t.Errorf("logout: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// TestEveryBrowserChangeNeedsCSRF walks the router: every non-API route that changes state
+// refuses a request without the CSRF token, so a route added later cannot forget it.
+func TestEveryBrowserChangeNeedsCSRF(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	cookies, _ := browserSession(t, h, h.operator)
+	checked := 0
+	for _, r := range h.srv.echo.Routes() {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace, echo.RouteNotFound:
+			continue
+		}
+		if isAPIPath(r.Path) {
+			continue // the API's own rules are in TestCSRF
+		}
+		target := strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1", "*", "x").Replace(r.Path)
+		rec := h.do(t, apiRequest{method: r.Method, target: target, body: "confirm=1", cookies: cookies,
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("%s %s without a CSRF token: %d, want 403", r.Method, r.Path, rec.Code)
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Errorf("only %d state-changing browser routes found; the walk is broken", checked)
+	}
+	if n := h.w.Count(t, "orders-dlq"); n != 5 {
+		t.Errorf("orders-dlq holds %d; a refused request moved messages", n)
 	}
 }
 

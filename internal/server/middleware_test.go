@@ -20,9 +20,12 @@ type identityCase struct {
 	header  func(h *apiHarness) map[string]string
 	remote  string
 	read    int // GET /api/v1/queues
-	act     int // POST .../redrives/cancel (nothing runs: 409 means the action was allowed to try)
+	act     int // POST .../redrives then .../redrives/cancel; allowed: 202 then 200
 	metrics int // GET /metrics
 }
+
+// allowed marks an identity that may act, in the act column of the matrix.
+const allowed = 0
 
 func TestAuthMatrix(t *testing.T) {
 	none := func(*apiHarness) map[string]string { return nil }
@@ -43,15 +46,15 @@ func TestAuthMatrix(t *testing.T) {
 		}, "", 401, 401, 401},
 		{"revoked token", token, tok(func(h *apiHarness) string { return h.revoked }), "", 401, 401, 401},
 		{"viewer", token, tok(func(h *apiHarness) string { return h.viewer }), "", 200, 403, 200},
-		{"operator", token, tok(func(h *apiHarness) string { return h.operator }), "", 200, 409, 200},
+		{"operator", token, tok(func(h *apiHarness) string { return h.operator }), "", 200, allowed, 200},
 		{"proxy headers in token mode", token, proxy("mallory", "sre"), "10.9.0.1:4000", 401, 401, 401},
-		{"proxy operator, trusted", harnessConfig{mode: auth.ModeProxy}, proxy("carol", "dev,sre"), "10.9.0.1:4000", 200, 409, 200},
+		{"proxy operator, trusted", harnessConfig{mode: auth.ModeProxy}, proxy("carol", "dev,sre"), "10.9.0.1:4000", 200, allowed, 200},
 		{"proxy viewer, trusted", harnessConfig{mode: auth.ModeProxy}, proxy("dave", "dev"), "10.9.0.1:4000", 200, 403, 200},
 		{"proxy user, untrusted", harnessConfig{mode: auth.ModeProxy}, proxy("mallory", "sre"), "203.0.113.9:4000", 401, 401, 401},
 		{"proxy mode, no headers", harnessConfig{mode: auth.ModeProxy}, none, "10.9.0.1:4000", 401, 401, 401},
-		{"proxy mode, bot token", harnessConfig{mode: auth.ModeProxy}, tok(func(h *apiHarness) string { return h.operator }), "203.0.113.9:4000", 200, 409, 200},
+		{"proxy mode, bot token", harnessConfig{mode: auth.ModeProxy}, tok(func(h *apiHarness) string { return h.operator }), "203.0.113.9:4000", 200, allowed, 200},
 		{"read-only operator", harnessConfig{mode: auth.ModeToken, readOnly: true}, tok(func(h *apiHarness) string { return h.operator }), "", 200, 403, 200},
-		{"auth none", harnessConfig{mode: auth.ModeNone}, none, "", 200, 409, 200},
+		{"auth none", harnessConfig{mode: auth.ModeNone}, none, "", 200, allowed, 200},
 		{"auth none, read-only", harnessConfig{mode: auth.ModeNone, readOnly: true}, none, "", 200, 403, 200},
 	}
 	for _, ic := range cases {
@@ -68,16 +71,40 @@ func TestAuthMatrix(t *testing.T) {
 				}
 				return m
 			}
-			checks := []struct {
+			type check struct {
 				method, target string
 				header         map[string]string
 				want           int
-			}{
-				{http.MethodGet, "/api/v1/queues", with(nil), ic.read},
-				{http.MethodGet, "/api/v1/queues/orders-dlq/messages/m-1", with(nil), ic.read},
-				{http.MethodPost, "/api/v1/queues/orders-dlq/redrives/cancel", with(map[string]string{"Content-Type": "application/json"}), ic.act},
+			}
+			jsonHeader := with(map[string]string{"Content-Type": "application/json"})
+			start := check{http.MethodPost, "/api/v1/queues/orders-dlq/redrives", jsonHeader, ic.act}
+			cancel := check{http.MethodPost, "/api/v1/queues/orders-dlq/redrives/cancel", jsonHeader, ic.act}
+			if ic.act == allowed {
+				start.want, cancel.want = http.StatusAccepted, http.StatusOK
+			}
+			checks := []check{
+				start, cancel, // in this order: the cancel finds the task the start made
 				{http.MethodGet, "/metrics", with(nil), ic.metrics},
 				{http.MethodGet, "/healthz", with(nil), 200},
+			}
+			// Every other route of the API, so that one added later is in the matrix too: reads
+			// get ic.read; an embed link is a read-only credential, so readers may make one.
+			for _, r := range h.srv.echo.Routes() {
+				redrive := r.Method == http.MethodPost && (strings.HasSuffix(r.Path, "/redrives") || strings.HasSuffix(r.Path, "/cancel"))
+				if !isAPIPath(r.Path) || (r.Method != http.MethodGet && r.Method != http.MethodPost) || redrive {
+					continue // the redrives are the start and cancel above, in that order
+				}
+				c := check{r.Method, strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1").Replace(r.Path), with(nil), ic.read}
+				if r.Method == http.MethodPost {
+					c.header = with(map[string]string{"Content-Type": "application/json"})
+				}
+				if r.Path == "/api/v1/embed-links" && c.want == http.StatusOK {
+					c.want = http.StatusBadRequest // authorised; the empty body is then refused
+				}
+				checks = append(checks, c)
+			}
+			if len(checks) < 15 {
+				t.Fatalf("only %d checks: the route walk is broken", len(checks))
 			}
 			for _, c := range checks {
 				rec := h.do(t, apiRequest{method: c.method, target: c.target, header: c.header, remote: ic.remote})
@@ -206,15 +233,28 @@ func TestServerOptions(t *testing.T) {
 	if _, err := New(o); err == nil {
 		t.Error("ReadOnly mismatch accepted")
 	}
-	o = base
-	o.Auth = nil
-	o.Listen = "0.0.0.0:8080"
-	if _, err := New(o); err == nil {
-		t.Error("auth none on 0.0.0.0 accepted")
-	}
-	o.AllowInsecureNoAuth = true
-	if _, err := New(o); err != nil {
-		t.Errorf("auth none forced on 0.0.0.0: %v", err)
+	for _, tt := range []struct {
+		listen, force bool
+		addr          string
+	}{
+		{false, false, "0.0.0.0:8080"},
+		{false, false, "[::]:8080"},
+		{false, false, ":8080"},
+		{false, false, "192.168.1.20:8080"},
+		{true, false, "127.0.0.1:8080"},
+		{true, false, "[::1]:8080"},
+		{true, false, "localhost:8080"},
+		{true, true, "0.0.0.0:8080"},
+		{true, true, "[::]:8080"},
+	} {
+		t.Run("auth none on "+tt.addr, func(t *testing.T) {
+			o := base
+			o.Auth, o.Listen, o.AllowInsecureNoAuth = nil, tt.addr, tt.force
+			_, err := New(o)
+			if (err == nil) != tt.listen {
+				t.Errorf("New(auth none, %s, forced %v) = %v; want started %v", tt.addr, tt.force, err, tt.listen)
+			}
+		})
 	}
 }
 

@@ -41,12 +41,7 @@ func next(t *testing.T, conn *websocket.Conn) *goquery.Document {
 	if err != nil {
 		t.Fatalf("read push: %v", err)
 	}
-	// htmx parses a push inside a <template>, where table rows stand alone; so does this.
-	doc, err := goquery.NewDocumentFromReader(strings.NewReader("<template>" + string(msg) + "</template>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
+	return parseFragment(t, msg)
 }
 
 // nextWith reads pushes until one holds sel, skipping the periodic freshness pushes.

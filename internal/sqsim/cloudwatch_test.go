@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 )
 
@@ -311,4 +312,88 @@ func TestListMetrics(t *testing.T) {
 	if len(out.Metrics) != 9+11 {
 		t.Errorf("%d metrics, want 20 (9 standard, 11 FIFO)", len(out.Metrics))
 	}
+}
+
+// TestAgeOfOldestMessage checks ApproximateAgeOfOldestMessage as each
+// minute begins: counted from the send, skipping a standard queue's message
+// received three times or more, and on a dead-letter queue counted from the
+// move, for standard and FIFO alike, as AWS documents.
+func TestAgeOfOldestMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		// run creates queues and sends at t0 (the clock stands there), ends
+		// at t0+3m and returns the queue whose age to read.
+		run  func(t *testing.T, h *harness) string
+		want map[int]float64
+	}{
+		{"one message", func(t *testing.T, h *harness) string {
+			url := h.createQueue(t, "q", nil)
+			h.advance(10 * time.Second)
+			h.send(t, url, "m")
+			h.advance(3*time.Minute - 10*time.Second)
+			return "q"
+		}, map[int]float64{0: 0, 1: 50, 2: 110, 3: 170}},
+		{"poison pill skipped", func(t *testing.T, h *harness) string {
+			url := h.createQueue(t, "q", map[string]string{"VisibilityTimeout": "0"})
+			h.send(t, url, "poison")
+			for range 3 {
+				h.receive(t, url, 1)
+			}
+			h.advance(30 * time.Second)
+			h.send(t, url, "next")
+			h.advance(150 * time.Second)
+			return "q"
+		}, map[int]float64{0: 0, 1: 30, 2: 90, 3: 150}},
+		{"standard dead-letter queue", func(t *testing.T, h *harness) string {
+			return deadLetterAfterOneMinute(t, h, false)
+		}, map[int]float64{0: 0, 1: 0, 2: 60, 3: 120}},
+		{"fifo dead-letter queue", func(t *testing.T, h *harness) string {
+			return deadLetterAfterOneMinute(t, h, true)
+		}, map[int]float64{0: 0, 1: 0, 2: 60, 3: 120}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			queue := tt.run(t, h)
+			out, err := h.cw.GetMetricData(context.Background(), &cloudwatch.GetMetricDataInput{
+				MetricDataQueries: []cwtypes.MetricDataQuery{sqsQuery("age", queue, "ApproximateAgeOfOldestMessage", "Maximum", 60)},
+				StartTime:         aws.Time(t0),
+				EndTime:           aws.Time(t0.Add(4 * time.Minute)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := points(out.MetricDataResults[0]); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("age points %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// deadLetterAfterOneMinute sends a message at t0 to a queue with
+// maxReceiveCount 3, receives it three times, moves it to the DLQ with the
+// fourth receive at t0+1m, and leaves the clock at t0+3m.
+func deadLetterAfterOneMinute(t *testing.T, h *harness, fifo bool) string {
+	suffix, attrs := "", map[string]string{}
+	var opts []func(*sqs.SendMessageInput)
+	if fifo {
+		suffix, attrs = ".fifo", map[string]string{"FifoQueue": "true"}
+		opts = append(opts, inGroup("sess", "tc_1"))
+	}
+	dlq := h.createQueue(t, "dlq"+suffix, attrs)
+	attrs["VisibilityTimeout"] = "0"
+	attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"` + h.queueARN(t, dlq) + `","maxReceiveCount":3}`
+	src := h.createQueue(t, "src"+suffix, attrs)
+	h.send(t, src, "poison", opts...)
+	for range 3 {
+		if len(h.receive(t, src, 1)) != 1 {
+			t.Fatal("receive got nothing")
+		}
+	}
+	h.advance(time.Minute)
+	if got := h.receive(t, src, 1); len(got) != 0 {
+		t.Fatalf("fourth receive returned %v, want the message moved", bodies(got))
+	}
+	h.advance(2 * time.Minute)
+	return "dlq" + suffix
 }

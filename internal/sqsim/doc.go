@@ -4,6 +4,10 @@
 // unchanged: service/sqs speaks AWS JSON 1.0 to it (POST / with
 // X-Amz-Target: AmazonSQS.<Operation>) and service/cloudwatch speaks Smithy
 // RPC v2 CBOR (POST /service/GraniteServiceVersion20100801/operation/<Op>).
+// Older SQS clients (botocore and the aws CLI before late 2023, Debian 12's
+// aws CLI 2.9 among them) speak SQS's Query protocol, form-encoded
+// Action=<Operation> answered in XML; the simulator serves it too, with the
+// same operations. CloudWatch's Query protocol is not served.
 // Point the clients' BaseEndpoint at an httptest.Server wrapping the
 // simulator and give them static credentials; signatures are not checked.
 //

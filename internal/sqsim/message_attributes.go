@@ -17,8 +17,8 @@ type messageAttribute struct {
 	DataType         string
 	StringValue      *string  `json:",omitempty"`
 	BinaryValue      []byte   `json:",omitempty"`
-	StringListValues []string `json:",omitempty"`
-	BinaryListValues [][]byte `json:",omitempty"`
+	StringListValues []string `json:",omitempty" query:"StringListValue"`
+	BinaryListValues [][]byte `json:",omitempty" query:"BinaryListValue"`
 }
 
 // String describes the attribute's value for Snapshot.

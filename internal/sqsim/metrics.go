@@ -187,8 +187,11 @@ func (q *queue) gauges(t time.Time) (visible, notVisible, delayed, oldestAge, gr
 			delayed++
 		}
 		// Standard queues move a message received three times or more to
-		// the back, and the age metric skips it.
-		if !q.attrs.fifo && m.receiveCount >= 3 {
+		// the back, and the age metric skips it. Only receives in this
+		// queue count: a DLQ's messages all arrive with maxReceiveCount
+		// receives behind them, and AWS documents the DLQ's age as
+		// counted from each message's move.
+		if !q.attrs.fifo && m.receivesHere >= 3 {
 			continue
 		}
 		if oldest.IsZero() || m.arrivedAt.Before(oldest) {

@@ -223,7 +223,7 @@ type moveTaskEntry struct {
 }
 
 type listMessageMoveTasksOutput struct {
-	Results []moveTaskEntry
+	Results []moveTaskEntry `query:"ListMessageMoveTasksResultEntry"`
 }
 
 func (s *Simulator) listMessageMoveTasks(rc *request, in *listMessageMoveTasksInput) (any, *apiError) {

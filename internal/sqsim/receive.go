@@ -8,9 +8,9 @@ import (
 
 type receiveMessageInput struct {
 	QueueUrl                    string
-	AttributeNames              []string
-	MessageSystemAttributeNames []string
-	MessageAttributeNames       []string
+	AttributeNames              []string `query:"AttributeName"`
+	MessageSystemAttributeNames []string `query:"MessageSystemAttributeName"`
+	MessageAttributeNames       []string `query:"MessageAttributeName"`
 	MaxNumberOfMessages         *int32
 	VisibilityTimeout           *int32
 	WaitTimeSeconds             *int32
@@ -22,13 +22,13 @@ type receivedMessage struct {
 	ReceiptHandle          string
 	MD5OfBody              string
 	Body                   string
-	Attributes             map[string]string           `json:",omitempty"`
+	Attributes             map[string]string           `json:",omitempty" query:"Attribute"`
 	MD5OfMessageAttributes string                      `json:",omitempty"`
-	MessageAttributes      map[string]messageAttribute `json:",omitempty"`
+	MessageAttributes      map[string]messageAttribute `json:",omitempty" query:"MessageAttribute"`
 }
 
 type receiveMessageOutput struct {
-	Messages []receivedMessage `json:",omitempty"`
+	Messages []receivedMessage `json:",omitempty" query:"Message"`
 }
 
 // Message system attribute names.
@@ -180,6 +180,7 @@ func (s *Simulator) receive(q *queue, req *receiveRequest, now time.Time) []*mes
 			continue
 		}
 		m.receiveCount++
+		m.receivesHere++
 		if m.firstReceivedAt.IsZero() {
 			m.firstReceivedAt = now
 		}
@@ -228,6 +229,7 @@ func (m *message) relocated(now time.Time) *message {
 	c.gone = false
 	c.inFlight = false
 	c.receipt = ""
+	c.receivesHere = 0
 	c.arrivedAt = now
 	c.visibleAt = now
 	return &c

@@ -30,8 +30,8 @@ type request struct {
 	senderID string
 }
 
-// ServeHTTP answers SQS (AWS JSON 1.0) and CloudWatch (RPC v2 CBOR)
-// requests. Every request first does the time-driven work (Tick).
+// ServeHTTP answers SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2
+// CBOR) requests. Every request first does the time-driven work (Tick).
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: s.senderID(r)}
 	switch {
@@ -39,11 +39,12 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveCloudWatch(w, r, rc)
 	case r.Header.Get("X-Amz-Target") != "":
 		s.serveSQS(w, r, rc)
-	case r.Method == http.MethodPost:
-		// The Query protocol (form-encoded Action=...) of older SDKs.
-		writeQueryProtocolError(w)
+	case r.Method == http.MethodPost || r.URL.Query().Has("Action"):
+		// The Query protocol (Action=... form-encoded or in the URL) of
+		// older SDKs and CLIs, Debian's aws CLI 2.9 among them.
+		s.serveSQSQuery(w, r, rc)
 	default:
-		http.Error(w, "sqsim: SQS (AWS JSON 1.0) and CloudWatch (RPC v2 CBOR) endpoint", http.StatusNotFound)
+		http.Error(w, "sqsim: SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2 CBOR) endpoint", http.StatusNotFound)
 	}
 }
 
@@ -82,15 +83,20 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	return body, nil
 }
 
-// operation runs one SQS operation on a request body.
-type operation func(s *Simulator, rc *request, body []byte) (any, *apiError)
+// decoder fills an operation's input struct from the request, in the
+// request's protocol: decodeJSON for AWS JSON 1.0, decodeQuery for the
+// Query protocol. Both protocols share every handler below.
+type decoder func(in any) *apiError
 
-// locked makes an operation that decodes its JSON input and runs fn under
-// the simulator's lock, after the time-driven work.
+// operation runs one SQS operation on a request's input.
+type operation func(s *Simulator, rc *request, decode decoder) (any, *apiError)
+
+// locked makes an operation that decodes its input and runs fn under the
+// simulator's lock, after the time-driven work.
 func locked[In any](fn func(*Simulator, *request, *In) (any, *apiError)) operation {
-	return func(s *Simulator, rc *request, body []byte) (any, *apiError) {
+	return func(s *Simulator, rc *request, decode decoder) (any, *apiError) {
 		var in In
-		if err := decodeJSON(body, &in); err != nil {
+		if err := decode(&in); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
@@ -103,9 +109,9 @@ func locked[In any](fn func(*Simulator, *request, *In) (any, *apiError)) operati
 // unlocked is locked for operations that manage the lock themselves
 // (ReceiveMessage releases it while it long-polls).
 func unlocked[In any](fn func(*Simulator, *request, *In) (any, *apiError)) operation {
-	return func(s *Simulator, rc *request, body []byte) (any, *apiError) {
+	return func(s *Simulator, rc *request, decode decoder) (any, *apiError) {
 		var in In
-		if err := decodeJSON(body, &in); err != nil {
+		if err := decode(&in); err != nil {
 			return nil, err
 		}
 		return fn(s, rc, &in)
@@ -169,7 +175,7 @@ func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request
 		return
 	}
 	start := time.Now()
-	out, err := handler(s, rc, body)
+	out, err := handler(s, rc, func(in any) *apiError { return decodeJSON(body, in) })
 	s.log.Debug("sqsim: request", "service", "sqs", "operation", op, "error", errorCode(err), "duration", time.Since(start))
 	if err != nil {
 		writeSQSError(w, err)
@@ -241,15 +247,4 @@ func writeSQSError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("X-Amzn-Query-Error", e.queryErrorHeader())
 	w.WriteHeader(e.status)
 	w.Write(body)
-}
-
-// writeQueryProtocolError answers a form-encoded Query request in that
-// protocol's XML error shape: the simulator speaks only the protocols of
-// the current SDKs.
-func writeQueryProtocolError(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(http.StatusBadRequest)
-	io.WriteString(w, `<?xml version="1.0"?><ErrorResponse><Error><Type>Sender</Type><Code>InvalidAction</Code>`+
-		`<Message>sqsim speaks AWS JSON 1.0 (SQS) and RPC v2 CBOR (CloudWatch), not the Query protocol; use a current AWS SDK.</Message>`+
-		`</Error><RequestId>00000000-0000-0000-0000-000000000000</RequestId></ErrorResponse>`)
 }

@@ -36,7 +36,11 @@ type message struct {
 	visibleAt time.Time
 	inFlight  bool
 
-	receiveCount    int
+	receiveCount int
+	// receivesHere counts the receives in the current queue only; the
+	// age metric's poison-pill rule looks at these, so that messages a
+	// standard DLQ inherits with their receive counts still count there.
+	receivesHere    int
 	firstReceivedAt time.Time
 	// receipt is the most recent receipt handle, the only one that
 	// deletes the message.
@@ -66,8 +70,8 @@ type sendEntry struct {
 	QueueUrl                string
 	MessageBody             *string
 	DelaySeconds            *int32
-	MessageAttributes       map[string]messageAttribute
-	MessageSystemAttributes map[string]messageAttribute
+	MessageAttributes       map[string]messageAttribute `query:"MessageAttribute"`
+	MessageSystemAttributes map[string]messageAttribute `query:"MessageSystemAttribute"`
 	MessageDeduplicationId  *string
 	MessageGroupId          *string
 }
@@ -206,7 +210,7 @@ func (s *Simulator) sendMessage(rc *request, in *sendEntry) (any, *apiError) {
 
 type sendMessageBatchInput struct {
 	QueueUrl string
-	Entries  []sendEntry
+	Entries  []sendEntry `query:"SendMessageBatchRequestEntry"`
 }
 
 // batchResultError is one failed entry of a batch request.
@@ -218,8 +222,8 @@ type batchResultError struct {
 }
 
 type sendMessageBatchOutput struct {
-	Successful []sendResult
-	Failed     []batchResultError
+	Successful []sendResult       `query:"SendMessageBatchResultEntry"`
+	Failed     []batchResultError `query:"BatchResultErrorEntry"`
 }
 
 func (s *Simulator) sendMessageBatch(rc *request, in *sendMessageBatchInput) (any, *apiError) {
@@ -349,16 +353,23 @@ func (s *Simulator) deleteMessage(rc *request, in *deleteMessageInput) (any, *ap
 
 type deleteMessageBatchInput struct {
 	QueueUrl string
-	Entries  []deleteMessageInput
+	Entries  []deleteMessageInput `query:"DeleteMessageBatchRequestEntry"`
 }
 
 type batchResultEntry struct {
 	Id string
 }
 
-type batchOutput struct {
-	Successful []batchResultEntry
-	Failed     []batchResultError
+// deleteMessageBatchOutput and changeVisibilityBatchOutput differ only in
+// their Query element names.
+type deleteMessageBatchOutput struct {
+	Successful []batchResultEntry `query:"DeleteMessageBatchResultEntry"`
+	Failed     []batchResultError `query:"BatchResultErrorEntry"`
+}
+
+type changeVisibilityBatchOutput struct {
+	Successful []batchResultEntry `query:"ChangeMessageVisibilityBatchResultEntry"`
+	Failed     []batchResultError `query:"BatchResultErrorEntry"`
 }
 
 func (s *Simulator) deleteMessageBatch(rc *request, in *deleteMessageBatchInput) (any, *apiError) {
@@ -374,7 +385,7 @@ func (s *Simulator) deleteMessageBatch(rc *request, in *deleteMessageBatchInput)
 		return nil, err
 	}
 	now := s.clock.Now()
-	out := batchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
+	out := deleteMessageBatchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
 	for _, e := range in.Entries {
 		if err := s.deleteByReceipt(q, e.ReceiptHandle, now); err != nil {
 			out.Failed = append(out.Failed, batchFailure(e.Id, err))
@@ -437,7 +448,7 @@ func (s *Simulator) changeMessageVisibility(rc *request, in *changeVisibilityInp
 
 type changeVisibilityBatchInput struct {
 	QueueUrl string
-	Entries  []changeVisibilityInput
+	Entries  []changeVisibilityInput `query:"ChangeMessageVisibilityBatchRequestEntry"`
 }
 
 func (s *Simulator) changeMessageVisibilityBatch(rc *request, in *changeVisibilityBatchInput) (any, *apiError) {
@@ -453,7 +464,7 @@ func (s *Simulator) changeMessageVisibilityBatch(rc *request, in *changeVisibili
 		return nil, err
 	}
 	now := s.clock.Now()
-	out := batchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
+	out := changeVisibilityBatchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
 	for _, e := range in.Entries {
 		if err := s.changeVisibility(q, e.ReceiptHandle, e.VisibilityTimeout, now); err != nil {
 			out.Failed = append(out.Failed, batchFailure(e.Id, err))

@@ -213,8 +213,8 @@ func (s *Simulator) deadLetterSources(q *queue) []*queue {
 
 type createQueueInput struct {
 	QueueName  string
-	Attributes map[string]string
-	Tags       map[string]string `json:"tags"`
+	Attributes map[string]string `query:"Attribute"`
+	Tags       map[string]string `json:"tags" query:"Tag,Key"`
 }
 
 type queueURLOutput struct {
@@ -330,7 +330,7 @@ type listQueuesInput struct {
 }
 
 type listQueuesOutput struct {
-	QueueUrls []string `json:",omitempty"`
+	QueueUrls []string `json:",omitempty" query:"QueueUrl"`
 	NextToken string   `json:",omitempty"`
 }
 
@@ -360,7 +360,7 @@ type listDeadLetterSourceQueuesInput struct {
 }
 
 type listDeadLetterSourceQueuesOutput struct {
-	QueueUrls []string `json:"queueUrls"`
+	QueueUrls []string `json:"queueUrls" query:"QueueUrl"`
 	NextToken string   `json:",omitempty"`
 }
 
@@ -418,11 +418,11 @@ func paginate(names []string, maxResults *int32, token string, limit int) (page 
 
 type getQueueAttributesInput struct {
 	QueueUrl       string
-	AttributeNames []string
+	AttributeNames []string `query:"AttributeName"`
 }
 
 type attributesOutput struct {
-	Attributes map[string]string `json:",omitempty"`
+	Attributes map[string]string `json:",omitempty" query:"Attribute"`
 }
 
 func (s *Simulator) getQueueAttributes(rc *request, in *getQueueAttributesInput) (any, *apiError) {
@@ -453,7 +453,7 @@ func (s *Simulator) getQueueAttributes(rc *request, in *getQueueAttributesInput)
 
 type setQueueAttributesInput struct {
 	QueueUrl   string
-	Attributes map[string]string
+	Attributes map[string]string `query:"Attribute"`
 }
 
 func (s *Simulator) setQueueAttributes(rc *request, in *setQueueAttributesInput) (any, *apiError) {
@@ -475,7 +475,7 @@ func (s *Simulator) setQueueAttributes(rc *request, in *setQueueAttributesInput)
 
 type tagQueueInput struct {
 	QueueUrl string
-	Tags     map[string]string
+	Tags     map[string]string `query:"Tag,Key"`
 }
 
 func (s *Simulator) tagQueue(rc *request, in *tagQueueInput) (any, *apiError) {
@@ -497,7 +497,7 @@ func (s *Simulator) tagQueue(rc *request, in *tagQueueInput) (any, *apiError) {
 
 type untagQueueInput struct {
 	QueueUrl string
-	TagKeys  []string
+	TagKeys  []string `query:"TagKey"`
 }
 
 func (s *Simulator) untagQueue(rc *request, in *untagQueueInput) (any, *apiError) {
@@ -515,7 +515,7 @@ func (s *Simulator) untagQueue(rc *request, in *untagQueueInput) (any, *apiError
 }
 
 type listQueueTagsOutput struct {
-	Tags map[string]string `json:",omitempty"`
+	Tags map[string]string `json:",omitempty" query:"Tag,Key"`
 }
 
 func (s *Simulator) listQueueTags(rc *request, in *queueURLInput) (any, *apiError) {

@@ -88,9 +88,10 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 			AND NOT EXISTS (SELECT 1 FROM sample_messages sm WHERE sm.message_ref = messages.id
 				AND sm.sample_id = (SELECT id FROM samples s WHERE s.queue_id = messages.queue_id ORDER BY at DESC, id DESC LIMIT 1))`,
 			[]any{ms(now.Add(-r.SamplesFor))}},
-		// The newest finished run of each kind stays, so that freshness can say how old it is.
+		// The newest useful run of each kind (LatestRun's) stays, so that freshness can still
+		// say how old the data is after a long outage.
 		{"runs", `DELETE FROM collector_runs WHERE started_at < ? AND id NOT IN (
-			SELECT newest FROM (SELECT (SELECT id FROM collector_runs r WHERE r.kind = k.kind AND r.finished_at > 0
+			SELECT newest FROM (SELECT (SELECT id FROM collector_runs r WHERE r.kind = k.kind AND ` + usefulRun + `
 				ORDER BY finished_at DESC, id DESC LIMIT 1) AS newest
 				FROM (SELECT DISTINCT kind FROM collector_runs) k) WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.RunsFor))}},
 		{"errors", `DELETE FROM collector_errors WHERE at < ?`, []any{ms(now.Add(-r.RunsFor))}},

@@ -28,13 +28,19 @@ func (s *Store) FinishRun(ctx context.Context, run CollectorRun) error {
 	return nil
 }
 
-// LatestRun returns the newest finished run of a kind.
+// usefulRun is the SQL condition of a finished run that collected something: not every one of
+// its calls failed. A run whose every call failed (the endpoint unreachable, every request
+// denied) stored nothing new, so it must not make the data look fresh.
+const usefulRun = `finished_at > 0 AND (calls = 0 OR errors < calls)`
+
+// LatestRun returns the newest finished run of a kind that collected something (see usefulRun):
+// what freshness and readiness measure the age of the data by.
 func (s *Store) LatestRun(ctx context.Context, kind string) (CollectorRun, error) {
 	var r CollectorRun
 	var started, finished int64
 	err := s.db.QueryRowContext(ctx, `
 		SELECT id, kind, started_at, finished_at, queues, calls, errors FROM collector_runs
-		WHERE kind = ? AND finished_at > 0 ORDER BY finished_at DESC, id DESC LIMIT 1`, kind).
+		WHERE kind = ? AND `+usefulRun+` ORDER BY finished_at DESC, id DESC LIMIT 1`, kind).
 		Scan(&r.ID, &r.Kind, &started, &finished, &r.Queues, &r.Calls, &r.Errors)
 	if err != nil {
 		return CollectorRun{}, fmt.Errorf("store: latest %s run: %w", kind, notFound(err))

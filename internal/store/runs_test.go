@@ -96,3 +96,54 @@ func TestCostEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestRunSkipsRunsThatCollectedNothing: a run whose every call failed (the endpoint down)
+// stored nothing new, so freshness must keep counting from the last run that collected
+// something, and Prune must keep that run even when failed runs came after it.
+func TestLatestRunSkipsRunsThatCollectedNothing(t *testing.T) {
+	ctx := context.Background()
+	runs := []struct {
+		name          string
+		calls, errors int
+		useful        bool
+	}{
+		{"partial failure", 7, 3, true},
+		{"every call failed", 7, 7, false},
+		{"nothing to call", 0, 0, true},
+		{"more errors than calls", 2, 3, false},
+	}
+	for _, tt := range runs {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTest(t)
+			ok, err := s.StartRun(ctx, RunAttributes, t0.Add(-10*24*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FinishRun(ctx, CollectorRun{ID: ok, FinishedAt: t0.Add(-10 * 24 * time.Hour), Queues: 7, Calls: 7}); err != nil {
+				t.Fatal(err)
+			}
+			id, err := s.StartRun(ctx, RunAttributes, t0.Add(-9*24*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FinishRun(ctx, CollectorRun{ID: id, FinishedAt: t0.Add(-9 * 24 * time.Hour), Queues: 7, Calls: tt.calls, Errors: tt.errors}); err != nil {
+				t.Fatal(err)
+			}
+			want := ok
+			if tt.useful {
+				want = id
+			}
+			for _, step := range []string{"before prune", "after prune"} {
+				if step == "after prune" {
+					if _, err := s.Prune(ctx, t0, Retention{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := s.LatestRun(ctx, RunAttributes)
+				if err != nil || got.ID != want {
+					t.Errorf("%s: LatestRun = run %d, %v; want run %d", step, got.ID, err, want)
+				}
+			}
+		})
+	}
+}

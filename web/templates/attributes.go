@@ -3,6 +3,7 @@ package templates
 import (
 	"sort"
 	"strconv"
+	"time"
 )
 
 // attributeHelp explains each queue attribute in one line, for people who don't know SQS by heart.
@@ -36,12 +37,15 @@ var secondsAttributes = map[string]bool{
 	"VisibilityTimeout": true, "KmsDataKeyReusePeriodSeconds": true,
 }
 
+// epochAttributes hold Unix times in seconds, which nobody reads at a glance.
+var epochAttributes = map[string]bool{"CreatedTimestamp": true, "LastModifiedTimestamp": true}
+
 // AttributeRow is one queue attribute as the queue page shows it.
 type AttributeRow struct {
 	Name  string
 	Value string
-	// Reading is the value made readable ("30 s" for VisibilityTimeout=30); empty when the raw
-	// value says it best.
+	// Reading is the value made readable ("30 s" for VisibilityTimeout=30, a UTC time for
+	// CreatedTimestamp); empty when the raw value says it best.
 	Reading string
 	Help    string
 }
@@ -54,6 +58,11 @@ func AttributeRows(attrs map[string]string) []AttributeRow {
 		if secondsAttributes[name] {
 			if n, err := strconv.ParseFloat(value, 64); err == nil {
 				r.Reading = Duration(n)
+			}
+		}
+		if epochAttributes[name] {
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n > 0 {
+				r.Reading = Timestamp(time.Unix(n, 0))
 			}
 		}
 		rows = append(rows, r)

@@ -967,7 +967,8 @@ func Cost(c views.Cost, oob bool) templ.Component {
 }
 
 // OverviewPush is what the hub sends overview subscribers: every row, the totals, the cost and
-// the freshness, each swapped by its id.
+// the freshness, each swapped by its id. It carries only what the page shows: the embedded table
+// has no cost line, and htmx reports an error for every pushed element without a target.
 func OverviewPush(p OverviewProps) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -995,9 +996,11 @@ func OverviewPush(p OverviewProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Cost(p.Overview.Cost, true).Render(ctx, templ_7745c5c3_Buffer)
-		if templ_7745c5c3_Err != nil {
-			return templ_7745c5c3_Err
+		if !p.Nav.Embed {
+			templ_7745c5c3_Err = Cost(p.Overview.Cost, true).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 		}
 		templ_7745c5c3_Err = Freshness(p.Freshness, true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {

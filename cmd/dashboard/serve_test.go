@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// TestServeAgainstSimulator runs `dashboard serve` as the command line builds it, against an
+// in-process simulator and a temporary database: it must become ready, store the queues its
+// flags select (and the dead-letter queue of a selected source, selected or not), sample the
+// dead-letter queue unless --peek none, never delete, and stop cleanly when its context ends.
+func TestServeAgainstSimulator(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string // besides --endpoint-url, --region, --db and --listen
+		wantQueues []string
+		wantPeek   bool
+	}{
+		{"every queue", nil,
+			[]string{"exports", "notifications", "web-search", "web-search-dlq"}, true},
+		{"prefix and a queue by URL", []string{"--queue-prefix", "web-", "--queue", "{notifications}"},
+			[]string{"notifications", "web-search", "web-search-dlq"}, true},
+		{"the source alone brings its DLQ", []string{"--queue", "web-search"},
+			[]string{"web-search", "web-search-dlq"}, true},
+		{"peek none", []string{"--peek", "none"},
+			[]string{"exports", "notifications", "web-search", "web-search-dlq"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := sqsim.New(sqsim.Options{Seed: 3})
+			srv := httptest.NewServer(sim)
+			defer srv.Close()
+			client := newTestClient(t, srv.URL)
+			urls := map[string]string{}
+			create := func(name string, attrs map[string]string) string {
+				out, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+				if err != nil {
+					t.Fatalf("CreateQueue %s: %v", name, err)
+				}
+				urls[name] = aws.ToString(out.QueueUrl)
+				return urls[name]
+			}
+			dlqURL := create("web-search-dlq", nil)
+			create("web-search", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:web-search-dlq","maxReceiveCount":3}`})
+			create("notifications", nil)
+			create("exports", nil)
+			for i := range 3 {
+				if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{
+					QueueUrl: aws.String(dlqURL), MessageBody: aws.String(fmt.Sprintf(`{"toolName":"search","toolCallId":"tc_%d"}`, i)),
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			db := filepath.Join(t.TempDir(), "toolq.db")
+			args := []string{"--endpoint-url", srv.URL, "--region", "us-east-1", "--db", db, "--listen", "127.0.0.1:0", "--log-level", "warn"}
+			for _, a := range tt.args {
+				if a == "{notifications}" {
+					a = urls["notifications"]
+				}
+				args = append(args, a)
+			}
+			cfg, log, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, args)
+			if err != nil {
+				t.Fatalf("parseServe: %v", err)
+			}
+			ready := make(chan string, 1)
+			cfg.ready = func(addr string) { ready <- addr }
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- runServe(ctx, cfg, log) }()
+			var base string
+			select {
+			case addr := <-ready:
+				base = "http://" + addr
+			case err := <-done:
+				t.Fatalf("serve ended before it listened: %v", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("serve did not listen within 20 s")
+			}
+			waitReady(t, base)
+
+			st, err := store.Open(t.Context(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			queues, err := st.ListQueues(t.Context(), store.QueueFilter{})
+			must(t, err)
+			var names []string
+			for _, q := range queues {
+				names = append(names, q.Name)
+			}
+			if !slices.Equal(names, tt.wantQueues) {
+				t.Errorf("stored queues = %v, want %v", names, tt.wantQueues)
+			}
+			if tt.wantPeek {
+				dlq := queueIn(t, queues, "web-search-dlq")
+				waitFor(t, "a sample of the dead-letter queue", func() bool {
+					s, err := st.LatestSample(t.Context(), dlq.ID)
+					return err == nil && s.Seen == 3
+				})
+			}
+
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("runServe: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("serve did not stop within 20 s of its context's end")
+			}
+			if _, err := http.Get(base + "/healthz"); err == nil {
+				t.Error("dashboard still answers after serve stopped")
+			}
+			if n := sim.CallCount("DeleteMessage"); n != 0 {
+				t.Errorf("DeleteMessage calls = %d, want 0", n)
+			}
+			receives := sim.CallCount("ReceiveMessage")
+			if tt.wantPeek != (receives > 0) {
+				t.Errorf("ReceiveMessage calls = %d, want some: %v", receives, tt.wantPeek)
+			}
+			// Everything the peek took is visible again.
+			snap, err := sim.Snapshot("web-search-dlq")
+			must(t, err)
+			for _, m := range snap {
+				if m.InFlight {
+					t.Errorf("message %s left in flight", m.MessageID)
+				}
+				if tt.wantPeek != (m.ReceiveCount > 0) {
+					t.Errorf("message %s received %d times, want some: %v", m.MessageID, m.ReceiveCount, tt.wantPeek)
+				}
+			}
+			if len(snap) != 3 {
+				t.Errorf("%d messages in the dead-letter queue, want the 3 sent", len(snap))
+			}
+		})
+	}
+}
+
+func TestServeFlagsReachTheDashboard(t *testing.T) {
+	cfg, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{
+		"--region", "us-east-1", "--region", "eu-west-1",
+		"--queue-prefix", "tool-", "--queue-prefix", "web-", "--queue", "exports",
+		"--endpoint-url", "http://127.0.0.1:1", "--cloudwatch-endpoint-url", "http://127.0.0.1:2",
+		"--peek-source", "tool-calls*", "--peek-source", "exports",
+		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
+		"--attributes-interval", "30s",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, peek := cfg.dashboard.Thresholds, cfg.dashboard.Collector.Peek
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"regions", cfg.regions, []string{"us-east-1", "eu-west-1"}},
+		{"prefixes", cfg.queuePrefixes, []string{"tool-", "web-"}},
+		{"queues", cfg.queues, []string{"exports"}},
+		{"endpoint", cfg.endpointURL, "http://127.0.0.1:1"},
+		{"CloudWatch endpoint", cfg.cloudWatchEndpoint, "http://127.0.0.1:2"},
+		{"static credentials implied", cfg.staticCredentials, true},
+		{"peek sources", peek.Sources, []string{"tool-calls*", "exports"}},
+		{"peek on", peek.Disabled, false},
+		{"oldest warning", th.OldestAgeWarning, 2 * time.Minute},
+		{"oldest critical", th.OldestAgeCritical, 20 * time.Minute},
+		{"DLQ critical", th.DLQDepthCritical, int64(7)},
+		{"stale after three attribute cycles", th.StaleAfter, 90 * time.Second},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		peek    string
+		wantOff bool
+		wantErr bool
+	}{{"none", true, false}, {"dlq", false, false}, {"all", false, true}} {
+		t.Run("--peek "+tt.peek, func(t *testing.T) {
+			cfg, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{"--peek", tt.peek})
+			var usage *usageError
+			if tt.wantErr {
+				if !errors.As(err, &usage) {
+					t.Fatalf("err = %v, want a usage error", err)
+				}
+				return
+			}
+			if err != nil || cfg.dashboard.Collector.Peek.Disabled != tt.wantOff {
+				t.Errorf("Disabled = %v, %v; want %v", cfg.dashboard.Collector.Peek.Disabled, err, tt.wantOff)
+			}
+		})
+	}
+}
+
+// queueIn returns the queue of that name from queues.
+func queueIn(t *testing.T, queues []store.Queue, name string) store.Queue {
+	t.Helper()
+	for _, q := range queues {
+		if q.Name == name {
+			return q
+		}
+	}
+	t.Fatalf("queue %s not stored", name)
+	return store.Queue{}
+}
+
+// waitFor polls cond until it holds: it waits for the collector's goroutines to have done
+// something, not for time to pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 20 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

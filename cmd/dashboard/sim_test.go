@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// endpointWriter collects a command's log and hands over the endpoint of the first
+// "simulator listening" record.
+type endpointWriter struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	endpoint chan string
+	found    bool
+}
+
+var endpointPattern = regexp.MustCompile(`msg="simulator listening" endpoint=(\S+)`)
+
+func (w *endpointWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := endpointPattern.FindSubmatch(w.buf.Bytes()); m != nil && !w.found {
+		w.found = true
+		w.endpoint <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (w *endpointWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestSimFaultFlag runs `dashboard sim` as the binary does, from its flags or their
+// environment variables, and checks that the injected fault reaches an SDK client: the
+// faulty operation is throttled, the others are not.
+func TestSimFaultFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{name: "flag", args: []string{"--fault", "SendMessage=throttle:1"}},
+		{name: "environment", env: map[string]string{"TOOLQ_FAULT": "SendMessage=throttle:1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			logs := &endpointWriter{endpoint: make(chan string, 1)}
+			args := append([]string{"sim", "--listen", "127.0.0.1:0"}, tt.args...)
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, args, &environment{stdout: logs, stderr: logs, lookupEnv: env(tt.env)})
+			}()
+			var endpoint string
+			select {
+			case endpoint = <-logs.endpoint:
+			case err := <-done:
+				t.Fatalf("sim ended before listening: %v\n%s", err, logs)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("sim not listening within 20s:\n%s", logs)
+			}
+
+			base := newTestClient(t, endpoint)
+			client := sqs.New(base.Options(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+			out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q")})
+			if err != nil {
+				t.Fatalf("CreateQueue, which has no fault: %v", err)
+			}
+			_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String("x")})
+			if _, ok := errors.AsType[*types.RequestThrottled](err); !ok {
+				t.Errorf("SendMessage: err = %v, want RequestThrottled", err)
+			}
+
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("sim: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("sim did not stop within 20s of its context's end")
+			}
+		})
+	}
+}
+
+// TestSimBadFault checks that a malformed --fault is a usage mistake, found before
+// anything listens.
+func TestSimBadFault(t *testing.T) {
+	_, stderr, err := runForTest(t, "sim", "--listen", "127.0.0.1:0", "--fault", "SendMessage=throttle:2")
+	if code := exitCode(err, &bytes.Buffer{}); code != 2 {
+		t.Errorf("exit code %d, want 2 (err %v)", code, err)
+	}
+	if bytes.Contains([]byte(stderr), []byte("simulator listening")) {
+		t.Error("the simulator listened despite a bad --fault")
+	}
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// everyPage is one request for each page and page state a browser can see, with the status it
+// answers.
+var everyPage = []struct {
+	name   string
+	req    request
+	status int
+}{
+	{"overview", request{path: "/"}, http.StatusOK},
+	{"overview filtered", request{path: "/?q=web&sort=visible&dir=desc"}, http.StatusOK},
+	{"overview embedded", request{path: "/?embed=1"}, http.StatusOK},
+	{"source queue", request{path: "/queues/web-search"}, http.StatusOK},
+	{"dead-letter queue", request{path: "/queues/web-search-dlq"}, http.StatusOK},
+	{"FIFO queue", request{path: "/queues/tool-calls.fifo"}, http.StatusOK},
+	{"FIFO dead-letter queue", request{path: "/queues/tool-calls-dlq.fifo"}, http.StatusOK},
+	{"queue without DLQ", request{path: "/queues/notifications"}, http.StatusOK},
+	{"queue card embedded", request{path: "/queues/web-search-dlq?embed=1"}, http.StatusOK},
+	{"FIFO card embedded", request{path: "/queues/tool-calls.fifo?embed=1"}, http.StatusOK},
+	{"messages", request{path: "/queues/web-search-dlq/messages"}, http.StatusOK},
+	{"messages of a hostile tool", request{path: "/queues/web-search-dlq/messages?tool=" + url.QueryEscape("<script>alert('tool')</script>")}, http.StatusOK},
+	{"message", request{path: "/queues/web-search-dlq/messages/m-xss"}, http.StatusOK},
+	{"redrive panel page", request{path: "/queues/web-search-dlq/redrive"}, http.StatusOK},
+	{"audit", request{path: "/audit"}, http.StatusOK},
+	{"login", request{path: "/login"}, http.StatusOK},
+	{"error page", request{path: "/queues/no-such-queue"}, http.StatusNotFound},
+}
+
+// TestEveryPageKeepsTheCSP checks what the browser's CSP (script-src 'self', style-src 'self', no
+// eval) would otherwise refuse at run time, on every page: no inline script, event handler or
+// style attribute, htmx configured not to inject styles nor eval, and every form control labelled.
+func TestEveryPageKeepsTheCSP(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	for _, tt := range everyPage {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := pw.page(t, tt.req, tt.status)
+			assertSafe(t, doc)
+			doc.Find("script").Each(func(_ int, s *goquery.Selection) {
+				if strings.TrimSpace(s.Text()) != "" {
+					t.Errorf("inline script: %s", outer(s))
+				}
+			})
+			assertHTMXConfig(t, doc)
+			assertLabelled(t, doc)
+		})
+	}
+}
+
+// assertHTMXConfig checks the htmx-config meta that keeps htmx itself within the CSP: htmx would
+// otherwise add an inline <style> for its indicators and may eval hx-vals and trigger filters.
+func assertHTMXConfig(t *testing.T, doc *goquery.Document) {
+	t.Helper()
+	content, ok := doc.Find(`head meta[name="htmx-config"]`).Attr("content")
+	if !ok {
+		t.Fatal("no htmx-config meta")
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(content), &cfg); err != nil {
+		t.Fatalf("htmx-config %q: %v", content, err)
+	}
+	for _, key := range []string{"includeIndicatorStyles", "allowEval", "allowScriptTags"} {
+		if v, ok := cfg[key].(bool); !ok || v {
+			t.Errorf("htmx-config %s = %v, want false", key, cfg[key])
+		}
+	}
+}
+
+// assertLabelled checks that every visible form control has a label a screen reader announces.
+func assertLabelled(t *testing.T, doc *goquery.Document) {
+	t.Helper()
+	doc.Find("input, select, textarea").Each(func(_ int, s *goquery.Selection) {
+		if typ, _ := s.Attr("type"); typ == "hidden" {
+			return
+		}
+		if _, ok := s.Attr("aria-label"); ok {
+			return
+		}
+		if s.Closest("label").Length() > 0 {
+			return
+		}
+		id, _ := s.Attr("id")
+		if id == "" || doc.Find(`label[for="`+id+`"]`).Length() == 0 {
+			t.Errorf("form control without a label: %s", outer(s))
+		}
+	})
+}
+
+// TestPushesTargetTheirPage renders, for every live page, what the hub pushes to its topic and
+// checks that each out-of-band element finds its target in that page: htmx logs an error for
+// every one that does not, and the part of the page it was meant for silently goes stale.
+func TestPushesTargetTheirPage(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	// Every kind at once: the push then carries all it can, the redrive refresh included.
+	kinds := kindSet{events.QueuesChanged: true, events.SampleTaken: true, events.MoveTasksChanged: true}
+	live := 0
+	for _, tt := range everyPage {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := pw.page(t, tt.req, tt.status)
+			ws, ok := doc.Find("body").Attr("ws-connect")
+			if !ok {
+				return // not a live page
+			}
+			live++
+			if ext, _ := doc.Find("body").Attr("hx-ext"); !strings.Contains(ext, "ws") {
+				t.Errorf("hx-ext %q does not load the websocket extension", ext)
+			}
+			u, err := url.Parse(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			sub := subscription{Topic: q.Get("topic"), Nav: templates.Nav{Embed: q.Get("embed") == "1", EmbedToken: q.Get("embed_token")}}
+			msg, err := pw.srv.hubRender(ctx, sub, kinds)
+			if err != nil {
+				t.Fatalf("render the push of %q: %v", sub.Topic, err)
+			}
+			push := parseFragment(t, msg)
+			assertSafe(t, push)
+			oob := push.Find("template").Children().Filter("[hx-swap-oob]")
+			if oob.Length() == 0 {
+				t.Fatalf("the push of %q swaps nothing:\n%s", sub.Topic, clip(string(msg)))
+			}
+			oob.Each(func(_ int, s *goquery.Selection) {
+				id, _ := s.Attr("id")
+				if id == "" {
+					t.Errorf("pushed element without id: %s", outer(s))
+					return
+				}
+				target := doc.Find("#" + id)
+				if target.Length() == 0 && strings.HasPrefix(id, "queue-row-") && strings.Contains(tt.req.path, "q=") {
+					return // a row the filter hides: app.js's toolq-push extension drops it
+				}
+				if target.Length() != 1 {
+					t.Errorf("the push of %q carries #%s, which the page has %d times", sub.Topic, id, target.Length())
+				} else if goquery.NodeName(target) != goquery.NodeName(s) {
+					t.Errorf("#%s is <%s> in the page and <%s> in the push", id, goquery.NodeName(target), goquery.NodeName(s))
+				}
+			})
+		})
+	}
+	if live < 5 {
+		t.Errorf("only %d live pages checked", live)
+	}
+}
+
+// parseFragment parses a push the way htmx does, inside a <template>, where table rows stand alone.
+func parseFragment(t *testing.T, msg []byte) *goquery.Document {
+	t.Helper()
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader("<template>" + string(msg) + "</template>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
