@@ -16,7 +16,7 @@ import (
 // startBrowser starts headless Chromium with a fresh profile in profileDir. The flags that turn
 // background networking off matter here: on a closed network Chromium's own connections are
 // refused, and on any network they are noise in a test.
-func startBrowser(profileDir string) (context.Context, context.CancelFunc, *syncBuffer, error) {
+func startBrowser(profileDir string) (context.Context, context.CancelFunc, error) {
 	output := &syncBuffer{}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath()),
@@ -42,12 +42,12 @@ func startBrowser(profileDir string) (context.Context, context.CancelFunc, *sync
 	}
 	if err := chromedp.Do(browserCtx); err != nil {
 		stop()
-		return nil, nil, output, fmt.Errorf("%w\nchromium output:\n%s", err, output.String())
+		return nil, nil, fmt.Errorf("%w\nchromium output:\n%s", err, output.String())
 	}
-	return browserCtx, stop, output, nil
+	return browserCtx, stop, nil
 }
 
-// syncBuffer collects Chromium's output for failure messages.
+// syncBuffer collects Chromium's output for the message of a failed start.
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf strings.Builder

@@ -50,11 +50,10 @@ type fixture struct {
 	// (--frame-ancestors); refusal is checked from a second origin that is not in the list.
 	embedder *embedPage
 
-	browserOnce   sync.Once
-	browser       context.Context // a chromedp context whose browser has started
-	stopBrowser   context.CancelFunc
-	browserErr    error
-	browserOutput *syncBuffer
+	browserOnce sync.Once
+	browser     context.Context // a chromedp context whose browser has started
+	stopBrowser context.CancelFunc
+	browserErr  error
 }
 
 func TestMain(m *testing.M) {
@@ -140,7 +139,7 @@ func needBrowser(t *testing.T) {
 		t.Fatal(suite.buildErr)
 	}
 	suite.browserOnce.Do(func() {
-		suite.browser, suite.stopBrowser, suite.browserOutput, suite.browserErr = startBrowser(filepath.Join(suite.dir, "chromium-profile"))
+		suite.browser, suite.stopBrowser, suite.browserErr = startBrowser(filepath.Join(suite.dir, "chromium-profile"))
 	})
 	if suite.browserErr != nil {
 		t.Fatalf("start Chromium: %v", suite.browserErr)

@@ -62,7 +62,7 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 	}
 	// A failed listing says nothing about the queues it did not return.
 	if !complete {
-		return changed
+		return c.resumeFromStore(ctx, r) || changed
 	}
 	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
 	if err != nil {
@@ -220,6 +220,50 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 	c.applyAttributes(ctx, cy, probe, out.Attributes, at)
 	c.log.Info("collector: watching queue", "queue", name, "region", r.Name, "fifo", fifo)
 	return true, nil
+}
+
+// resumeFromStore watches, after a failed listing of r, the queues an earlier run stored for it
+// that are selected (and their dead-letter queues), without an AWS call. A restart while AWS is
+// unreachable then keeps trying the queues it knew, recording an error against each and
+// letting their data age visibly, rather than watching nothing until a discovery succeeds.
+// A queue that vanished meanwhile is marked gone by the next complete listing.
+func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
+	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
+	if err != nil {
+		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
+		return false
+	}
+	deadLetter := make(map[string]bool)
+	for _, sq := range stored {
+		if c.selected(r, sq.Name, sq.URL) && sq.DeadLetterTargetARN != "" {
+			deadLetter[sq.DeadLetterTargetARN] = true
+		}
+	}
+	changed := false
+	for _, sq := range stored {
+		if !c.selected(r, sq.Name, sq.URL) && !deadLetter[sq.ARN] {
+			continue
+		}
+		q := &watchedQueue{
+			id: sq.ID, region: r, name: sq.Name, url: sq.URL, arn: sq.ARN, fifo: sq.FIFO,
+			deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
+		}
+		c.mu.Lock()
+		_, known := c.queues[sq.ARN]
+		c.mu.Unlock()
+		if known {
+			continue
+		}
+		c.resume(ctx, q)
+		c.mu.Lock()
+		if _, known := c.queues[sq.ARN]; !known {
+			c.queues[sq.ARN] = q
+			c.urls[urlKey{r.Name, sq.URL}] = q
+			changed = true
+		}
+		c.mu.Unlock()
+	}
+	return changed
 }
 
 // resume loads what an earlier run of the collector left in the store about q, so that a

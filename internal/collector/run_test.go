@@ -2,12 +2,14 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -140,4 +142,59 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 		}
 	}
 	return sum
+}
+
+// TestRestartWhileEndpointDown restarts the collector on its database while every AWS call
+// fails: it must resume watching the queues it stored (with the dead-letter queue of a selected
+// source, selected or not), record an error against each instead of watching nothing, and
+// sample them all again as soon as the endpoint answers, without waiting for a discovery.
+func TestRestartWhileEndpointDown(t *testing.T) {
+	tests := []struct {
+		name   string
+		choose func(*Options)
+		want   []string
+	}{
+		{"every queue", nil, []string{"notifications", "web-search", "web-search-dlq"}},
+		{"a source by name", func(o *Options) { o.Queues = []string{"web-search"} }, []string{"web-search", "web-search-dlq"}},
+		{"a prefix", func(o *Options) { o.QueuePrefixes = []string{"notif"} }, []string{"notifications"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.createPair("web-search", "web-search-dlq", 3)
+			e.createQueue("notifications", nil)
+			must(t, e.collector(tt.choose).Discover(e.ctx))
+
+			e.advance(time.Minute)
+			e.store = e.openStore()
+			e.sim.SetFault("*", sqsim.Fault{ErrorRate: 1})
+			c := e.collector(tt.choose)
+			must(t, c.Discover(e.ctx))
+			var names []string
+			for _, q := range c.watched() {
+				names = append(names, q.name)
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Fatalf("watched after a failed discovery = %v, want %v from the store", names, tt.want)
+			}
+			must(t, c.CycleAttributes(e.ctx))
+			for _, name := range tt.want {
+				q := e.queueNamed(name)
+				if errs := e.errors(q.ID); !slices.ContainsFunc(errs, func(ce store.CollectorError) bool { return ce.Operation == "GetQueueAttributes" }) {
+					t.Errorf("%s: errors %+v, want a failed GetQueueAttributes", name, errs)
+				}
+			}
+
+			e.sim.SetFault("*", sqsim.Fault{})
+			e.advance(15 * time.Second)
+			must(t, c.CycleAttributes(e.ctx))
+			latest, err := e.store.LatestAttributeSamples(e.ctx)
+			must(t, err)
+			for _, name := range tt.want {
+				if s := latest[e.queueNamed(name).ID]; !s.At.Equal(e.clock.Now()) {
+					t.Errorf("%s: newest sample at %v, want %v once the endpoint answers", name, s.At, e.clock.Now())
+				}
+			}
+		})
+	}
 }

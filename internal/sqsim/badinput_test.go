@@ -51,6 +51,10 @@ func TestBadInputOverRawHTTP(t *testing.T) {
 		{"visibility -1", sqsReq("AmazonSQS.ReceiveMessage", `{"QueueUrl":"`+url+`","VisibilityTimeout":-1}`), 400, "InvalidParameterValue"},
 		{"huge int", sqsReq("AmazonSQS.ReceiveMessage", `{"QueueUrl":"`+url+`","MaxNumberOfMessages":99999999999999}`), 400, "SerializationException"},
 		{"body too large", sqsReq("AmazonSQS.SendMessage", string(huge)), 413, "RequestEntityTooLarge"},
+		{"larger than MaximumMessageSize", sqsReq("AmazonSQS.SendMessage", `{"QueueUrl":"`+url+`","MessageBody":"`+strings.Repeat("x", defaultMaximumMessageSize+1)+`"}`), 400, "InvalidParameterValue"},
+		{"batch larger than MaximumMessageSize", sqsReq("AmazonSQS.SendMessageBatch", `{"QueueUrl":"`+url+`","Entries":[{"Id":"a","MessageBody":"`+strings.Repeat("x", defaultMaximumMessageSize/2+1)+`"},{"Id":"b","MessageBody":"`+strings.Repeat("x", defaultMaximumMessageSize/2+1)+`"}]}`), 400, "AWS.SimpleQueueService.BatchRequestTooLong"},
+		{"attribute out of range", sqsReq("AmazonSQS.SetQueueAttributes", `{"QueueUrl":"`+url+`","Attributes":{"DelaySeconds":"60","VisibilityTimeout":"43201"}}`), 400, "InvalidAttributeValue"},
+		{"delay out of range", sqsReq("AmazonSQS.SendMessage", `{"QueueUrl":"`+url+`","MessageBody":"x","DelaySeconds":901}`), 400, "InvalidParameterValue"},
 		{"malformed cbor", cwReq("GetMetricData", []byte{0xbf, 0x61}), 400, "SerializationException"},
 		{"cbor not a map", cwReq("GetMetricData", cbor.Encode(cbor.String("hi"))), 400, "SerializationException"},
 		{"cbor wrong member type", cwReq("GetMetricData", cbor.Encode(cbor.Map{"MetricDataQueries": cbor.String("x")})), 400, "SerializationException"},
@@ -85,6 +89,10 @@ func TestBadInputOverRawHTTP(t *testing.T) {
 	snap, _ := h.sim.Snapshot("q")
 	if len(snap) != 1 || snap[0].Body != "keep" || snap[0].ReceiveCount != 0 {
 		t.Errorf("bad input changed the queue: %+v", snap)
+	}
+	// A rejected SetQueueAttributes applies none of its attributes.
+	if attrs := h.attributes(t, url); attrs["DelaySeconds"] != "0" || attrs["VisibilityTimeout"] != "30" {
+		t.Errorf("bad input changed the attributes: DelaySeconds %s, VisibilityTimeout %s", attrs["DelaySeconds"], attrs["VisibilityTimeout"])
 	}
 }
 
