@@ -76,12 +76,7 @@ func BenchmarkMetricsCycle1000Queues(b *testing.B) {
 // (the default cap): 50 receives of ten, 50 hand-backs of ten, 500 messages parsed and stored.
 func BenchmarkPeekPass500Messages(b *testing.B) {
 	e := newEnv(b)
-	_, dlqARN := e.createQueue("tool-calls-dlq", nil)
-	url, _ := e.createQueue("tool-calls", map[string]string{
-		"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":3}`,
-	})
-	_ = url
-	dlqURL, _ := e.createQueue("tool-calls-dlq", nil)
+	_, dlqURL := e.createPair("tool-calls", "tool-calls-dlq", 3)
 	for i := 0; i < 500; i += 10 {
 		var entries []types.SendMessageBatchRequestEntry
 		for j := range 10 {

@@ -93,7 +93,7 @@ func TestCostEstimateStoredAfterCycles(t *testing.T) {
 	must(t, err)
 	want := EstimateCost(defaultCostConfig, []CostQueue{
 		{DeadLetter: false},
-		{DeadLetter: true, Peeked: true, PeekInterval: time.Minute, ReceivesPerPass: 2}, // 3 messages, then an empty answer
+		{DeadLetter: true, Peeked: true, PeekInterval: time.Minute, ReceivesPerPass: 1}, // all 3 messages in one answer: no receive after the last
 	}, e.clock.Now())
 	if !near(got.TotalUSDPerDay, want.TotalUSDPerDay) || !near(got.SQSRequestsPerDay, want.SQSRequestsPerDay) {
 		t.Errorf("stored estimate = %+v, want %+v", got, want)

@@ -18,6 +18,8 @@ import (
 const (
 	// receiveBatch is the most messages one ReceiveMessage returns.
 	receiveBatch = 10
+	// peekWaitSeconds is the shortest wait a receive can ask for explicitly (see receivePass).
+	peekWaitSeconds = 1
 	// maxEmptyReceives ends a pass after this many empty answers in a row while the queue claims
 	// more messages: short polling samples a subset of SQS's servers and may answer empty once.
 	maxEmptyReceives = 2
@@ -178,6 +180,9 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 		pass = c.receivePass(ctx, cy, q, approx)
 	}
 	sample.Seen = len(pass.messages)
+	// Messages that arrived between the read and the pass make Seen exceed the count read:
+	// the queue held at least what was seen, and "4 of about 1" would read as nonsense.
+	sample.ApproxVisible = max(approx, int64(sample.Seen))
 	sample.Receives = pass.receives
 	sample.MessagesTaken = pass.messagesTaken
 	sample.Capped = pass.capped
@@ -238,10 +243,13 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 		err := c.call(ctx, cy, opReceiveMessage, q, func(ctx context.Context) error {
 			var err error
 			out, err = q.region.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-				QueueUrl:                    aws.String(q.url),
-				MaxNumberOfMessages:         int32(min(receiveBatch, maxMessages-pass.messagesTaken)),
-				VisibilityTimeout:           visibility,
-				WaitTimeSeconds:             0,
+				QueueUrl:            aws.String(q.url),
+				MaxNumberOfMessages: int32(min(receiveBatch, maxMessages-pass.messagesTaken)),
+				VisibilityTimeout:   visibility,
+				// Not 0: the SDK omits a zero, and SQS then applies the queue's
+				// ReceiveMessageWaitTimeSeconds (often 20 s), a long poll that would hold what
+				// the pass already took in flight, then hand the same messages back again.
+				WaitTimeSeconds:             peekWaitSeconds,
 				MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 				MessageAttributeNames:       []string{"All"},
 			})
@@ -277,6 +285,11 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 		if fresh == 0 {
 			// Only repeats: the visibility timeout ran out under us, or the endpoint ignores it.
 			return pass
+		}
+		if int64(len(seen)) >= approx {
+			// Every message the queue held has been seen: one more receive would only cost a
+			// call and, on a busy queue, take a newcomer for nothing.
+			break
 		}
 	}
 	pass.capped = pass.messagesTaken >= maxMessages

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -465,5 +466,66 @@ func TestDeadLetterQueueSampledAsSoonAsItFills(t *testing.T) {
 	}
 	if since := e.clock.Now().Sub(t0); since >= DefaultPeekDeadLetterInterval {
 		t.Fatalf("test took %v of clock: not a check of early sampling", since)
+	}
+}
+
+// secondReceiveFails is the real client whose second ReceiveMessage of a pass fails or panics,
+// after the first took ten messages.
+type secondReceiveFails struct {
+	*sqs.Client
+	panics   bool
+	receives *int
+}
+
+func (s secondReceiveFails) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	*s.receives++
+	if *s.receives == 2 {
+		if s.panics {
+			panic("hostile answer")
+		}
+		return nil, errors.New("connection reset")
+	}
+	return s.Client.ReceiveMessage(ctx, in, optFns...)
+}
+
+// TestPeekReleasesWhenAPassFails: whatever ends a pass early, every message it took is handed
+// back at once and the failure is recorded; nothing is deleted.
+func TestPeekReleasesWhenAPassFails(t *testing.T) {
+	tests := []struct {
+		name     string
+		panics   bool
+		wantCode string
+	}{
+		{"a receive fails", false, "transport"},
+		{"a receive panics", true, "panic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+			e.deadLetter(srcURL, "web-search-dlq", 15)
+			receives := 0
+			c := e.collector(func(o *Options) {
+				o.Regions = []Region{{Name: "us-east-1", SQS: secondReceiveFails{Client: e.sqs, panics: tt.panics, receives: &receives}}}
+			})
+			must(t, c.Discover(e.ctx))
+			e.sim.ResetCallCounts()
+			_ = c.PeekDue(e.ctx)
+			if n := e.sim.CallCount("ChangeMessageVisibilityBatch"); n != 1 {
+				t.Errorf("ChangeMessageVisibilityBatch calls = %d, want 1 for the 10 messages taken", n)
+			}
+			if n := e.sim.CallCount("DeleteMessage") + e.sim.CallCount("DeleteMessageBatch"); n != 0 {
+				t.Errorf("%d delete calls", n)
+			}
+			for _, m := range e.snapshot("web-search-dlq") {
+				if m.InFlight {
+					t.Errorf("%s left in flight by a failed pass", m.MessageID)
+				}
+			}
+			dlq := e.queueNamed("web-search-dlq")
+			if errs := e.errors(dlq.ID); !slices.ContainsFunc(errs, func(ce store.CollectorError) bool { return ce.Code == tt.wantCode }) {
+				t.Errorf("errors = %+v, want one with code %s", errs, tt.wantCode)
+			}
+		})
 	}
 }

@@ -90,11 +90,14 @@ func BenchmarkUpsertMetricPoints(b *testing.B) {
 // BenchmarkMonthOfOneQueue writes 30 days of one dead-letter queue's data at the collector's
 // default cadences (a depth sample every 15 s, 8 CloudWatch metrics a minute, a peek pass a minute
 // over ~50 messages of which one changes each minute), pruning every hour with the default
-// retention, then reports the database file's size and logs it by table. It takes minutes; run
-// it once:
+// retention, then reports the database file's size and logs it by table. It takes minutes, so
+// `make bench` skips it unless TOOLQ_BENCH_LONG is set; run it once:
 //
-//	go test -run '^$' -bench MonthOfOneQueue -benchtime 1x -v ./internal/store
+//	TOOLQ_BENCH_LONG=1 go test -run '^$' -bench MonthOfOneQueue -benchtime 1x -v ./internal/store
 func BenchmarkMonthOfOneQueue(b *testing.B) {
+	if os.Getenv("TOOLQ_BENCH_LONG") == "" {
+		b.Skip("writes a month of data in minutes: set TOOLQ_BENCH_LONG=1 to run it")
+	}
 	for b.Loop() {
 		size, byTable := writeQueueHistory(b, 30*24*time.Hour)
 		b.ReportMetric(float64(size)/(1<<20), "MiB/queue-month")
