@@ -100,7 +100,9 @@ func TestServeAgainstSimulator(t *testing.T) {
 			}
 			defer st.Close()
 			queues, err := st.ListQueues(t.Context(), store.QueueFilter{})
-			must(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var names []string
 			for _, q := range queues {
 				names = append(names, q.Name)
@@ -109,8 +111,8 @@ func TestServeAgainstSimulator(t *testing.T) {
 				t.Errorf("stored queues = %v, want %v", names, tt.wantQueues)
 			}
 			if tt.wantPeek {
-				dlq := queueIn(t, queues, "web-search-dlq")
-				waitFor(t, "a sample of the dead-letter queue", func() bool {
+				dlq := storedQueue(t, queues, "web-search-dlq")
+				waitForServe(t, "a sample of the dead-letter queue", func() bool {
 					s, err := st.LatestSample(t.Context(), dlq.ID)
 					return err == nil && s.Seen == 3
 				})
@@ -137,7 +139,9 @@ func TestServeAgainstSimulator(t *testing.T) {
 			}
 			// Everything the peek took is visible again.
 			snap, err := sim.Snapshot("web-search-dlq")
-			must(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, m := range snap {
 				if m.InFlight {
 					t.Errorf("message %s left in flight", m.MessageID)
@@ -211,8 +215,8 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 	}
 }
 
-// queueIn returns the queue of that name from queues.
-func queueIn(t *testing.T, queues []store.Queue, name string) store.Queue {
+// storedQueue returns the queue of that name from queues.
+func storedQueue(t *testing.T, queues []store.Queue, name string) store.Queue {
 	t.Helper()
 	for _, q := range queues {
 		if q.Name == name {
@@ -223,9 +227,9 @@ func queueIn(t *testing.T, queues []store.Queue, name string) store.Queue {
 	return store.Queue{}
 }
 
-// waitFor polls cond until it holds: it waits for the collector's goroutines to have done
+// waitForServe polls cond until it holds: it waits for the collector's goroutines to have done
 // something, not for time to pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitForServe(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -233,12 +237,5 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("no %s within 20 s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
@@ -186,5 +187,32 @@ func TestCSRFWithAuthNone(t *testing.T) {
 		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
 	if rec.Code != http.StatusForbidden {
 		t.Errorf("form without token under auth none: %d", rec.Code)
+	}
+}
+
+// TestSignOutButton: a browser signed in with a session sees a sign-out form that posts the
+// CSRF token; a bot's Bearer request, which has no session to end, does not.
+func TestSignOutButton(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	cookies, token := browserSession(t, h, h.operator)
+	rec := h.do(t, apiRequest{target: "/", cookies: cookies})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("overview with a session: %d", rec.Code)
+	}
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := doc.Find(`form[action="/logout"][method="post"]`)
+	if form.Length() != 1 {
+		t.Fatalf("sign-out forms: %d, want 1", form.Length())
+	}
+	if v, _ := form.Find(`input[name="` + csrfField + `"]`).Attr("value"); v != token {
+		t.Errorf("sign-out form's CSRF field = %q, want the session's token", v)
+	}
+
+	rec = h.do(t, apiRequest{target: "/", header: map[string]string{"Authorization": "Bearer " + h.operator}})
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `action="/logout"`) {
+		t.Errorf("overview with a Bearer token: %d, sign-out shown: %v", rec.Code, strings.Contains(rec.Body.String(), `action="/logout"`))
 	}
 }

@@ -71,6 +71,8 @@ func (s *Server) page(c echo.Context, title, section, topic string) templates.Pa
 	case auth.KindToken, auth.KindProxy:
 		p.User = id.Name
 	}
+	// Only a browser session can be ended from the page; a proxy's user signs out at the proxy.
+	p.SignOut = id.Via == auth.ViaSession
 	fr, err := s.opts.Views.Freshness(c.Request().Context())
 	if err != nil {
 		s.log.Warn("page: read freshness", "request_id", requestID(c), "err", err)

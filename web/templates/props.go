@@ -80,6 +80,7 @@ type Page struct {
 	Now       time.Time
 	User      string // who is signed in; empty when auth is off or unknown
 	Role      string
+	SignOut   bool   // the user signed in with a session cookie: show a sign-out button
 	Section   string // "overview", "audit": marks the current navigation link
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
