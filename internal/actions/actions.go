@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -102,7 +103,8 @@ type Options struct {
 	ReadOnly bool
 	Now      func() time.Time // default time.Now
 	Logger   *slog.Logger     // default discard
-	// Registerer, when set, gets toolq_actions_total{action,result}.
+	// Registerer, when set, gets toolq_actions_total{action,result} and the actions' AWS calls
+	// in toolq_aws_calls_total{operation,outcome}, the metric the collector counts into too.
 	Registerer prometheus.Registerer
 }
 
@@ -127,7 +129,7 @@ func New(opts Options) *Service {
 		panic("actions: Options.Store and Options.Views are required")
 	}
 	s := &Service{
-		clients:  opts.Clients,
+		clients:  make(map[string]SQSAPI, len(opts.Clients)),
 		store:    opts.Store,
 		queues:   opts.Views,
 		pub:      opts.Publisher,
@@ -155,7 +157,50 @@ func New(opts Options) *Service {
 			s.log.Warn("actions: register metrics", "err", err)
 		}
 	}
+	calls, err := awscalls.NewCounter(opts.Registerer)
+	if err != nil {
+		s.log.Warn("actions: register metrics", "err", err)
+	}
+	for region, c := range opts.Clients {
+		s.clients[region] = countedSQS{SQSAPI: c, calls: calls}
+	}
 	return s
+}
+
+// countedSQS counts every call the actions make in toolq_aws_calls_total.
+type countedSQS struct {
+	SQSAPI
+	calls *awscalls.Counter
+}
+
+func (c countedSQS) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+	out, err := c.SQSAPI.StartMessageMoveTask(ctx, in, optFns...)
+	c.calls.Observe("StartMessageMoveTask", err)
+	return out, err
+}
+
+func (c countedSQS) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
+	out, err := c.SQSAPI.CancelMessageMoveTask(ctx, in, optFns...)
+	c.calls.Observe("CancelMessageMoveTask", err)
+	return out, err
+}
+
+func (c countedSQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+	out, err := c.SQSAPI.ListMessageMoveTasks(ctx, in, optFns...)
+	c.calls.Observe("ListMessageMoveTasks", err)
+	return out, err
+}
+
+func (c countedSQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	out, err := c.SQSAPI.GetQueueUrl(ctx, in, optFns...)
+	c.calls.Observe("GetQueueUrl", err)
+	return out, err
+}
+
+func (c countedSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	out, err := c.SQSAPI.GetQueueAttributes(ctx, in, optFns...)
+	c.calls.Observe("GetQueueAttributes", err)
+	return out, err
 }
 
 // ReadOnly reports whether actions are turned off.

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/actions/actionstest"
@@ -409,5 +410,41 @@ func TestActionsWhenAWSIsDown(t *testing.T) {
 	}
 	if got := w.Count(t, "orders-dlq"); got != 25 {
 		t.Errorf("orders-dlq holds %d; want 25", got)
+	}
+}
+
+// TestAWSCallsAreCounted: the actions' own AWS calls show in toolq_aws_calls_total, the metric
+// the collector counts its reads in, so /metrics tells every call toolq makes.
+func TestAWSCallsAreCounted(t *testing.T) {
+	w := newWorld(t)
+	reg := prometheus.NewRegistry()
+	svc := w.Actions(actions.Options{Registerer: reg})
+	if _, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq"}); err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "toolq_aws_calls_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var op, outcome string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "operation":
+					op = l.GetValue()
+				case "outcome":
+					outcome = l.GetValue()
+				}
+			}
+			calls[op+"/"+outcome] += m.GetCounter().GetValue()
+		}
+	}
+	if calls["StartMessageMoveTask/ok"] != 1 || calls["ListMessageMoveTasks/ok"] < 1 {
+		t.Errorf("toolq_aws_calls_total = %v; want one StartMessageMoveTask and the ListMessageMoveTasks checks", calls)
 	}
 }

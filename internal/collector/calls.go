@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -74,13 +73,13 @@ func (c *Collector) call(ctx context.Context, cy *cycle, op string, q *watchedQu
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		c.tel.awsCalls.WithLabelValues(op, outcomeCanceled).Inc()
+		c.tel.awsCalls.Add(op, awscalls.Canceled)
 		return ctx.Err()
 	}
 	err := fn(ctx)
 	<-c.sem
-	code, outcome := classify(err)
-	c.tel.awsCalls.WithLabelValues(op, outcome).Inc()
+	code, outcome := awscalls.Classify(err)
+	c.tel.awsCalls.Add(op, outcome)
 	if err == nil {
 		return nil
 	}
@@ -153,42 +152,6 @@ func (c *Collector) recoverQueue(ctx context.Context, cy *cycle, q *watchedQueue
 	}
 	c.log.Error("collector: queue task panicked", "kind", cy.kind, "queue", q.name, "panic", p, "stack", string(debug.Stack()))
 	c.recordError(context.WithoutCancel(ctx), cy, cy.kind, q, "panic", safeText(fmt.Sprint(p), maxErrorMessage))
-}
-
-// Error outcomes, the outcome label of toolq_aws_calls_total.
-const (
-	outcomeOK          = "ok"
-	outcomeThrottled   = "throttled"
-	outcomeServerError = "server_error"
-	outcomeClientError = "client_error"
-	outcomeTransport   = "transport"
-	outcomeCanceled    = "canceled"
-)
-
-// classify returns the AWS error code of err ("transport" when there is none) and its outcome.
-func classify(err error) (code, outcome string) {
-	if err == nil {
-		return "", outcomeOK
-	}
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		code = apiErr.ErrorCode()
-		if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
-			return code, outcomeThrottled
-		}
-		if apiErr.ErrorFault() == smithy.FaultServer {
-			return code, outcomeServerError
-		}
-		return code, outcomeClientError
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "canceled", outcomeCanceled
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return "timeout", outcomeTransport
-	}
-	return "transport", outcomeTransport
 }
 
 // isQueueGone reports whether err says the queue does not exist. Endpoints that do not send

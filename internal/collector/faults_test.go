@@ -136,28 +136,6 @@ func TestMetricFaultsAreRecorded(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		name        string
-		err         error
-		wantCode    string
-		wantOutcome string
-	}{
-		{"nil", nil, "", outcomeOK},
-		{"canceled", context.Canceled, "canceled", outcomeCanceled},
-		{"wrapped deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), "canceled", outcomeCanceled},
-		{"other", fmt.Errorf("dial tcp: refused"), "transport", outcomeTransport},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, outcome := classify(tt.err)
-			if code != tt.wantCode || outcome != tt.wantOutcome {
-				t.Errorf("classify = %q, %q; want %q, %q", code, outcome, tt.wantCode, tt.wantOutcome)
-			}
-		})
-	}
-}
-
 func TestSafeText(t *testing.T) {
 	tests := []struct {
 		in   string

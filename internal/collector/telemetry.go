@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolq/toolq/internal/awscalls"
 )
 
 // telemetry is the collector's own Prometheus metrics.
 type telemetry struct {
 	cycles       *prometheus.CounterVec
 	cycleSeconds *prometheus.HistogramVec
-	awsCalls     *prometheus.CounterVec
+	awsCalls     *awscalls.Counter
 	peekReceives *prometheus.CounterVec
 }
 
@@ -29,28 +31,23 @@ func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
 			Help:    "Wall time of collector cycles, by kind.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"kind"}),
-		awsCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolq_aws_calls_total",
-			Help: "AWS API calls made by the collector, by operation and outcome (ok, throttled, server_error, client_error, transport, canceled).",
-		}, []string{"operation", "outcome"}),
 		peekReceives: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolq_peek_receives_total",
 			Help: "ReceiveMessage calls the collector's peeks made, by queue: each raises the receive count of what it returns.",
 		}, []string{"queue"}),
 	}
+	var err error
+	if t.awsCalls, err = awscalls.NewCounter(reg); err != nil {
+		return nil, err
+	}
 	if reg == nil {
 		return t, nil
 	}
-	var err error
 	t.cycles, err = register(reg, t.cycles)
 	if err != nil {
 		return nil, err
 	}
 	t.cycleSeconds, err = register(reg, t.cycleSeconds)
-	if err != nil {
-		return nil, err
-	}
-	t.awsCalls, err = register(reg, t.awsCalls)
 	if err != nil {
 		return nil, err
 	}

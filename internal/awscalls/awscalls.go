@@ -1,0 +1,96 @@
+// Package awscalls classifies and counts the AWS API calls toolq makes, so that the collector's
+// reads and the actions' move tasks show in one Prometheus metric, toolq_aws_calls_total.
+package awscalls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes, the outcome label of toolq_aws_calls_total.
+const (
+	OK          = "ok"
+	Throttled   = "throttled"
+	ServerError = "server_error"
+	ClientError = "client_error"
+	Transport   = "transport"
+	Canceled    = "canceled"
+)
+
+// Classify returns the AWS error code of err ("transport", "timeout" or "canceled" when AWS gave
+// none) and the outcome it counts as. A nil error is OK with no code.
+func Classify(err error) (code, outcome string) {
+	if err == nil {
+		return "", OK
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code = apiErr.ErrorCode()
+		if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
+			return code, Throttled
+		}
+		if apiErr.ErrorFault() == smithy.FaultServer {
+			return code, ServerError
+		}
+		return code, ClientError
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "canceled", Canceled
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return "timeout", Transport
+	}
+	return "transport", Transport
+}
+
+// Counter is toolq_aws_calls_total. The zero of *Counter (nil) counts nothing, for tests and
+// tools that expose no metrics.
+type Counter struct {
+	vec *prometheus.CounterVec
+}
+
+// NewCounter returns the counter registered with reg; reg nil gives an unregistered one. A
+// counter already registered there (a second collector in a test, say) is shared, not refused.
+func NewCounter(reg prometheus.Registerer) (*Counter, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolq_aws_calls_total",
+		Help: "AWS API calls toolq made (collector and actions), by operation and outcome (ok, throttled, server_error, client_error, transport, canceled).",
+	}, []string{"operation", "outcome"})
+	if reg == nil {
+		return &Counter{vec: vec}, nil
+	}
+	if err := reg.Register(vec); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			return nil, fmt.Errorf("awscalls: register: %w", err)
+		}
+		existing, ok := already.ExistingCollector.(*prometheus.CounterVec)
+		if !ok {
+			return nil, fmt.Errorf("awscalls: register: %w", err)
+		}
+		vec = existing
+	}
+	return &Counter{vec: vec}, nil
+}
+
+// Observe counts one call of operation that ended with err, and returns err's outcome.
+func (c *Counter) Observe(operation string, err error) string {
+	_, outcome := Classify(err)
+	c.Add(operation, outcome)
+	return outcome
+}
+
+// Add counts one call of operation with a known outcome.
+func (c *Counter) Add(operation, outcome string) {
+	if c == nil {
+		return
+	}
+	c.vec.WithLabelValues(operation, outcome).Inc()
+}
