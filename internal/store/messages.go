@@ -14,6 +14,9 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 	if sample.Kind == "" {
 		sample.Kind = SampleDeadLetter
 	}
+	if sample.OldestSentAt.IsZero() {
+		sample.OldestSentAt = oldestSent(messages)
+	}
 	// Marshal before the transaction: the writer connection is shared, so hold it for SQL only.
 	attrs := make([]string, len(messages))
 	for i, m := range messages {
@@ -29,10 +32,10 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 	var id int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `
-			INSERT INTO samples (queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			INSERT INTO samples (queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error, oldest_sent_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			sample.QueueID, string(sample.Kind), ms(sample.At), sample.Seen, sample.ApproxVisible,
-			sample.Receives, sample.MessagesTaken, sample.Capped, sample.Error).Scan(&id)
+			sample.Receives, sample.MessagesTaken, sample.Capped, sample.Error, ms(sample.OldestSentAt)).Scan(&id)
 		if err != nil {
 			return notFoundOnFK(err)
 		}
@@ -105,19 +108,30 @@ func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample
 	return nil
 }
 
-const sampleColumns = `id, queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error`
+const sampleColumns = `id, queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error, oldest_sent_at`
 
 func scanSample(r rowScanner) (Sample, error) {
 	var sm Sample
 	var kind string
-	var at int64
+	var at, oldest int64
 	err := r.Scan(&sm.ID, &sm.QueueID, &kind, &at, &sm.Seen, &sm.ApproxVisible, &sm.Receives,
-		&sm.MessagesTaken, &sm.Capped, &sm.Error)
+		&sm.MessagesTaken, &sm.Capped, &sm.Error, &oldest)
 	if err != nil {
 		return Sample{}, err
 	}
-	sm.Kind, sm.At = SampleKind(kind), fromMS(at)
+	sm.Kind, sm.At, sm.OldestSentAt = SampleKind(kind), fromMS(at), fromMS(oldest)
 	return sm, nil
+}
+
+// oldestSent returns the earliest SentAt of messages; zero when none carries one.
+func oldestSent(messages []SampledMessage) time.Time {
+	var oldest time.Time
+	for _, m := range messages {
+		if !m.SentAt.IsZero() && (oldest.IsZero() || m.SentAt.Before(oldest)) {
+			oldest = m.SentAt
+		}
+	}
+	return oldest
 }
 
 // LatestSample returns the newest sample of a queue.

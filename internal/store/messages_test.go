@@ -58,6 +58,8 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sample.ID = id
+	// SaveSample fills in the oldest SentAt from the messages: the first of dlqMessages(10).
+	sample.OldestSentAt = t0.Add(-10 * time.Minute)
 	if latest != sample {
 		t.Errorf("LatestSample = %+v; want %+v", latest, sample)
 	}

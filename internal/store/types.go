@@ -91,6 +91,9 @@ type Sample struct {
 	MessagesTaken int   // messages received (each raised a receive count by one)
 	Capped        bool  // the pass stopped at the message cap
 	Error         string
+	// OldestSentAt is the earliest SentTimestamp of the messages seen; zero when none was seen.
+	// SaveSample fills it in from the messages when it is zero.
+	OldestSentAt time.Time
 }
 
 // Coverage is Seen as a share of ApproxVisible, capped at 1. A pass over an empty queue covers it all.

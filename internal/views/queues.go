@@ -74,6 +74,25 @@ func (s *Service) gather(ctx context.Context, now time.Time) (*snapshot, error) 
 	return snap, nil
 }
 
+// sampleAgeWindow is how old a message sample may be for its oldest message to count in a
+// queue's oldest-message age.
+const sampleAgeWindow = 15 * time.Minute
+
+// sampledOldestAge is the age of the oldest message the newest sample saw, while that sample is
+// recent and the queue still holds messages. CloudWatch's ApproximateAgeOfOldestMessage skips
+// messages received three times or more: every message of a dead-letter queue, and those the
+// dashboard's own samples have raised, so for those queues the sample is the better witness.
+func sampledOldestAge(snap *snapshot, queueID int64) (float64, bool) {
+	sample, ok := snap.samples[queueID]
+	if !ok || sample.OldestSentAt.IsZero() || snap.now.Sub(sample.At) > sampleAgeWindow {
+		return 0, false
+	}
+	if a, ok := snap.latest[queueID]; !ok || a.Visible+a.InFlight == 0 {
+		return 0, false
+	}
+	return snap.now.Sub(sample.OldestSentAt).Seconds(), true
+}
+
 // summarize builds one queue's overview row, health included.
 func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) (QueueSummary, error) {
 	sum := QueueSummary{
@@ -110,6 +129,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		v := p.Value
 		sum.OldestMessageAgeSeconds = &v
 		f.OldestAge = &p
+	}
+	if age, ok := sampledOldestAge(snap, q.ID); ok && (sum.OldestMessageAgeSeconds == nil || age > *sum.OldestMessageAgeSeconds) {
+		sum.OldestMessageAgeSeconds = &age
 	}
 	if q.MaxReceiveCount > 0 {
 		n := q.MaxReceiveCount

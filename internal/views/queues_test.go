@@ -285,3 +285,38 @@ func TestFreshness(t *testing.T) {
 		t.Errorf("freshness JSON = %s; want an RFC 3339 UTC time", js)
 	}
 }
+
+// TestOldestAgeOfDeadLetterQueue: CloudWatch's ApproximateAgeOfOldestMessage skips messages
+// received three times or more, so it reads 0 for a DLQ full of old messages; the newest sample's
+// oldest message gives the age instead, while the queue still holds messages.
+func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
+	tests := []struct {
+		name       string
+		sampleAt   time.Time
+		visible    int64
+		cloudWatch float64
+		want       float64
+	}{
+		{"sample older than CloudWatch's zero", now.Add(-time.Minute), 4, 0, 10 * 60},
+		{"CloudWatch older than the sample", now.Add(-time.Minute), 4, 3600, 3600},
+		{"sample too old to count", now.Add(-20 * time.Minute), 4, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.queue("jobs-dlq")
+			f.attrs("jobs-dlq", "", 0, 1209600, now.Add(-5*time.Second), tt.visible)
+			f.must(f.store.UpsertMetricPoints(f.ctx, []store.MetricPoint{
+				{QueueID: f.ids["jobs-dlq"], Metric: "ApproximateAgeOfOldestMessage", At: now.Add(-2 * time.Minute), Period: 60, Value: tt.cloudWatch},
+			}))
+			msgs := toolMessages(10, "jobs") // sent 10 … 1 minutes before now
+			_, err := f.store.SaveSample(f.ctx, store.Sample{QueueID: f.ids["jobs-dlq"], Kind: store.SampleDeadLetter, At: tt.sampleAt, Seen: 10, ApproxVisible: 10}, msgs, nil)
+			f.must(err)
+			q, err := f.svc.Queue(f.ctx, "jobs-dlq")
+			f.must(err)
+			if q.OldestMessageAgeSeconds == nil || *q.OldestMessageAgeSeconds != tt.want {
+				t.Errorf("oldestMessageAgeSeconds = %v, want %v", q.OldestMessageAgeSeconds, tt.want)
+			}
+		})
+	}
+}

@@ -52,7 +52,7 @@ type QueueSummary struct {
 	Visible                 int64      `json:"visible"`
 	InFlight                int64      `json:"inFlight"`
 	Delayed                 int64      `json:"delayed"`
-	OldestMessageAgeSeconds *float64   `json:"oldestMessageAgeSeconds"` // null until CloudWatch has a datapoint
+	OldestMessageAgeSeconds *float64   `json:"oldestMessageAgeSeconds"` // CloudWatch's, or the newest sample's oldest message when older; null before either
 	MaxReceiveCount         *int       `json:"maxReceiveCount"`         // null without a redrive policy
 	DeadLetterQueue         *string    `json:"deadLetterQueue"`         // the DLQ's name, or null
 	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"`    // visible messages of the DLQ, when watched
