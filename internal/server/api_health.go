@@ -36,7 +36,7 @@ func (s *Server) readyz(c echo.Context) error {
 	}
 	run, err := s.opts.Store.LatestRun(ctx, store.RunAttributes)
 	if errors.Is(err, store.ErrNotFound) {
-		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: "no collector cycle has finished yet"})
+		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: "no collector cycle has collected anything yet"})
 	}
 	if err != nil {
 		s.log.Warn("readyz: latest run", "err", err)
