@@ -41,10 +41,14 @@ func TestSummary(t *testing.T) {
 	_, err := f.store.UpsertMoveTask(f.ctx, store.MoveTask{QueueID: f.ids["exports-dlq"], TaskHandle: "h", Status: store.MoveTaskRunning,
 		SourceARN: account + "exports-dlq", Moved: 50, ToMove: 150, StartedAt: now.Add(-50 * time.Second)})
 	f.must(err)
+	f.must(f.store.SetCostEstimate(f.ctx, store.CostEstimate{At: now, TotalUSDPerDay: 0.76, SQSUSDPerDay: 0.10, CloudWatchUSDPerDay: 0.66}))
 
 	sum, err := f.svc.Summary(f.ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sum.Cost.TotalUSDPerDay != 0.76 || sum.Cost.At == nil {
+		t.Errorf("cost = %+v; want the stored estimate", sum.Cost)
 	}
 	if len(sum.Unhealthy) != 5 || sum.Unhealthy[0].Name != "exports-dlq" {
 		t.Errorf("unhealthy = %d, first %q", len(sum.Unhealthy), sum.Unhealthy[0].Name)

@@ -275,6 +275,8 @@ type Summary struct {
 	Unhealthy        []QueueSummary `json:"unhealthy"`        // never nil
 	DeadLetterQueues []DLQDepth     `json:"deadLetterQueues"` // never nil
 	RunningRedrives  []Redrive      `json:"runningRedrives"`  // never nil
+	// Cost is what watching costs in AWS API calls per day, at list prices.
+	Cost Cost `json:"cost"`
 }
 
 // DLQDepth is one dead-letter queue's depth for the summary.
