@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -56,23 +57,12 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err := checkRedriveAllowed(q); err != nil {
 		return store.MoveTask{}, err
 	}
-	client, err := s.client(q.Region)
+	tasks, unlock, err := s.lockTasks(ctx, q)
 	if err != nil {
 		return store.MoveTask{}, err
-	}
-	unlock, err := s.lock(ctx, q.ARN)
-	if err != nil {
-		return store.MoveTask{}, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
 	}
 	defer unlock()
-
-	live, err := s.liveTasks(ctx, client, q)
-	if err != nil {
-		return store.MoveTask{}, err
-	}
-	if t, ok, err := s.runningTask(ctx, q, live); err != nil {
-		return store.MoveTask{}, err
-	} else if ok {
+	if t := tasks.running; tasks.isRunning {
 		return store.MoveTask{}, refuse(http.StatusConflict, "task_running",
 			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
 	}
@@ -88,7 +78,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if req.MaxPerSecond > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(req.MaxPerSecond))
 	}
-	out, err := client.StartMessageMoveTask(ctx, in)
+	out, err := tasks.client.StartMessageMoveTask(ctx, in)
 	if err != nil {
 		return store.MoveTask{}, s.awsError(ctx, "start the move task", err)
 	}
@@ -104,9 +94,9 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	// list below: then ours is the task that was not listed before the start (starts of this
 	// queue are serialised, and no task was running).
 	ours := func(t store.MoveTask) bool {
-		return t.TaskHandle == handle || !slices.ContainsFunc(live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
+		return t.TaskHandle == handle || !slices.ContainsFunc(tasks.live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
 	}
-	return s.storeTask(ctx, client, q, ours, started), nil
+	return s.storeTask(ctx, tasks.client, q, ours, started), nil
 }
 
 // CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt.
@@ -127,31 +117,19 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	if err != nil {
 		return store.MoveTask{}, err
 	}
-	client, err := s.client(q.Region)
+	tasks, unlock, err := s.lockTasks(ctx, q)
 	if err != nil {
 		return store.MoveTask{}, err
-	}
-	unlock, err := s.lock(ctx, q.ARN)
-	if err != nil {
-		return store.MoveTask{}, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
 	}
 	defer unlock()
-
-	live, err := s.liveTasks(ctx, client, q)
-	if err != nil {
-		return store.MoveTask{}, err
-	}
-	t, ok, err := s.runningTask(ctx, q, live)
-	if err != nil {
-		return store.MoveTask{}, err
-	}
-	if !ok || t.TaskHandle == "" {
+	t := tasks.running
+	if !tasks.isRunning || t.TaskHandle == "" {
 		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "no redrive of %s is running", q.Name)
 	}
 	if t.Status == store.MoveTaskCancelling {
 		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s is already being cancelled", q.Name)
 	}
-	out, err := client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)})
+	out, err := tasks.client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)})
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
 		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
@@ -163,7 +141,38 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	cancelling.Status = store.MoveTaskCancelling
 	cancelling.Moved = out.ApproximateNumberOfMessagesMoved
 	cancelling.UpdatedAt = s.now().UTC()
-	return s.storeTask(ctx, client, q, func(x store.MoveTask) bool { return x.StartedAt.Equal(t.StartedAt) }, cancelling), nil
+	return s.storeTask(ctx, tasks.client, q, func(x store.MoveTask) bool { return x.StartedAt.Equal(t.StartedAt) }, cancelling), nil
+}
+
+// queueTasks is what an action on a dead-letter queue decides from, read while it holds the
+// queue's lock so that no other start or cancel can change it meanwhile.
+type queueTasks struct {
+	client    SQSAPI           // the client of the queue's region
+	live      []store.MoveTask // the tasks SQS lists now, already stored
+	running   store.MoveTask   // the running task, as runningTask finds it, when isRunning
+	isRunning bool
+}
+
+// lockTasks takes the action lock of q and reads its move tasks from SQS. Unless it fails, the
+// caller must call unlock when its action is done.
+func (s *Service) lockTasks(ctx context.Context, q store.Queue) (tasks queueTasks, unlock func(), err error) {
+	tasks.client, err = s.client(q.Region)
+	if err != nil {
+		return queueTasks{}, nil, err
+	}
+	unlock, err = s.lock(ctx, q.ARN)
+	if err != nil {
+		return queueTasks{}, nil, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
+	}
+	tasks.live, err = s.liveTasks(ctx, tasks.client, q)
+	if err == nil {
+		tasks.running, tasks.isRunning, err = s.runningTask(ctx, q, tasks.live)
+	}
+	if err != nil {
+		unlock()
+		return queueTasks{}, nil, err
+	}
+	return tasks, unlock, nil
 }
 
 // liveTasks lists the queue's recent move tasks in SQS and refreshes the store with them, so the
@@ -311,7 +320,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	}
 	u, err := client.GetQueueUrl(ctx, in)
 	if err != nil {
-		if queueMissing(err) {
+		if awscalls.QueueMissing(err) {
 			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
 		}
 		return "", false, s.awsError(ctx, "look up the destination", err)
@@ -321,7 +330,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameFifoQueue},
 	})
 	if err != nil {
-		if queueMissing(err) {
+		if awscalls.QueueMissing(err) {
 			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
 		}
 		return "", false, s.awsError(ctx, "read the destination's attributes", err)
@@ -331,17 +340,6 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		return "", false, refuse(http.StatusBadGateway, "aws_error", "AWS did not give the destination's ARN")
 	}
 	return arn, attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
-}
-
-// queueMissing reports whether err says the queue does not exist, typed or (from endpoints that
-// omit the query-compatible header, like kumo) by its code.
-func queueMissing(err error) bool {
-	var qdne *types.QueueDoesNotExist
-	if errors.As(err, &qdne) {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || ae.ErrorCode() == "QueueDoesNotExist")
 }
 
 // redriveAllowPolicy is a dead-letter queue's RedriveAllowPolicy attribute.
@@ -408,14 +406,14 @@ func (s *Service) awsError(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("actions: %s: %w", what, ctx.Err())
 	}
 	s.log.Warn("actions: AWS call failed", "what", what, "err", err)
-	msg := "AWS refused to " + what
 	var ae smithy.APIError
-	if errors.As(err, &ae) && awsCode.MatchString(ae.ErrorCode()) {
-		msg += " (" + ae.ErrorCode() + ")"
-	} else if !errors.As(err, &ae) {
-		msg = "AWS could not be reached to " + what
+	switch {
+	case !errors.As(err, &ae):
+		return refuse(http.StatusBadGateway, "aws_error", "AWS could not be reached to %s", what)
+	case awsCode.MatchString(ae.ErrorCode()):
+		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (%s)", what, ae.ErrorCode())
 	}
-	return refuse(http.StatusBadGateway, "aws_error", "%s", msg)
+	return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s", what)
 }
 
 // nameOf returns the queue name at the end of an ARN.

@@ -53,6 +53,9 @@ type Identity struct {
 	// Scope is, for an embed link, the path the link opens (e.g. "/queues/tool-calls.fifo");
 	// requests and websocket topics outside it must be refused. Empty for other kinds.
 	Scope string
+	// TokenID is the store id of the API token of a KindToken identity, 0 for other kinds. Embed
+	// links made by a token carry it, so that revoking the token ends them too.
+	TokenID int64
 }
 
 // CanAct reports whether the identity may start and cancel redrives.
@@ -119,6 +122,18 @@ func CheckListen(mode Mode, listenAddr string, allowInsecure bool) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %q", ErrInsecureListen, listenAddr)
+}
+
+// LoopbackRequestHost reports whether a request's Host header ("host" or "host:port") names this
+// machine. A dashboard without auth on loopback must refuse every other name: a hostile page
+// whose DNS name is re-bound to 127.0.0.1 (DNS rebinding) is otherwise same-origin with it, so
+// neither the browser nor the CSRF checks stop it from reading the API and starting redrives.
+func LoopbackRequestHost(hostHeader string) bool {
+	host, _, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		host = strings.TrimSuffix(strings.TrimPrefix(hostHeader, "["), "]")
+	}
+	return isLoopbackHost(host)
 }
 
 // isLoopbackHost reports whether host only ever means this machine. An empty host listens on

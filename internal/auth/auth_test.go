@@ -72,6 +72,35 @@ func TestCheckListen(t *testing.T) {
 	}
 }
 
+func TestLoopbackRequestHost(t *testing.T) {
+	tests := []struct {
+		host string
+		want bool
+	}{
+		{"127.0.0.1:8080", true},
+		{"127.0.0.1", true},
+		{"127.9.9.9:80", true},
+		{"localhost:8080", true},
+		{"LocalHost", true},
+		{"[::1]:8080", true},
+		{"[::1]", true},
+		{"", false}, // HTTP/1.0 without Host: nothing proves a loopback name was asked for
+		{"evil.example:8080", false},
+		{"localhost.evil.example", false},
+		{"127.0.0.1.nip.io:8080", false},
+		{"10.0.0.1:8080", false},
+		{"[fe80::1]:8080", false},
+		{"0.0.0.0:8080", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			if got := auth.LoopbackRequestHost(tt.host); got != tt.want {
+				t.Errorf("LoopbackRequestHost(%q) = %v, want %v", tt.host, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestGenerateToken(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
@@ -302,6 +331,57 @@ func TestEmbedLinks(t *testing.T) {
 	}
 	if _, _, err := a.EmbedToken("/", 31*24*time.Hour); err == nil {
 		t.Error("a 31-day embed link accepted")
+	}
+}
+
+func TestEmbedLinksEndWithTheirToken(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	a, _ := auth.New(auth.Config{Mode: auth.ModeToken, Store: st, Now: func() time.Time { return t0 }})
+	plain, _ := auth.CreateToken(ctx, st, "portal-admin", auth.RoleViewer)
+	bearer := httptest.NewRequest(http.MethodGet, "/", nil)
+	bearer.Header.Set("Authorization", "Bearer "+plain)
+	issuer, err := a.Authenticate(bearer)
+	if err != nil || issuer.TokenID == 0 {
+		t.Fatalf("bearer identity %+v, %v; want its token id", issuer, err)
+	}
+	_, session, _ := a.Login(ctx, plain, false)
+	byToken, _, _ := a.EmbedTokenFor(issuer, "/", time.Hour)
+	bySession, _, _ := a.EmbedTokenFor(session, "/", time.Hour)
+	byProxy, _, _ := a.EmbedTokenFor(auth.Identity{Name: "carol", Kind: auth.KindProxy, Role: auth.RoleViewer}, "/", time.Hour)
+	open := func(token string) error {
+		_, err := a.Authenticate(httptest.NewRequest(http.MethodGet, "/?"+auth.EmbedParam+"="+token, nil))
+		return err
+	}
+	tests := []struct {
+		name    string
+		token   string
+		revoked error // after portal-admin is revoked
+	}{
+		{"made with a bearer token", byToken, auth.ErrInvalidCredentials},
+		{"made in a session of the token", bySession, auth.ErrInvalidCredentials},
+		{"made by a proxy user", byProxy, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+", token live", func(t *testing.T) {
+			if err := open(tt.token); err != nil {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+	if err := auth.RevokeToken(ctx, st, "portal-admin"); err != nil {
+		t.Fatal(err)
+	}
+	// A new token of the same name is another token: the old links stay dead.
+	if _, err := auth.CreateToken(ctx, st, "portal-admin", auth.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+", token revoked", func(t *testing.T) {
+			if err := open(tt.token); !errors.Is(err, tt.revoked) {
+				t.Errorf("err = %v; want %v", err, tt.revoked)
+			}
+		})
 	}
 }
 

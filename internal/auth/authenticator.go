@@ -199,7 +199,7 @@ func (a *Authenticator) fromBearer(ctx context.Context, header string) (Identity
 		return Identity{}, a.lookupError(err)
 	}
 	a.touch(ctx, t)
-	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaBearer}, nil
+	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaBearer, TokenID: t.ID}, nil
 }
 
 // lookupError turns a failed token lookup into ErrInvalidCredentials, keeping other failures

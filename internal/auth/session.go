@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolq/toolq/internal/store"
 )
 
 // SessionCookie is the browser session cookie of token mode.
@@ -47,7 +49,7 @@ func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*
 		Secure:   secure || a.secure,
 		SameSite: http.SameSiteLaxMode,
 	}
-	return c, Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession}, nil
+	return c, Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
 }
 
 // LogoutCookie returns the cookie that ends a browser session.
@@ -80,18 +82,31 @@ func (a *Authenticator) fromSession(ctx context.Context, value string) (Identity
 	if err1 != nil || err2 != nil || !a.now().Before(time.Unix(exp, 0)) {
 		return Identity{}, ErrInvalidCredentials
 	}
+	t, err := a.liveToken(ctx, id)
+	if err != nil {
+		return Identity{}, err
+	}
+	a.touch(ctx, t)
+	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
+}
+
+// liveToken returns the token with the store id, or ErrInvalidCredentials when it is unknown or
+// revoked: what a session or an embed link made by a token checks on every request.
+func (a *Authenticator) liveToken(ctx context.Context, id int64) (store.Token, error) {
+	if a.store == nil {
+		return store.Token{}, ErrInvalidCredentials
+	}
 	// Tokens are few (one per person or bot), so a scan is cheaper than another store method.
 	tokens, err := a.store.ListTokens(ctx)
 	if err != nil {
-		return Identity{}, fmt.Errorf("auth: list tokens: %w", err)
+		return store.Token{}, fmt.Errorf("auth: list tokens: %w", err)
 	}
 	for _, t := range tokens {
 		if t.ID == id && t.RevokedAt.IsZero() {
-			a.touch(ctx, t)
-			return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession}, nil
+			return t, nil
 		}
 	}
-	return Identity{}, ErrInvalidCredentials
+	return store.Token{}, ErrInvalidCredentials
 }
 
 // open checks a "payload.mac" value signed for purpose and returns the payload.

@@ -9,6 +9,7 @@ import (
 	"net"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -48,6 +49,25 @@ func Classify(err error) (code, outcome string) {
 		return "timeout", Transport
 	}
 	return "transport", Transport
+}
+
+// QueueMissing reports whether err says that the queue a call named does not exist: the SDK's
+// typed *types.QueueDoesNotExist, or the bare code from an endpoint that omits SQS's
+// query-compatible error header (kumo answers AWS.SimpleQueueService.NonExistentQueue without
+// it, so the SDK cannot map it to the type).
+func QueueMissing(err error) bool {
+	var gone *types.QueueDoesNotExist
+	if errors.As(err, &gone) {
+		return true
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist":
+			return true
+		}
+	}
+	return false
 }
 
 // Counter is toolq_aws_calls_total. The zero of *Counter (nil) counts nothing, for tests and

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -30,6 +32,28 @@ func TestClassify(t *testing.T) {
 			code, outcome := Classify(tt.err)
 			if code != tt.wantCode || outcome != tt.wantOutcome {
 				t.Errorf("Classify = %q, %q; want %q, %q", code, outcome, tt.wantCode, tt.wantOutcome)
+			}
+		})
+	}
+}
+
+func TestQueueMissing(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"typed", fmt.Errorf("op: %w", &types.QueueDoesNotExist{Message: aws.String("gone")}), true},
+		{"legacy code without the query header (kumo)", &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue"}, true},
+		{"shape name as code", &smithy.GenericAPIError{Code: "QueueDoesNotExist"}, true},
+		{"other code", &smithy.GenericAPIError{Code: "AccessDenied"}, false},
+		{"message naming the code is not the code", fmt.Errorf("AWS.SimpleQueueService.NonExistentQueue"), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := QueueMissing(tt.err); got != tt.want {
+				t.Errorf("QueueMissing(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

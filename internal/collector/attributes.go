@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -44,7 +45,7 @@ func (c *Collector) readAttributes(ctx context.Context, cy *cycle, q *watchedQue
 		return err
 	})
 	if err != nil {
-		if isQueueGone(err) {
+		if awscalls.QueueMissing(err) {
 			c.markGone(ctx, q)
 		}
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/toolq/toolq/internal/awscalls"
@@ -152,23 +151,6 @@ func (c *Collector) recoverQueue(ctx context.Context, cy *cycle, q *watchedQueue
 	}
 	c.log.Error("collector: queue task panicked", "kind", cy.kind, "queue", q.name, "panic", p, "stack", string(debug.Stack()))
 	c.recordError(context.WithoutCancel(ctx), cy, cy.kind, q, "panic", safeText(fmt.Sprint(p), maxErrorMessage))
-}
-
-// isQueueGone reports whether err says the queue does not exist. Endpoints that do not send
-// SQS's query-compatible error header (kumo) surface the legacy code as a generic error.
-func isQueueGone(err error) bool {
-	var gone *types.QueueDoesNotExist
-	if errors.As(err, &gone) {
-		return true
-	}
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode() {
-		case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist":
-			return true
-		}
-	}
-	return false
 }
 
 // isUnsupported reports whether err says the endpoint does not implement the operation (kumo,

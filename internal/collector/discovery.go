@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -126,12 +127,12 @@ func (c *Collector) listRegion(ctx context.Context, cy *cycle, r *region) (urls 
 			return err
 		}, func(err error) bool {
 			// A named queue lives in one of the regions; its absence from the others is normal.
-			return isQueueGone(err) && len(c.regions) > 1
+			return awscalls.QueueMissing(err) && len(c.regions) > 1
 		})
 		switch {
 		case err == nil && out.QueueUrl != nil:
 			add(*out.QueueUrl)
-		case err != nil && !isQueueGone(err):
+		case err != nil && !awscalls.QueueMissing(err):
 			complete = false
 		}
 	}
@@ -344,7 +345,7 @@ func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 				return err
 			}, c.recordOnce(k))
 			if err != nil {
-				if isQueueGone(err) {
+				if awscalls.QueueMissing(err) {
 					c.markGone(ctx, q)
 				}
 				return

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -79,7 +80,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 		return err
 	}, c.recordOnce(k))
 	if err != nil {
-		if isQueueGone(err) {
+		if awscalls.QueueMissing(err) {
 			c.markGone(ctx, q)
 		}
 		return

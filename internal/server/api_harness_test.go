@@ -36,6 +36,9 @@ type harnessConfig struct {
 	rateLimit float64
 	rateBurst int
 	frame     []string
+	// listen and allowInsecure are passed to Options: empty listen skips the listener checks.
+	listen        string
+	allowInsecure bool
 }
 
 // trustedProxy is the proxy network of the proxy-mode harness.
@@ -97,6 +100,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		Views: w.Views, Actions: act, Store: w.Store, Bus: events.NewBus(), Auth: h.auth,
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
+		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure,
 		WebsocketClients: func() int { return 3 },
 	})
 	if err != nil {
@@ -112,6 +116,7 @@ type apiRequest struct {
 	header               map[string]string
 	cookies              []*http.Cookie
 	remote               string
+	host                 string // the Host header; default example.com
 }
 
 // do sends r through the real router.
@@ -127,6 +132,9 @@ func (h *apiHarness) do(t *testing.T, r apiRequest) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(r.method, r.target, body)
 	if r.remote != "" {
 		req.RemoteAddr = r.remote
+	}
+	if r.host != "" {
+		req.Host = r.host
 	}
 	for k, v := range r.header {
 		req.Header.Set(k, v)

@@ -17,7 +17,7 @@ func (s *Server) getSummary(c echo.Context) error {
 		return err
 	}
 	if prefersText(c.Request().Header.Get(echo.HeaderAccept)) {
-		return c.String(http.StatusOK, sum.Text())
+		return c.String(http.StatusOK, chatSafe(sum.Text()))
 	}
 	if sum.Unhealthy == nil {
 		sum.Unhealthy = []views.QueueSummary{}
@@ -35,3 +35,13 @@ func (s *Server) getSummary(c echo.Context) error {
 func prefersText(accept string) bool {
 	return strings.Contains(accept, "text/plain") && !strings.Contains(accept, "json")
 }
+
+// chatMarkup replaces the characters with which text posted as it is would notify or link in a
+// chat: Slack's <!channel>, <!here>, <@U…> and <url|label>, and the @here, @channel, @all and
+// @everyone of Mattermost, Teams and Discord. Health reasons quote hostile text (a FIFO group id
+// may be "<!channel>"), so the summary swaps them for look-alikes that read the same and do
+// nothing. Queue names and toolq's own words never contain them.
+var chatMarkup = strings.NewReplacer("<", "\u2039", ">", "\u203a", "@", "\uff20")
+
+// chatSafe returns text that a bot can post without it pinging a channel or hiding a link.
+func chatSafe(text string) string { return chatMarkup.Replace(text) }

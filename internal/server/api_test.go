@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // errorCode decodes the error shape and returns its code, failing the test on any other shape.
@@ -304,6 +305,42 @@ func TestEmbedLinkAPI(t *testing.T) {
 	}
 }
 
+// TestEmbedLinkDiesWithItsToken: links live up to 30 days and anyone holding one can read; a
+// revoked token's links must stop working with it, as its sessions do.
+func TestEmbedLinkDiesWithItsToken(t *testing.T) {
+	tests := []struct {
+		name   string
+		revoke bool
+		want   int
+	}{
+		{"token live", false, http.StatusOK},
+		{"token revoked", true, http.StatusSeeOther}, // to the login page, like any credential-less browser
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newAPIHarness(t, harnessConfig{})
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links", body: `{"path":"/queues/orders-dlq?embed=1"}`, header: jsonPost(h.viewer)})
+			var link struct{ Path string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &link); err != nil || rec.Code != http.StatusCreated {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			if tt.revoke {
+				if err := auth.RevokeToken(t.Context(), h.w.Store, "status-bot"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rec := h.do(t, apiRequest{target: link.Path}); rec.Code != tt.want {
+				t.Errorf("embedded page: status %d, want %d", rec.Code, tt.want)
+			}
+			ws := "/ws?topic=queue:1&" + link.Path[strings.Index(link.Path, "?")+1:]
+			upgrade := map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}
+			if rec := h.do(t, apiRequest{target: ws, header: upgrade}); tt.revoke && rec.Code != http.StatusUnauthorized {
+				t.Errorf("websocket with a revoked token's link: status %d, want 401", rec.Code)
+			}
+		})
+	}
+}
+
 // TestAPIWhenTheStoreFails: a database that no longer answers gives 500 internal_error (503 on
 // /readyz), in the error shape, with nothing of the database's own text.
 func TestAPIWhenTheStoreFails(t *testing.T) {
@@ -338,6 +375,49 @@ func TestAPIWhenTheStoreFails(t *testing.T) {
 			}
 			if strings.HasPrefix(tt.target, "/api/") && errorCode(t, rec.Body.Bytes()) != "internal_error" {
 				t.Errorf("body %s", rec.Body)
+			}
+		})
+	}
+}
+
+// TestSummaryTextIsChatSafe: the text summary is posted to chat as it is, and health reasons
+// quote message group ids, which SQS lets hold any punctuation: a hostile one must not ping a
+// channel or hide a link.
+func TestSummaryTextIsChatSafe(t *testing.T) {
+	tests := []struct {
+		name, group string
+		refused     []string // what the posted text must not contain
+	}{
+		{"slack channel mention", "<!channel>", []string{"<!channel>", "<"}},
+		{"slack here mention", "<!here|here>", []string{"<!here", "<"}},
+		{"slack user mention", "<@U024BE7LH>", []string{"<@", "@U"}},
+		{"slack link", "<https://evil.example|open the runbook>", []string{"<https:", "<"}},
+		{"plain mention", "@here", []string{"@here"}},
+		{"discord everyone", "@everyone", []string{"@everyone"}},
+		{"mattermost channel", "@channel", []string{"@channel"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newAPIHarness(t, harnessConfig{})
+			ctx := t.Context()
+			q, err := h.w.Store.GetQueueByARN(ctx, h.w.ARN("calls.fifo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := h.w.Now()
+			if _, err := h.w.Store.SaveSample(ctx, store.Sample{QueueID: q.ID, Kind: store.SampleSource, At: now, Seen: 2, ApproxVisible: 2, Receives: 1, MessagesTaken: 2},
+				nil, []store.GroupBacklog{{QueueID: q.ID, GroupID: tt.group, Messages: 2, OldestSentAt: now.Add(-time.Hour), HeadMessageID: "m-9", HeadReceiveCount: 4, Blocked: true}}); err != nil {
+				t.Fatalf("SaveSample: %v", err)
+			}
+			rec := h.do(t, apiRequest{target: "/api/v1/summary", header: map[string]string{"Authorization": "Bearer " + h.viewer, "Accept": "text/plain"}})
+			text := rec.Body.String()
+			if rec.Code != http.StatusOK || !strings.Contains(text, "calls.fifo") || !strings.Contains(text, "blocked") {
+				t.Fatalf("status %d; the summary does not name the blocked group of calls.fifo:\n%s", rec.Code, text)
+			}
+			for _, bad := range tt.refused {
+				if strings.Contains(text, bad) {
+					t.Errorf("the chat text holds %q:\n%s", bad, text)
+				}
 			}
 		})
 	}

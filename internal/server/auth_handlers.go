@@ -89,7 +89,7 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 	if body.TTLSeconds < 0 || ttl < time.Minute || ttl > auth.MaxEmbedTTL {
 		return newError(http.StatusBadRequest, "invalid_ttl", "ttlSeconds must be from 60 to 2592000 (30 days)")
 	}
-	token, expires, err := s.auth.EmbedToken(scope, ttl)
+	token, expires, err := s.auth.EmbedTokenFor(identity(c), scope, ttl)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,18 +25,28 @@ const (
 	topicQueue    = "queue:" // + the queue's id
 )
 
-// subscription is what one websocket follows: a topic, and the link context (embed mode and
-// token) its fragments' links must carry. Subscriptions with the same key share one rendering.
+// subscription is what one websocket follows: a topic, the link context (embed mode and token)
+// its fragments' links must carry, and the page's own view of the topic. Subscriptions with the
+// same key share one rendering.
 type subscription struct {
 	Topic string
 	Nav   templates.Nav
+	// View is the overview's filter and sort (q, sort, dir) or a queue page's chart range
+	// (range), as the page's URL has them; empty for the defaults.
+	View url.Values
 }
 
 // key identifies the bytes a subscription receives.
-func (s subscription) key() string { return s.Topic + "|" + s.Nav.Values().Encode() }
+func (s subscription) key() string {
+	return s.Topic + "|" + s.Nav.Values().Encode() + "|" + s.View.Encode()
+}
 
 // kindSet records which kinds of event made a topic dirty.
 type kindSet map[events.Kind]bool
+
+// kindConnect marks a topic dirty because a page subscribed to it: the page may be stale, so its
+// push carries everything, the charts included.
+const kindConnect events.Kind = "connect"
 
 // Close codes sent to browsers; htmx-ext-ws reconnects after both.
 const (
@@ -237,7 +248,7 @@ func (h *hub) run() {
 			h.clients[c] = struct{}{}
 			h.count.Add(1)
 			// A new (or reconnected) page may be stale: send it the current state soon.
-			h.markDirty(dirty, c.sub.Topic, "connect")
+			h.markDirty(dirty, c.sub.Topic, kindConnect)
 		case c := <-h.unregister:
 			h.drop(c, 0)
 		case ev := <-h.events:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,7 @@ func newTestHub(t testing.TB, buffer int) *testHub {
 			th.mu.Lock()
 			th.kinds = append(th.kinds, kinds)
 			th.mu.Unlock()
-			return fmt.Appendf(nil, `<p id="x">%s render %d</p>`, sub.Topic, n), nil
+			return fmt.Appendf(nil, `<p id="x">%s render %d</p>`, sub.key(), n), nil
 		},
 		Freshness: func(ctx context.Context) ([]byte, error) { return []byte(`<p id="freshness">now</p>`), nil },
 		After: func(time.Duration) <-chan time.Time {
@@ -230,5 +231,37 @@ func TestSubscriptionKeySeparatesEmbedLinks(t *testing.T) {
 	embed := subscription{Topic: topicOverview, Nav: templates.Nav{Embed: true, EmbedToken: "t"}}
 	if plain.key() == embed.key() {
 		t.Error("an embedded view shares the renderings of a plain one: its links would lose embed=1")
+	}
+}
+
+func TestHubRendersOncePerView(t *testing.T) {
+	th := newTestHub(t, 4)
+	byName := url.Values{"sort": {"name"}, "dir": {"desc"}}
+	subs := []subscription{
+		{Topic: topicOverview},
+		{Topic: topicOverview, View: byName},
+		{Topic: topicOverview, View: url.Values{"sort": {"name"}, "dir": {"desc"}}}, // same view, built apart
+		{Topic: topicOverview, View: url.Values{"q": {"web"}}},
+	}
+	clients := make([]*client, len(subs))
+	for i, sub := range subs {
+		clients[i] = th.newClient(sub)
+		if err := th.attach(clients[i], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th.fire(t)
+	msgs := make([][]byte, len(clients))
+	for i, c := range clients {
+		msgs[i] = receive(t, c)
+	}
+	if got := th.renders.Load(); got != 3 {
+		t.Errorf("renders = %d, want 3 (one per view)", got)
+	}
+	if &msgs[1][0] != &msgs[2][0] {
+		t.Error("two subscribers of the same view got two renderings")
+	}
+	if bytes.Equal(msgs[0], msgs[1]) || bytes.Equal(msgs[1], msgs[3]) {
+		t.Error("subscribers of different views share a rendering")
 	}
 }

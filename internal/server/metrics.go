@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -50,10 +51,18 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 	return m, nil
 }
 
-// observeRequest counts one answered request. route is the pattern (bounded), not the path.
+// observeRequest counts one answered request. route is the pattern (bounded), not the path;
+// method is the client's text, so any method toolq does not serve counts as "other": every new
+// label value is a series kept for the life of the process.
 func (m *serverMetrics) observeRequest(route, method string, code int) {
 	if route == "" {
 		route = "unmatched"
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other"
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 }

@@ -33,3 +33,32 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Error("a source queue is exported as a DLQ")
 	}
 }
+
+// TestMetricsLabelsAreBounded: the method and the path are the client's text; were they labels
+// as sent, any client could add series (memory kept for the life of the process) at will.
+func TestMetricsLabelsAreBounded(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	tests := []struct {
+		name, method, target string
+		want                 string // a series that must exist after the request
+		leak                 string // text of the request that no label may carry
+	}{
+		{"made-up method, known route", "FOO1", "/api/v1/queues", `method="other",route="/api/v1/queues"`, "FOO1"},
+		{"another made-up method", "FOO2", "/api/v1/queues", `method="other",route="/api/v1/queues"`, "FOO2"},
+		{"made-up method, unknown path", "BAR", "/x/y/z", `method="other",route="unmatched"`, "BAR"},
+		{"unknown path", http.MethodGet, "/nope/abc123", `method="GET",route="unmatched"`, "abc123"},
+		{"known method", http.MethodDelete, "/api/v1/queues", `method="DELETE",route="/api/v1/queues"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.do(t, apiRequest{method: tt.method, target: tt.target})
+			body := h.do(t, apiRequest{target: "/metrics", header: bearer(h.viewer)}).Body.String()
+			if !strings.Contains(body, tt.want) {
+				t.Errorf("/metrics lacks a series with %s", tt.want)
+			}
+			if tt.leak != "" && strings.Contains(body, tt.leak) {
+				t.Errorf("/metrics has a label value the client chose: %s", tt.leak)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/web/static"
 )
 
 // bodyLimit bounds every request body: the API takes small JSON objects and the pages small
@@ -32,6 +33,7 @@ func (s *Server) useMiddleware(e *echo.Echo) {
 		s.accessLog,
 		s.recoverPanics,
 		s.securityHeaders,
+		s.checkHost,
 		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: bodyLimit}),
 		s.authenticate,
 		s.rateLimit,
@@ -116,9 +118,24 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if isAPIPath(c.Request().URL.Path) {
-			// API answers are per identity and change by the second.
+		if !strings.HasPrefix(c.Request().URL.Path, static.Prefix) {
+			// Everything but the static files is per identity and holds data from the queues
+			// (exports, metrics, errors alike): no cache, shared or private, may keep a copy.
+			// Pages may loosen this for themselves (render).
 			h.Set("Cache-Control", "no-store")
+		}
+		return next(c)
+	}
+}
+
+// checkHost refuses, while auth is off on loopback, a request whose Host is not a loopback name:
+// that is a browser led there by DNS rebinding, whose page would otherwise be same-origin with
+// the dashboard and could read it and start redrives.
+func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.loopbackOnly && !auth.LoopbackRequestHost(c.Request().Host) {
+			return newError(http.StatusMisdirectedRequest, "misdirected_request",
+				"without authentication this dashboard answers only to localhost or a loopback address")
 		}
 		return next(c)
 	}

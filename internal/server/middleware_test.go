@@ -168,6 +168,23 @@ func TestSecurityHeaders(t *testing.T) {
 			t.Errorf("%s: no request id", target)
 		}
 	}
+	// Data from the queues, in any form, is never kept by a cache; pages at least not by a shared one.
+	for _, tt := range []struct{ target, want string }{
+		{"/api/v1/queues", "no-store"},
+		{"/api/v1/nope", "no-store"},
+		{"/metrics", "no-store"},
+		{"/healthz", "no-store"},
+		{"/queues/orders-dlq/messages.csv", "no-store"},
+		{"/queues/orders-dlq/messages.json", "no-store"},
+		{"/ws?topic=overview", "private"}, // not an upgrade: an error page
+		{"/", "private"},
+		{"/queues/orders-dlq/messages/m-1", "private"},
+		{"/queues/nope", "private"},
+	} {
+		if cc := h.do(t, apiRequest{target: tt.target}).Header().Get("Cache-Control"); !strings.Contains(cc, tt.want) {
+			t.Errorf("%s: Cache-Control %q, want %s", tt.target, cc, tt.want)
+		}
+	}
 	h = newAPIHarness(t, harnessConfig{mode: auth.ModeNone, frame: []string{"'self'", "https://portal.example.com"}})
 	if csp := h.do(t, apiRequest{target: "/healthz"}).Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors 'self' https://portal.example.com") {
 		t.Errorf("CSP = %q", csp)
@@ -259,19 +276,92 @@ func TestServerOptions(t *testing.T) {
 }
 
 func TestClientAddressInAudit(t *testing.T) {
-	h := newAPIHarness(t, harnessConfig{mode: auth.ModeProxy})
-	hdr := map[string]string{auth.HeaderForwardedUser: "carol", auth.HeaderForwardedGroups: "sre",
-		"Content-Type": "application/json", "X-Forwarded-For": "198.51.100.7"}
-	h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: hdr, remote: "10.9.0.1:4000"})
-	entries, err := h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
-	if err != nil || len(entries) != 1 || entries[0].RemoteAddr != "198.51.100.7" || entries[0].Actor != "carol" || entries[0].ActorKind != auth.KindProxy {
-		t.Fatalf("audit = %+v, %v; want carol from 198.51.100.7 (named by the trusted proxy)", entries, err)
+	proxyUser := map[string]string{auth.HeaderForwardedUser: "carol", auth.HeaderForwardedGroups: "sre"}
+	tests := []struct {
+		name   string
+		remote string // the direct peer; 10.9.0.0/16 is the trusted proxy
+		header map[string]string
+		xff    string // X-Forwarded-For as it reaches toolq (the proxy appends the address it saw)
+		actor  string
+		want   string
+	}{
+		{"named by the trusted proxy", "10.9.0.1:4000", proxyUser, "198.51.100.7", "carol", "198.51.100.7"},
+		{"through two trusted proxies", "10.9.0.1:4000", proxyUser, "198.51.100.7, 10.9.0.2", "carol", "198.51.100.7"},
+		// Echo trusts private, loopback and link-local addresses unless told not to: a client
+		// inside the network (10.20.0.5) would then be recorded as whatever it put first.
+		{"client on a private network spoofing", "10.9.0.1:4000", proxyUser, "198.51.100.66, 10.20.0.5", "carol", "10.20.0.5"},
+		{"client on loopback spoofing", "10.9.0.1:4000", proxyUser, "198.51.100.66, 127.0.0.1", "carol", "127.0.0.1"},
+		{"client on a link-local address spoofing", "10.9.0.1:4000", proxyUser, "198.51.100.66, 169.254.1.1", "carol", "169.254.1.1"},
+		// A client that sets X-Forwarded-For itself, straight to toolq, is recorded by its own address.
+		{"untrusted peer", "203.0.113.9:4000", nil, "198.51.100.7", "ops-bot", "203.0.113.9"},
+		{"untrusted peer on a private network", "192.168.1.20:4000", nil, "198.51.100.7", "ops-bot", "192.168.1.20"},
 	}
-	// A client that sets X-Forwarded-For itself is recorded by its own address.
-	hdr["Authorization"] = "Bearer " + h.operator
-	h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: hdr, remote: "203.0.113.9:4000"})
-	entries, _ = h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
-	if entries[0].RemoteAddr != "203.0.113.9" || entries[0].Actor != "ops-bot" {
-		t.Errorf("audit = %+v; want ops-bot from 203.0.113.9", entries[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newAPIHarness(t, harnessConfig{mode: auth.ModeProxy})
+			hdr := map[string]string{"Content-Type": "application/json", "X-Forwarded-For": tt.xff}
+			for k, v := range tt.header {
+				hdr[k] = v
+			}
+			if tt.header == nil {
+				hdr["Authorization"] = "Bearer " + h.operator
+			}
+			h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: hdr, remote: tt.remote})
+			entries, err := h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+			if err != nil || len(entries) != 1 || entries[0].RemoteAddr != tt.want || entries[0].Actor != tt.actor {
+				t.Fatalf("audit = %+v, %v; want %s from %s", entries, err, tt.actor, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoAuthAnswersOnlyLoopbackHosts: without auth on loopback, a page whose DNS name was
+// re-bound to 127.0.0.1 is same-origin with the dashboard, so only the Host header can tell it
+// apart. Every route refuses a foreign Host, the redrive most of all.
+func TestNoAuthAnswersOnlyLoopbackHosts(t *testing.T) {
+	loopback := harnessConfig{mode: auth.ModeNone, listen: "127.0.0.1:8080"}
+	// A browser led by DNS rebinding: same-origin by every header it sends.
+	rebound := func(host string) map[string]string {
+		return map[string]string{"Content-Type": "application/json", "Origin": "http://" + host, "Sec-Fetch-Site": "same-origin"}
+	}
+	tests := []struct {
+		name   string
+		cfg    harnessConfig
+		host   string
+		read   int // GET /api/v1/queues
+		redriv int // POST .../redrives/cancel (409: nothing runs, but it was let through)
+	}{
+		{"127.0.0.1", loopback, "127.0.0.1:8080", 200, 409},
+		{"localhost", loopback, "localhost:8080", 200, 409},
+		{"localhost without port", loopback, "localhost", 200, 409},
+		{"::1", loopback, "[::1]:8080", 200, 409},
+		{"other loopback address", loopback, "127.0.0.2:8080", 200, 409},
+		{"rebound name", loopback, "evil.example:8080", 421, 421},
+		{"rebound name without port", loopback, "evil.example", 421, 421},
+		{"name that starts like localhost", loopback, "localhost.evil.example:8080", 421, 421},
+		{"name that starts like an address", loopback, "127.0.0.1.nip.io:8080", 421, 421},
+		{"forced onto all interfaces", harnessConfig{mode: auth.ModeNone, listen: "0.0.0.0:8080", allowInsecure: true}, "toolq.internal:8080", 200, 409},
+		{"token mode", harnessConfig{mode: auth.ModeToken, listen: "127.0.0.1:8080"}, "evil.example:8080", 401, 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newAPIHarness(t, tt.cfg)
+			rec := h.do(t, apiRequest{target: "/api/v1/queues", host: tt.host, header: rebound(tt.host)})
+			if rec.Code != tt.read {
+				t.Errorf("GET: status %d, want %d", rec.Code, tt.read)
+			}
+			rec = h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", host: tt.host, header: rebound(tt.host)})
+			if rec.Code != tt.redriv {
+				t.Errorf("POST: status %d, want %d: %s", rec.Code, tt.redriv, rec.Body)
+			}
+			if tt.redriv == 421 {
+				if code := errorCode(t, rec.Body.Bytes()); code != "misdirected_request" {
+					t.Errorf("code %q, want misdirected_request", code)
+				}
+				if n, _ := h.w.Store.ListAudit(context.Background(), store.AuditFilter{Limit: 1}); len(n) != 0 {
+					t.Errorf("a refused host reached the actions: %+v", n)
+				}
+			}
+		})
 	}
 }

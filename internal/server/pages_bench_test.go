@@ -3,9 +3,10 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 
-	"github.com/toolq/toolq/web/templates"
+	"github.com/toolq/toolq/internal/events"
 )
 
 // BenchmarkOverviewPage is a full overview request through the router: views, store and render.
@@ -36,9 +37,32 @@ func BenchmarkOverviewPush(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := pw.srv.overviewPush(ctx, templates.Nav{}); err != nil {
+		if _, err := pw.srv.overviewPush(ctx, subscription{Topic: topicOverview}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkQueuePushWithCharts is what the hub does once per metrics cycle for the subscribers of
+// one queue page and chart range.
+func BenchmarkQueuePushWithCharts(b *testing.B) {
+	pw := newPageWorld(b, pageWorldOptions{})
+	ctx := context.Background()
+	q, err := pw.Views.ResolveQueue(ctx, "web-search")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rng := range []string{"1h", "7d"} {
+		b.Run(rng, func(b *testing.B) {
+			sub := subscription{Topic: queueTopic(q.ID), View: url.Values{"range": {rng}}}
+			kinds := kindSet{events.MetricsChanged: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := pw.srv.queuePush(ctx, q.ID, sub, kinds); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

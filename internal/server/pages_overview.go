@@ -26,7 +26,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 		return err
 	}
 	p := templates.OverviewProps{
-		Page:     s.page(c, "Queues", "overview", "overview"),
+		Page:     s.page(c, "Queues", "overview", topicOverview),
 		Overview: ov,
 		Rows:     overviewRows(ov.Queues, q, sortKey, dir),
 		Sort:     sortKey,
@@ -34,6 +34,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 		Query:    q,
 	}
 	p.Freshness = ov.Freshness
+	p.TopicInside = true // the table opens the websocket with its filter and sort
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.OverviewTable(p))
 	}
@@ -136,16 +137,21 @@ func queueRefs(queues []views.QueueSummary) map[string]string {
 	return refs
 }
 
-// overviewPush renders what the hub sends overview subscribers: every row in the views' order
-// (rows swap in place by id, so a browser's own sort and filter stay as they are), the totals,
-// the cost and the freshness.
-func (s *Server) overviewPush(ctx context.Context, nav templates.Nav) ([]byte, error) {
+// overviewPush renders what the hub sends the overview subscribers of one view: the table's
+// body filtered and sorted as their URL says (one rendering for all of them), the totals, the
+// cost and the freshness.
+func (s *Server) overviewPush(ctx context.Context, sub subscription) ([]byte, error) {
 	ov, err := s.opts.Views.Overview(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, "", "health", "asc")}
-	p.Nav = nav
+	sortKey, dir := sub.View.Get("sort"), sub.View.Get("dir")
+	if sortKey == "" {
+		sortKey, dir = "health", "asc"
+	}
+	q := sub.View.Get("q")
+	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, sortKey, dir), Sort: sortKey, Dir: dir, Query: q}
+	p.Nav = sub.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness = ov.Freshness
 	return renderBytes(ctx, templates.OverviewPush(p))

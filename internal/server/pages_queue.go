@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -43,6 +44,7 @@ func (s *Server) queuePage(c echo.Context) error {
 	ctx := c.Request().Context()
 	rng := templates.RangeByKey(c.QueryParam("range"))
 	page := s.page(c, ref, "", "")
+	page.Notice = outcomeNotices[c.QueryParam("done")] // after a plain form's redrive action
 	p, err := s.queueProps(ctx, ref, page, identity(c), !page.Nav.Embed)
 	if err != nil {
 		return err
@@ -52,6 +54,7 @@ func (s *Server) queuePage(c echo.Context) error {
 	if !page.Nav.Embed {
 		p.Range = rng
 		p.Charts = s.charts(ctx, ref, rng)
+		p.TopicInside = true // the chart section opens the websocket with its range
 	}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.ChartsSection(p))
@@ -121,9 +124,10 @@ func (s *Server) charts(ctx context.Context, ref string, rng templates.ChartRang
 	return charts
 }
 
-// queuePush renders what the hub sends a queue page's subscribers. refresh adds the nudge that
-// makes each browser fetch its own redrive panel (after a move task changed).
-func (s *Server) queuePush(ctx context.Context, queueID int64, nav templates.Nav, refresh bool) ([]byte, error) {
+// queuePush renders what the hub sends a queue page's subscribers of one chart range. After a
+// move task changed it adds the nudge that makes each browser fetch its own redrive panel; after
+// a metrics cycle (or to a page that just connected) the charts of the range.
+func (s *Server) queuePush(ctx context.Context, queueID int64, sub subscription, kinds kindSet) ([]byte, error) {
 	q, err := s.opts.Store.GetQueue(ctx, queueID)
 	if err != nil {
 		return nil, err
@@ -132,10 +136,14 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, nav templates.Nav
 	if _, err := s.opts.Views.ResolveQueue(ctx, ref); errors.Is(err, views.ErrAmbiguous) {
 		ref = q.ARN
 	}
-	page := templates.Page{Nav: nav, Now: s.opts.Now().UTC()}
-	p, err := s.queueProps(ctx, ref, page, auth.Identity{}, !nav.Embed)
+	page := templates.Page{Nav: sub.Nav, Now: s.opts.Now().UTC()}
+	p, err := s.queueProps(ctx, ref, page, auth.Identity{}, !sub.Nav.Embed)
 	if err != nil {
 		return nil, err
 	}
-	return renderBytes(ctx, templates.QueuePush(p, refresh))
+	if !sub.Nav.Embed && (kinds[events.MetricsChanged] || kinds[kindConnect]) {
+		p.Range = templates.RangeByKey(sub.View.Get("range"))
+		p.Charts = s.charts(ctx, ref, p.Range)
+	}
+	return renderBytes(ctx, templates.QueuePush(p, kinds[events.MoveTasksChanged]))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -138,15 +139,7 @@ func (s *Server) startRedrivePage(c echo.Context) error {
 	if err != nil {
 		return s.redriveRefused(c, err, r)
 	}
-	if !isHTMX(c) {
-		return c.Redirect(http.StatusSeeOther, r.Nav.QueueURL(r.Ref, nil)+"#"+ids.RedrivePanel())
-	}
-	fresh, err := s.loadRedrive(c)
-	if err != nil {
-		return err
-	}
-	fresh.Notice = "Move task started: the messages are on their way."
-	return renderRedrive(c, http.StatusOK, fresh)
+	return s.redriveDone(c, r, outcomeStarted)
 }
 
 // cancelRedrivePage answers POST /queues/{queue}/redrive/cancel.
@@ -158,15 +151,34 @@ func (s *Server) cancelRedrivePage(c echo.Context) error {
 	if _, err := s.opts.Actions.CancelRedrive(c.Request().Context(), actor(c), r.Ref); err != nil {
 		return s.redriveRefused(c, err, r)
 	}
+	return s.redriveDone(c, r, outcomeCancelling)
+}
+
+// Outcomes of the redrive actions, by the key that a plain form's 303 carries in ?done= to the
+// queue page: only these fixed texts can show there, whatever a link says.
+const (
+	outcomeStarted    = "redrive-started"
+	outcomeCancelling = "redrive-cancelling"
+)
+
+var outcomeNotices = map[string]string{
+	outcomeStarted:    "Move task started: the messages are on their way. Follow its progress in the redrive panel; a move cannot be undone.",
+	outcomeCancelling: "Cancelling the move task: what has moved stays moved.",
+}
+
+// redriveDone answers an accepted action: a plain form gets a 303 to the queue page, which shows
+// the outcome; HTMX gets the fresh panel and the outcome, stamped with the time, in the flash area
+// (the panel itself is fetched again by the pushes that follow the task).
+func (s *Server) redriveDone(c echo.Context, r templates.RedriveProps, outcome string) error {
 	if !isHTMX(c) {
-		return c.Redirect(http.StatusSeeOther, r.Nav.QueueURL(r.Ref, nil)+"#"+ids.RedrivePanel())
+		return c.Redirect(http.StatusSeeOther, r.Nav.QueueURL(r.Ref, url.Values{"done": {outcome}})+"#"+ids.RedrivePanel())
 	}
 	fresh, err := s.loadRedrive(c)
 	if err != nil {
 		return err
 	}
-	fresh.Notice = "Cancelling the move task: what has moved stays moved."
-	return renderRedrive(c, http.StatusOK, fresh)
+	fresh.Notice = s.opts.Now().UTC().Format("15:04:05 UTC") + " · " + fresh.QueueName + ": " + outcomeNotices[outcome]
+	return render(c, http.StatusOK, templates.RedriveOutcome(fresh))
 }
 
 // redriveRefused shows an action's refusal in the panel, with the form as the user filled it; an

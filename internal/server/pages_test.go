@@ -1,17 +1,21 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolq/toolq/internal/events"
 )
 
-// rowNames returns the queue names of the overview's rows, in order.
+// rowNames returns the queue names of the overview's rows, in order: of a page, or of a push.
 func rowNames(doc *goquery.Document) []string {
 	var names []string
-	doc.Find("table.queues tbody tr th[scope=row] a").Each(func(_ int, s *goquery.Selection) {
+	doc.Find(`tbody#overview-rows tr[id^="queue-row-"] th[scope=row] a`).Each(func(_ int, s *goquery.Selection) {
 		names = append(names, s.Text())
 	})
 	return names
@@ -22,7 +26,7 @@ func assertUnhealthyFirst(t *testing.T, doc *goquery.Document) {
 	t.Helper()
 	rank := map[string]int{"health-critical": 0, "health-warning": 1}
 	last := 0
-	doc.Find("table.queues tbody tr").Each(func(i int, s *goquery.Selection) {
+	doc.Find("tbody#overview-rows tr").Each(func(i int, s *goquery.Selection) {
 		r := 2
 		for class, v := range rank {
 			if s.HasClass(class) {
@@ -61,8 +65,12 @@ func TestOverviewPage(t *testing.T) {
 	if n := doc.Find(`thead th[scope="col"]`).Length(); n != 9 {
 		t.Errorf("column headers with scope = %d, want 9", n)
 	}
-	if got, _ := doc.Find("body").Attr("ws-connect"); got != "/ws?topic=overview" {
+	// The table opens the websocket, so that a sort or filter swapping it moves the subscription.
+	if got, _ := doc.Find("#overview-table").Attr("ws-connect"); got != "/ws?topic=overview" {
 		t.Errorf("ws-connect = %q", got)
+	}
+	if doc.Find("[ws-connect]").Length() != 1 {
+		t.Error("the page opens more than one websocket")
 	}
 	if doc.Find("#freshness").Length() != 1 || doc.Find("#totals").Length() != 1 || doc.Find("#cost").Length() != 1 {
 		t.Error("freshness, totals or cost missing")
@@ -127,7 +135,7 @@ func TestEmbeddedViews(t *testing.T) {
 	if !strings.Contains(href, "embed=1") || !strings.Contains(href, "embed_token=tok") {
 		t.Errorf("row link %q loses the embed parameters", href)
 	}
-	if ws, _ := doc.Find("body").Attr("ws-connect"); !strings.Contains(ws, "embed_token=tok") {
+	if ws, _ := doc.Find("[ws-connect]").Attr("ws-connect"); !strings.Contains(ws, "embed_token=tok") {
 		t.Errorf("ws-connect %q loses the embed token", ws)
 	}
 	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1"}, http.StatusOK)
@@ -397,12 +405,16 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 	})
 	t.Run("confirmed", func(t *testing.T) {
 		_, res := post(map[string][]string{"confirm": {"1"}}, false, http.StatusSeeOther)
-		if loc := res.Header.Get("Location"); loc != "/queues/web-search-dlq#redrive-panel" {
+		loc := res.Header.Get("Location")
+		if loc != "/queues/web-search-dlq?done=redrive-started#redrive-panel" {
 			t.Errorf("Location = %q", loc)
 		}
-		doc, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+		doc, _ := pw.page(t, request{path: strings.TrimSuffix(loc, "#redrive-panel")}, http.StatusOK)
 		if doc.Find("#redrive-panel table.history tbody tr").Length() != 1 {
 			t.Error("the started task is not in the history")
+		}
+		if !strings.Contains(doc.Find("#flash .notice").Text(), "Move task started") {
+			t.Errorf("the page after the 303 does not say the task started; flash: %s", outer(doc.Find("#flash")))
 		}
 	})
 	t.Run("second start refused in the panel", func(t *testing.T) {
@@ -414,8 +426,11 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive/cancel", header: cookie,
 			form: map[string][]string{"_csrf": {token}}, htmx: true}, http.StatusOK)
-		if !strings.Contains(doc.Find(".notice").Text(), "Cancelling") {
-			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		if doc.Find("#redrive-panel").Length() != 1 {
+			t.Errorf("no panel in the answer:\n%s", outer(doc.Find("body")))
+		}
+		if !strings.Contains(doc.Find(`#flash[hx-swap-oob="true"] .notice`).Text(), "Cancelling") {
+			t.Errorf("the outcome is not sent to the flash area:\n%s", outer(doc.Find("body")))
 		}
 	})
 	t.Run("audit", func(t *testing.T) {
@@ -493,5 +508,100 @@ func TestStaticAssets(t *testing.T) {
 	if content, _ := doc.Find(`meta[name="htmx-config"]`).Attr("content"); !strings.Contains(content, `"allowEval":false`) ||
 		!strings.Contains(content, `"includeIndicatorStyles":false`) {
 		t.Errorf("htmx-config = %q", content)
+	}
+}
+
+// TestRedriveOutcomeOutlivesPushes: an action made through htmx shows its outcome in the flash
+// area, out of band, and neither the push that follows the move task nor the panel fetch that push
+// triggers touches that area; so the outcome stays until the next action.
+func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	dlq, err := pw.Views.ResolveQueue(context.Background(), "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+		form url.Values
+		want string
+	}{
+		{"start", "/queues/web-search-dlq/redrive", url.Values{"confirm": {"1"}, "max_per_second": {"1"}}, "Move task started"},
+		{"cancel", "/queues/web-search-dlq/redrive/cancel", url.Values{}, "Cancelling the move task"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.form.Set("_csrf", token)
+			doc, _ := pw.page(t, request{method: http.MethodPost, path: tt.path, header: cookie, form: tt.form, htmx: true}, http.StatusOK)
+			if doc.Find("#redrive-panel").Length() != 1 {
+				t.Fatal("the answer has no panel to swap")
+			}
+			flash := doc.Find(`#flash[hx-swap-oob="true"]`)
+			if text := flash.Find(".notice").Text(); !strings.Contains(text, tt.want) || !strings.Contains(text, "web-search-dlq") {
+				t.Errorf("flash notice = %q, want %q about web-search-dlq", text, tt.want)
+			}
+			if doc.Find("#redrive-panel .notice").Length() != 0 {
+				t.Error("the outcome is inside the panel, which the next push replaces")
+			}
+
+			// What follows: the hub's push about the move task, and the panel fetch it triggers.
+			msg, err := pw.srv.hubRender(context.Background(), subscription{Topic: queueTopic(dlq.ID)}, kindSet{events.MoveTasksChanged: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			push := parseFragment(t, msg)
+			if push.Find("#flash").Length() != 0 {
+				t.Error("the push overwrites the flash area")
+			}
+			refresh, ok := push.Find("#redrive-refresh").Attr("hx-get")
+			if !ok {
+				t.Fatal("the push does not refresh the panel")
+			}
+			panel, _ := pw.page(t, request{path: refresh, htmx: true}, http.StatusOK)
+			if panel.Find("#flash").Length() != 0 {
+				t.Error("the panel fetch overwrites the flash area")
+			}
+		})
+	}
+}
+
+// TestOperatorCues: what an operator woken at night looks for first is on the pages: the DLQ
+// depths stand out in the overview, the DLQ's messages say which tool and since when, and the
+// redrive panel says how many messages wait and where they will go.
+func TestOperatorCues(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	overview, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	dlqPage, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+	row := func(name string) *goquery.Selection {
+		return overview.Find("tbody#overview-rows tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Find("th a").Text() == name
+		})
+	}
+	tests := []struct {
+		name string
+		sel  *goquery.Selection
+		want string // "" : the selection must be empty
+	}{
+		{"a source's DLQ depth stands out", row("web-search").Find("td.dlq-depth"), "3"},
+		{"a DLQ's own depth stands out", row("web-search-dlq").Find("td.dlq-depth"), "3"},
+		{"nothing stands out without DLQ messages", row("notifications").Find("td.dlq-depth"), ""},
+		{"the sample's tool comes first", dlqPage.Find("#messages table.messages thead th").Eq(1), "Tool"},
+		{"since when it fails", dlqPage.Find("#messages table.messages thead th").Eq(5), "First received"},
+		{"the redrive says how many and where", dlqPage.Find("#redrive-panel .redrive-now"), "3 messages wait here now. By default each goes back to the queue it failed in (web-search)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Join(strings.Fields(tt.sel.Text()), " ")
+			if tt.want == "" {
+				if tt.sel.Length() != 0 {
+					t.Errorf("found %q", text)
+				}
+				return
+			}
+			if !strings.Contains(text, tt.want) {
+				t.Errorf("text = %q, want %q", text, tt.want)
+			}
+		})
 	}
 }

@@ -71,6 +71,9 @@ type Server struct {
 	auth    *auth.Authenticator
 	limiter *rateLimiter
 	metrics *serverMetrics
+	// loopbackOnly: auth is off because the listener is loopback, so requests must name a
+	// loopback host too (see auth.LoopbackRequestHost).
+	loopbackOnly bool
 
 	// --- page side: fields below this line are owned by the page side ---
 	hub *hub // the websockets of the live pages
@@ -127,6 +130,8 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Logger,
 		auth:    opts.Auth,
 		limiter: newRateLimiter(opts.RateLimit, opts.RateBurst),
+		// Listen empty (tests) skips the check, as it skips CheckListen.
+		loopbackOnly: opts.Auth.Mode() == auth.ModeNone && opts.Listen != "" && !opts.AllowInsecureNoAuth,
 	}
 	m, err := newServerMetrics(s)
 	if err != nil {
@@ -174,7 +179,10 @@ func clientIPExtractor(a *auth.Authenticator) echo.IPExtractor {
 	if a.Mode() != auth.ModeProxy {
 		return direct
 	}
-	var opts []echo.TrustOption
+	// Only the proxies are trusted to name a client: echo would also trust loopback, link-local
+	// and private addresses, so a client inside the network could claim any address by
+	// starting X-Forwarded-For with it.
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, p := range a.TrustedProxies() {
 		if _, n, err := net.ParseCIDR(p.String()); err == nil {
 			opts = append(opts, echo.TrustIPRange(n))

@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
-	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -74,6 +73,12 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 		if id.Kind == auth.KindEmbed && id.Scope != "/" {
 			return sub, errOutOfScope
 		}
+		q, err := textParam(c, "q", 200)
+		if err != nil {
+			return sub, err
+		}
+		sortKey, dir := sortParams(c)
+		sub.View = templates.OverviewProps{Query: q, Sort: sortKey, Dir: dir}.View()
 	case topic == topicAudit:
 		if id.Kind == auth.KindEmbed && id.Scope != "/" && id.Scope != "/audit" {
 			return sub, errOutOfScope
@@ -93,6 +98,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 		if id.Kind == auth.KindEmbed && id.Scope != "/" && !s.scopeIsQueue(c, id.Scope, qid) {
 			return sub, errOutOfScope
 		}
+		sub.View = templates.QueueProps{Range: templates.RangeByKey(c.QueryParam("range"))}.View()
 	default:
 		return sub, newError(http.StatusBadRequest, "invalid_topic", "unknown topic")
 	}
@@ -223,7 +229,7 @@ func (s *Server) WebsocketClients() int { return s.hub.clientCount() }
 func (s *Server) hubRender(ctx context.Context, sub subscription, kinds kindSet) ([]byte, error) {
 	switch {
 	case sub.Topic == topicOverview:
-		return s.overviewPush(ctx, sub.Nav)
+		return s.overviewPush(ctx, sub)
 	case sub.Topic == topicAudit:
 		return s.auditPush(ctx, sub.Nav)
 	case strings.HasPrefix(sub.Topic, topicQueue):
@@ -231,7 +237,7 @@ func (s *Server) hubRender(ctx context.Context, sub subscription, kinds kindSet)
 		if err != nil {
 			return nil, fmt.Errorf("hub: topic %q: %w", sub.Topic, err)
 		}
-		return s.queuePush(ctx, qid, sub.Nav, kinds[events.MoveTasksChanged])
+		return s.queuePush(ctx, qid, sub, kinds)
 	}
 	return nil, fmt.Errorf("hub: unknown topic %q", sub.Topic)
 }

@@ -6,15 +6,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/gorilla/websocket"
 
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/web/templates"
 )
 
 // dial opens a websocket to the test server as a browser on origin would.
@@ -67,7 +71,7 @@ func TestWebsocketPushes(t *testing.T) {
 	}
 	doc := nextWith(t, overview, "#totals")
 	assertSafe(t, doc)
-	if n := doc.Find(`tr[hx-swap-oob="true"]`).Length(); n != 6 {
+	if n := doc.Find(`tbody#overview-rows[hx-swap-oob="true"] tr`).Length(); n != 6 {
 		t.Errorf("pushed rows = %d, want 6", n)
 	}
 	for _, id := range []string{"#totals", "#cost", "#freshness"} {
@@ -230,4 +234,177 @@ func TestWebsocketEmbedScope(t *testing.T) {
 			t.Errorf("err %v, want 401", err)
 		}
 	})
+}
+
+// TestOverviewPushKeepsEachView: every overview subscriber gets the table body in its own filter
+// and sort, the order the page itself shows; and after a queue's health changes or a queue
+// appears, the next push moves and adds the rows.
+func TestOverviewPushKeepsEachView(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	views := []struct {
+		name string
+		path string
+	}{
+		{"default order", "/"},
+		{"by name, descending", "/?sort=name&dir=desc"},
+		{"by visible", "/?sort=visible&dir=asc"},
+		{"filtered", "/?q=tool"},
+		{"filtered and sorted", "/?q=tool&sort=name&dir=desc"},
+	}
+	// pushRows renders what the hub sends the subscribers of a page's websocket, and returns the
+	// rows of the pushed body with the page's own rows.
+	pushRows := func(t *testing.T, path string) (pushed, page []string, push *goquery.Document) {
+		t.Helper()
+		doc, _ := pw.page(t, request{path: path}, http.StatusOK)
+		sub, ok := liveSubscription(t, doc)
+		if !ok {
+			t.Fatal("the overview is not live")
+		}
+		msg, err := pw.srv.hubRender(ctx, sub, kindSet{events.QueuesChanged: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		push = parseFragment(t, msg)
+		if push.Find(`tbody#overview-rows[hx-swap-oob="true"]`).Length() != 1 {
+			t.Fatalf("the push does not swap the table body:\n%s", clip(string(msg)))
+		}
+		return rowNames(push), rowNames(doc), push
+	}
+	check := func(t *testing.T) {
+		for _, v := range views {
+			t.Run(v.name, func(t *testing.T) {
+				pushed, page, _ := pushRows(t, v.path)
+				if strings.Join(pushed, "\n") != strings.Join(page, "\n") {
+					t.Errorf("pushed rows %q, the page shows %q", pushed, page)
+				}
+			})
+		}
+	}
+	t.Run("as loaded", check)
+
+	// A message lands in tool-calls-dlq.fifo (healthy so far) and a new queue appears.
+	out, err := pw.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("tool-calls-dlq.fifo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pw.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String(`{"toolName":"run_sql"}`),
+		MessageGroupId: aws.String("sess_1"), MessageDeduplicationId: aws.String("tc_1")}); err != nil {
+		t.Fatal(err)
+	}
+	pw.CreateQueue(t, "tool-calls-new", "", nil)
+	pw.Watch(t, "tool-calls-dlq.fifo", "tool-calls-new")
+	t.Run("after a change", check)
+
+	t.Run("the unhealthy queue moves up, the new one shows", func(t *testing.T) {
+		pushed, _, push := pushRows(t, "/")
+		assertUnhealthyFirst(t, push)
+		if !slices.Contains(pushed, "tool-calls-new") {
+			t.Errorf("the new queue is not pushed: %q", pushed)
+		}
+		row := push.Find("tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Find("th a").Text() == "tool-calls-dlq.fifo"
+		})
+		if !row.HasClass("health-warning") && !row.HasClass("health-critical") {
+			t.Errorf("tool-calls-dlq.fifo holds a message but its row is %q", row.AttrOr("class", ""))
+		}
+		if len(pushed) == 0 || pushed[len(pushed)-1] == "tool-calls-dlq.fifo" {
+			t.Errorf("tool-calls-dlq.fifo stayed at the bottom: %q", pushed)
+		}
+		filtered, _, _ := pushRows(t, "/?q=tool&sort=name&dir=desc")
+		if want := []string{"tool-calls.fifo", "tool-calls-new", "tool-calls-dlq.fifo"}; !slices.Equal(filtered, want) {
+			t.Errorf("filtered and sorted push = %q, want %q", filtered, want)
+		}
+	})
+}
+
+// TestWebsocketFollowsTheView: the websocket URL that a sorted overview or a queue page over a
+// range opens carries its view, and the pushes that come over it are in that view.
+func TestWebsocketFollowsTheView(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	srv := httptest.NewServer(pw.handler)
+	t.Cleanup(srv.Close)
+
+	t.Run("overview sorted by name, descending", func(t *testing.T) {
+		page, _ := pw.page(t, request{path: "/?sort=name&dir=desc", htmx: true}, http.StatusOK)
+		ws, _ := page.Find("#overview-table").Attr("ws-connect")
+		if ws != "/ws?dir=desc&sort=name&topic=overview" {
+			t.Fatalf("the swapped table's ws-connect = %q", ws)
+		}
+		conn, _, err := dial(t, srv, strings.TrimPrefix(ws, "/ws?"), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := nextWith(t, conn, "#overview-rows")
+		if got, want := rowNames(doc), rowNames(page); !slices.Equal(got, want) {
+			t.Errorf("pushed rows %q, the table shows %q", got, want)
+		}
+	})
+	t.Run("queue page over 7 days", func(t *testing.T) {
+		page, _ := pw.page(t, request{path: "/queues/web-search?range=7d", htmx: true}, http.StatusOK)
+		ws, _ := page.Find("#charts").Attr("ws-connect")
+		if !strings.Contains(ws, "range=7d") {
+			t.Fatalf("the swapped chart section's ws-connect = %q", ws)
+		}
+		conn, _, err := dial(t, srv, strings.TrimPrefix(ws, "/ws?"), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A new connection gets everything, the charts of its range included.
+		doc := nextWith(t, conn, "#chart-grid")
+		got := doc.Find("#chart-grid .axis-labels time").First().AttrOr("datetime", "")
+		want := page.Find("#chart-grid .axis-labels time").First().AttrOr("datetime", "")
+		if got == "" || got != want {
+			t.Errorf("pushed charts start at %q, the 7-day page's at %q", got, want)
+		}
+	})
+}
+
+// TestQueuePushCharts: the charts ride on the pushes of metrics cycles and of new connections,
+// not on every attributes cycle, and are drawn over the subscriber's range.
+func TestQueuePushCharts(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	q, err := pw.Views.ResolveQueue(ctx, "web-search")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		kinds     kindSet
+		view      url.Values
+		embed     bool
+		wantSince time.Duration // 0: no charts pushed
+	}{
+		{"attributes cycle", kindSet{events.QueuesChanged: true}, nil, false, 0},
+		{"sample", kindSet{events.SampleTaken: true}, nil, false, 0},
+		{"metrics cycle", kindSet{events.MetricsChanged: true}, nil, false, time.Hour},
+		{"metrics cycle, 24 hours", kindSet{events.MetricsChanged: true}, url.Values{"range": {"24h"}}, false, 24 * time.Hour},
+		{"new connection, 7 days", kindSet{kindConnect: true}, url.Values{"range": {"7d"}}, false, 7 * 24 * time.Hour},
+		{"embedded card", kindSet{events.MetricsChanged: true}, nil, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := subscription{Topic: queueTopic(q.ID), View: tt.view, Nav: templates.Nav{Embed: tt.embed}}
+			msg, err := pw.srv.hubRender(ctx, sub, tt.kinds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := parseFragment(t, msg)
+			grid := doc.Find(`#chart-grid[hx-swap-oob="true"]`)
+			if tt.wantSince == 0 {
+				if grid.Length() != 0 {
+					t.Error("charts pushed")
+				}
+				return
+			}
+			if n := grid.Find("figure.chart").Length(); n != len(queueCharts) {
+				t.Fatalf("pushed charts = %d, want %d", n, len(queueCharts))
+			}
+			want := pw.Now().UTC().Add(-tt.wantSince).Format(time.RFC3339)
+			if got := grid.Find(".axis-labels time").First().AttrOr("datetime", ""); got != want {
+				t.Errorf("charts start at %q, want %q", got, want)
+			}
+		})
+	}
 }

@@ -135,10 +135,6 @@ func errResourceNotFound(format string, args ...any) *apiError {
 	return newAPIError(http.StatusNotFound, "ResourceNotFoundException", "ResourceNotFoundException", format, args...)
 }
 
-func errUnsupportedOperation(format string, args ...any) *apiError {
-	return newAPIError(http.StatusBadRequest, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", format, args...)
-}
-
 func errRequestThrottled() *apiError {
 	return newAPIError(http.StatusForbidden, "RequestThrottled", "RequestThrottled",
 		"Rate exceeded (injected by the simulator).")

@@ -100,15 +100,3 @@ func fifoCandidates(q *queue, now time.Time) []*message {
 	}
 	return out
 }
-
-// groupsWithInflight counts the groups that have a message in flight, the
-// ApproximateNumberOfGroupsWithInflightMessages gauge.
-func groupsWithInflight(q *queue, now time.Time) int {
-	groups := make(map[string]bool)
-	for _, m := range q.messages {
-		if m.inFlightAt(now) {
-			groups[m.groupID] = true
-		}
-	}
-	return len(groups)
-}

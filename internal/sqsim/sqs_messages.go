@@ -231,11 +231,7 @@ func (s *Simulator) sendMessageBatch(rc *request, in *sendMessageBatchInput) (an
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-	}
-	if err := validateBatchIDs(ids); err != nil {
+	if err := validateBatch(in.Entries, func(e *sendEntry) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	total := 0
@@ -249,38 +245,30 @@ func (s *Simulator) sendMessageBatch(rc *request, in *sendMessageBatchInput) (an
 		return nil, errBatchRequestTooLong(total, q.attrs.maximumMessageSize)
 	}
 	now := s.clock.Now()
-	out := sendMessageBatchOutput{Successful: []sendResult{}, Failed: []batchResultError{}}
-	for i := range in.Entries {
-		e := &in.Entries[i]
+	ok, failed := applyBatch(in.Entries, func(e *sendEntry) (string, sendResult, *apiError) {
 		result, err := s.send(rc, q, e, now)
-		if err != nil {
-			out.Failed = append(out.Failed, batchFailure(e.Id, err))
-			continue
-		}
 		result.Id = e.Id
-		out.Successful = append(out.Successful, result)
-	}
-	return out, nil
-}
-
-func batchFailure(id string, err *apiError) batchResultError {
-	return batchResultError{Id: id, SenderFault: !err.server, Code: err.queryCode, Message: err.message}
+		return e.Id, result, err
+	})
+	return sendMessageBatchOutput{Successful: ok, Failed: failed}, nil
 }
 
 // batchEntryIDPattern is the rule for batch entry ids.
 var batchEntryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 
-// validateBatchIDs applies the rules every batch request shares: 1 to 10
-// entries with distinct, well-formed ids.
-func validateBatchIDs(ids []string) *apiError {
-	if len(ids) == 0 {
+// validateBatch applies the rules every batch request shares: 1 to 10
+// entries with distinct, well-formed ids. A batch that breaks them fails as a
+// whole, before any entry is acted on.
+func validateBatch[E any](entries []E, id func(*E) string) *apiError {
+	if len(entries) == 0 {
 		return errEmptyBatchRequest()
 	}
-	if len(ids) > 10 {
-		return errTooManyEntriesInBatchRequest(len(ids))
+	if len(entries) > 10 {
+		return errTooManyEntriesInBatchRequest(len(entries))
 	}
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
+	seen := make(map[string]bool, len(entries))
+	for i := range entries {
+		id := id(&entries[i])
 		if !batchEntryIDPattern.MatchString(id) {
 			return errInvalidBatchEntryID(id)
 		}
@@ -290,6 +278,22 @@ func validateBatchIDs(ids []string) *apiError {
 		seen[id] = true
 	}
 	return nil
+}
+
+// applyBatch runs do on every entry of a validated batch. As in SQS, an entry
+// that fails is reported under its id and the others go on. Both lists are
+// non-nil, so that an empty one is encoded as a list.
+func applyBatch[E, R any](entries []E, do func(*E) (string, R, *apiError)) (ok []R, failed []batchResultError) {
+	ok, failed = []R{}, []batchResultError{}
+	for i := range entries {
+		id, result, err := do(&entries[i])
+		if err != nil {
+			failed = append(failed, batchResultError{Id: id, SenderFault: !err.server, Code: err.queryCode, Message: err.message})
+			continue
+		}
+		ok = append(ok, result)
+	}
+	return ok, failed
 }
 
 // newReceipt returns a fresh receipt handle for m in q. The handle names the
@@ -377,23 +381,14 @@ func (s *Simulator) deleteMessageBatch(rc *request, in *deleteMessageBatchInput)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-	}
-	if err := validateBatchIDs(ids); err != nil {
+	if err := validateBatch(in.Entries, func(e *deleteMessageInput) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
-	out := deleteMessageBatchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
-	for _, e := range in.Entries {
-		if err := s.deleteByReceipt(q, e.ReceiptHandle, now); err != nil {
-			out.Failed = append(out.Failed, batchFailure(e.Id, err))
-			continue
-		}
-		out.Successful = append(out.Successful, batchResultEntry{Id: e.Id})
-	}
-	return out, nil
+	ok, failed := applyBatch(in.Entries, func(e *deleteMessageInput) (string, batchResultEntry, *apiError) {
+		return e.Id, batchResultEntry{Id: e.Id}, s.deleteByReceipt(q, e.ReceiptHandle, now)
+	})
+	return deleteMessageBatchOutput{Successful: ok, Failed: failed}, nil
 }
 
 type changeVisibilityInput struct {
@@ -456,21 +451,12 @@ func (s *Simulator) changeMessageVisibilityBatch(rc *request, in *changeVisibili
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = e.Id
-	}
-	if err := validateBatchIDs(ids); err != nil {
+	if err := validateBatch(in.Entries, func(e *changeVisibilityInput) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
-	out := changeVisibilityBatchOutput{Successful: []batchResultEntry{}, Failed: []batchResultError{}}
-	for _, e := range in.Entries {
-		if err := s.changeVisibility(q, e.ReceiptHandle, e.VisibilityTimeout, now); err != nil {
-			out.Failed = append(out.Failed, batchFailure(e.Id, err))
-			continue
-		}
-		out.Successful = append(out.Successful, batchResultEntry{Id: e.Id})
-	}
-	return out, nil
+	ok, failed := applyBatch(in.Entries, func(e *changeVisibilityInput) (string, batchResultEntry, *apiError) {
+		return e.Id, batchResultEntry{Id: e.Id}, s.changeVisibility(q, e.ReceiptHandle, e.VisibilityTimeout, now)
+	})
+	return changeVisibilityBatchOutput{Successful: ok, Failed: failed}, nil
 }

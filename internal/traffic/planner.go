@@ -195,7 +195,11 @@ func (p *planner) researchSession() *session {
 
 // independent builds one call to tool that stands alone, for a standard queue.
 func (p *planner) independent(queue, tool, server string, poison bool) send {
-	s := p.researchSession()
+	return p.callOf(p.researchSession(), queue, tool, server, poison)
+}
+
+// callOf builds the next call of session s to tool, for a standard queue.
+func (p *planner) callOf(s *session, queue, tool, server string, poison bool) send {
 	return send{
 		Queue: queue,
 		Call: ToolCall{
@@ -359,19 +363,7 @@ func (p *planner) burst() []send {
 	out := make([]send, n)
 	for i := range out {
 		poison := p.r.Float64() < p.cfg.poisonRate
-		out[i] = send{
-			Queue: queue,
-			Call: ToolCall{
-				ToolCallID:     newToolCallID(p.r),
-				ToolName:       tool,
-				ToolArgs:       p.independentArgs(tool, poison),
-				SessionID:      s.id,
-				SequenceNumber: s.nextSeq(),
-			},
-			MCPServer:   server,
-			Traceparent: newTraceparent(p.r),
-			Poison:      poison,
-		}
+		out[i] = p.callOf(s, queue, tool, server, poison)
 	}
 	return out
 }

@@ -12,10 +12,37 @@ import (
 // (the page every collector cycle re-renders), half of them dead-letter queues with a sample of
 // 50 messages.
 func BenchmarkOverview(b *testing.B) {
+	f := benchFixture(b)
+	for b.Loop() {
+		ov, err := f.svc.Overview(f.ctx)
+		if err != nil || len(ov.Queues) != 2*benchPairs {
+			b.Fatalf("Overview = %d queues, %v", len(ov.Queues), err)
+		}
+	}
+}
+
+// BenchmarkQueueDetail measures one queue's page among the same 200 queues: it should cost what
+// one queue costs, not what the overview costs.
+func BenchmarkQueueDetail(b *testing.B) {
+	f := benchFixture(b)
+	for b.Loop() {
+		d, err := f.svc.Queue(f.ctx, "q-042-dlq")
+		if err != nil || len(d.Sparkline) == 0 {
+			b.Fatalf("Queue = %d sparkline points, %v", len(d.Sparkline), err)
+		}
+	}
+}
+
+// benchPairs is how many source queues, each with its dead-letter queue, the benchmarks watch.
+const benchPairs = 100
+
+// benchFixture is the benchmarks' store: benchPairs pairs of queues with an hour of 15-s depth
+// samples each, every dead-letter queue with a sample of 50 messages.
+func benchFixture(b *testing.B) *fixture {
+	b.Helper()
 	f := newFixture(b)
 	st := f.store
-	const pairs = 100
-	for i := range pairs {
+	for i := range benchPairs {
 		src, dlq := fmt.Sprintf("q-%03d", i), fmt.Sprintf("q-%03d-dlq", i)
 		f.queue(src)
 		f.queue(dlq)
@@ -29,11 +56,5 @@ func BenchmarkOverview(b *testing.B) {
 		}
 	}
 	f.finishedRun(now)
-	b.ResetTimer()
-	for b.Loop() {
-		ov, err := f.svc.Overview(f.ctx)
-		if err != nil || len(ov.Queues) != 2*pairs {
-			b.Fatalf("Overview = %d queues, %v", len(ov.Queues), err)
-		}
-	}
+	return f
 }

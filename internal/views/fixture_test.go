@@ -70,15 +70,6 @@ func (f *fixture) attrs(name, dlq string, maxReceive int, retentionSeconds int, 
 		store.AttributeSample{At: at, Visible: visible, InFlight: 1, Delayed: 0}))
 }
 
-// depth appends a depth sample without changing attributes.
-func (f *fixture) depth(name string, at time.Time, visible int64) {
-	f.t.Helper()
-	q, err := f.store.GetQueue(f.ctx, f.ids[name])
-	f.must(err)
-	f.must(f.store.SaveQueueAttributes(f.ctx, q.ID, at, q.Attributes, q.DeadLetterTargetARN, q.MaxReceiveCount,
-		store.AttributeSample{At: at, Visible: visible, InFlight: 1}))
-}
-
 // finishedRun records an attributes cycle that ended at `at`.
 func (f *fixture) finishedRun(at time.Time) {
 	f.t.Helper()

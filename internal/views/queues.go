@@ -30,9 +30,12 @@ type snapshot struct {
 	samples map[int64]store.Sample            // newest message sample
 	errors  map[int64][]store.CollectorError  // within ErrorWindow, newest first
 	running map[int64]bool                    // queues with a running move task
+	tasks   []store.MoveTask                  // the running move tasks
 }
 
-func (s *Service) gather(ctx context.Context, now time.Time) (*snapshot, error) {
+// gather reads the snapshot. With queueID 0 it reads every queue's depth series; otherwise only
+// that queue's, as a queue page summarizes no other queue and the series are most of the reading.
+func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*snapshot, error) {
 	snap := &snapshot{now: now, byARN: map[string]store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
 	var err error
 	if snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true}); err != nil {
@@ -46,7 +49,15 @@ func (s *Service) gather(ctx context.Context, now time.Time) (*snapshot, error) 
 	}
 	// Reach back far enough for both the sparkline and the growth rule's earlier sample.
 	window := max(sparklineWindow, 2*s.th.GrowthWindow)
-	if snap.series, err = s.store.AttributeSeriesSince(ctx, now.Add(-window)); err != nil {
+	if queueID == 0 {
+		snap.series, err = s.store.AttributeSeriesSince(ctx, now.Add(-window))
+	} else {
+		var series []store.AttributeSample
+		// The store keeps milliseconds: a sample taken at now is in [now - window, now + 1 ms).
+		series, err = s.store.AttributeSeries(ctx, queueID, now.Add(-window), now.Add(time.Millisecond))
+		snap.series = map[int64][]store.AttributeSample{queueID: series}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	if snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge); err != nil {
@@ -64,11 +75,10 @@ func (s *Service) gather(ctx context.Context, now time.Time) (*snapshot, error) 
 			snap.errors[e.QueueID] = append(snap.errors[e.QueueID], e)
 		}
 	}
-	tasks, err := s.store.RunningMoveTasks(ctx)
-	if err != nil {
+	if snap.tasks, err = s.store.RunningMoveTasks(ctx); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
-	for _, t := range tasks {
+	for _, t := range snap.tasks {
 		snap.running[t.QueueID] = true
 	}
 	return snap, nil
@@ -241,7 +251,7 @@ func sortSummaries(qs []QueueSummary) {
 // Overview returns every watched queue, unhealthy first, with totals, freshness and cost.
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	now := s.clock()
-	snap, err := s.gather(ctx, now)
+	snap, err := s.gather(ctx, now, 0)
 	if err != nil {
 		return Overview{}, err
 	}
@@ -303,7 +313,7 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 
 // Queues returns the queues that match q, in the overview's order.
 func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, error) {
-	snap, err := s.gather(ctx, s.clock())
+	snap, err := s.gather(ctx, s.clock(), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +341,7 @@ func (s *Service) Queue(ctx context.Context, ref string) (QueueDetail, error) {
 		return QueueDetail{}, err
 	}
 	now := s.clock()
-	snap, err := s.gather(ctx, now)
+	snap, err := s.gather(ctx, now, q.ID)
 	if err != nil {
 		return QueueDetail{}, err
 	}

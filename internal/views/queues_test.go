@@ -3,6 +3,7 @@ package views
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -218,6 +219,31 @@ func TestQueueDetail(t *testing.T) {
 
 	if _, err := f.svc.Queue(f.ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Queue(nope) = %v; want ErrNotFound", err)
+	}
+}
+
+// TestQueueDetailMatchesOverview: a queue page reads only its own queue's depth series, and must
+// still say of the queue exactly what the overview says (sparkline, growth, health).
+func TestQueueDetailMatchesOverview(t *testing.T) {
+	f := newFixture(t)
+	f.scenario()
+	// A sample taken at the very instant of the view ends the overview's sparkline: the queue
+	// page's narrower read must reach it too.
+	f.attrs("web-search-dlq", "", 0, 14*86400, now, 9)
+	ov, err := f.svc.Overview(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range ov.Queues {
+		t.Run(row.Name, func(t *testing.T) {
+			d, err := f.svc.Queue(f.ctx, row.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(d.QueueSummary, row) {
+				t.Errorf("queue page summary =\n%+v\nwant the overview's row\n%+v", d.QueueSummary, row)
+			}
+		})
 	}
 }
 

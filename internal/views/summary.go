@@ -14,7 +14,7 @@ import (
 // hold messages and the running redrives.
 func (s *Service) Summary(ctx context.Context) (Summary, error) {
 	now := s.clock()
-	snap, err := s.gather(ctx, now)
+	snap, err := s.gather(ctx, now, 0)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -45,11 +45,7 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 	slices.SortStableFunc(sum.DeadLetterQueues, func(a, b DLQDepth) int {
 		return cmp.Or(cmp.Compare(b.Visible, a.Visible), cmp.Compare(a.Name, b.Name))
 	})
-	tasks, err := s.store.RunningMoveTasks(ctx)
-	if err != nil {
-		return Summary{}, fmt.Errorf("views: summary: %w", err)
-	}
-	for _, t := range tasks {
+	for _, t := range snap.tasks {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, now))
 	}
 	return sum, nil

@@ -82,6 +82,15 @@ func AgoPtr(t *time.Time, now time.Time) string {
 	return Ago(*t, now)
 }
 
+// Clock formats a time for a table cell, short and in UTC ("Nov 30 01:21:35 UTC"); "–" for none.
+// Unlike Ago it stays true on a page that is not live.
+func Clock(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("Jan 2 15:04:05 UTC")
+}
+
 // Timestamp formats a time for a datetime attribute and for reading: RFC 3339 in UTC.
 func Timestamp(t time.Time) string {
 	if t.IsZero() {

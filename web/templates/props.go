@@ -63,9 +63,15 @@ func (n Nav) QueueURL(ref string, q url.Values, parts ...string) string {
 	return n.URL(b.String(), q)
 }
 
-// WebsocketURL returns the websocket URL of a topic ("overview", "queue:<id>", "audit").
-func (n Nav) WebsocketURL(topic string) string {
-	return n.URL("/ws", url.Values{"topic": {topic}})
+// WebsocketURL returns the websocket URL of a topic ("overview", "queue:<id>", "audit"). view
+// is the page's own view of it (the overview's q, sort and dir; a queue page's range): the hub
+// renders each view once for all its subscribers.
+func (n Nav) WebsocketURL(topic string, view url.Values) string {
+	q := url.Values{"topic": {topic}}
+	for k, v := range view {
+		q[k] = v
+	}
+	return n.URL("/ws", q)
 }
 
 // Page is what the layout needs to know about every page.
@@ -74,6 +80,10 @@ type Page struct {
 	Nav   Nav
 	// Topic is the websocket topic the page subscribes to; empty: the page is not live.
 	Topic string
+	// TopicInside: the websocket is opened by the section whose links change the page's view
+	// (the overview's sort and filter, a queue's chart range), not by <body>. htmx swaps that
+	// section with a new ws-connect URL, so the pushes follow what the browser shows.
+	TopicInside bool
 	// CSRF is the token every form and HTMX request must carry.
 	CSRF      string
 	Freshness views.Freshness
@@ -84,6 +94,9 @@ type Page struct {
 	Section   string // "overview", "audit": marks the current navigation link
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
+	// Notice is the outcome of the action that led here ("Move task started"), shown in the flash
+	// area, which no push overwrites.
+	Notice string
 }
 
 // CSRFHeaders is the hx-headers value that makes HTMX requests carry the CSRF token.
@@ -134,6 +147,20 @@ func (p OverviewProps) SortURL(key string) string {
 		dir = "desc"
 	}
 	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}})
+}
+
+// View returns the filter and sort as query parameters, without the default order: what the
+// websocket of the overview subscribes with, so that pushes keep this browser's view.
+func (p OverviewProps) View() url.Values {
+	v := url.Values{}
+	if p.Query != "" {
+		v.Set("q", p.Query)
+	}
+	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
+		v.Set("sort", p.Sort)
+		v.Set("dir", p.Dir)
+	}
+	return v
 }
 
 // AriaSort returns the aria-sort value of a column header.
@@ -188,6 +215,15 @@ type QueueProps struct {
 	Redrive *RedriveProps
 }
 
+// View returns the chart range as a query parameter, none for the default: what the websocket
+// of the queue page subscribes with, so that the charts pushed match the range shown.
+func (p QueueProps) View() url.Values {
+	if p.Range.Key == "" || p.Range.Key == ChartRanges[0].Key {
+		return nil
+	}
+	return url.Values{"range": {p.Range.Key}}
+}
+
 // RedriveProps is a dead-letter queue's redrive panel.
 type RedriveProps struct {
 	Page
@@ -206,8 +242,6 @@ type RedriveProps struct {
 	CanCancel bool
 	// Error is an action's refusal or failure, safe to show.
 	Error string
-	// Notice is what the last action did ("Move task started").
-	Notice string
 	// Form keeps what the user chose, for the confirmation step and after an error.
 	Destination  string
 	MaxPerSecond string

@@ -17,6 +17,10 @@ func Main() string { return "main" }
 // OverviewTable is the overview's table section, what the filter and sort links swap.
 func OverviewTable() string { return "overview-table" }
 
+// OverviewRows is the overview table's body: pushed whole, in the subscriber's own order, so that
+// a change of health or of the set of queues reorders it.
+func OverviewRows() string { return "overview-rows" }
+
 // QueueRow is one queue's row of the overview table.
 func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(queueID, 10) }
 
@@ -32,6 +36,10 @@ func QueueStats() string { return "queue-stats" }
 
 // Charts is the queue page's chart section, what the range links swap.
 func Charts() string { return "charts" }
+
+// ChartGrid holds the charts inside the chart section: pushed after each metrics cycle, while
+// the section around it (which holds the range links and opens the websocket) stays.
+func ChartGrid() string { return "chart-grid" }
 
 // Groups is the FIFO per-group backlog section.
 func Groups() string { return "groups" }
