@@ -166,8 +166,11 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	httpSrv := &http.Server{
 		Handler:           d.Server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		// Bounds a slow request body too. Websockets are not cut by it: their read pump sets
+		// its own deadline on every pong once the connection is upgraded.
+		ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
 	go func() {
