@@ -177,7 +177,7 @@ func (s *Server) redriveDone(c echo.Context, r templates.RedriveProps, outcome s
 	if err != nil {
 		return err
 	}
-	fresh.Notice = s.opts.Now().UTC().Format("15:04:05 UTC") + " · " + fresh.QueueName + ": " + outcomeNotices[outcome]
+	fresh.Notice = s.outcomeStamp(fresh.QueueName) + outcomeNotices[outcome]
 	return render(c, http.StatusOK, templates.RedriveOutcome(fresh))
 }
 
@@ -198,7 +198,18 @@ func (s *Server) redriveRefused(c echo.Context, err error, r templates.RedrivePr
 	if status < 400 || status > 599 {
 		status = http.StatusUnprocessableEntity
 	}
+	if isHTMX(c) {
+		// The panel is fetched again as soon as a move task changes, which takes its error along.
+		r.Alert = s.outcomeStamp(r.QueueName) + ae.Message
+		return render(c, status, templates.RedriveOutcome(r))
+	}
 	return renderRedrive(c, status, r)
+}
+
+// outcomeStamp starts a flash message: when, and about which queue, since it stays in view while
+// the operator moves on.
+func (s *Server) outcomeStamp(queue string) string {
+	return s.opts.Now().UTC().Format("15:04:05 UTC") + " · " + queue + ": "
 }
 
 // disabledStatus is the status of a refused confirmation step: 409 while a task runs, else 403.

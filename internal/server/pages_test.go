@@ -522,24 +522,27 @@ func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name string
-		path string
-		form url.Values
-		want string
+		name   string
+		path   string
+		form   url.Values
+		status int
+		class  string // of the flash message: notice for an outcome, error for a refusal
+		want   string
 	}{
-		{"start", "/queues/web-search-dlq/redrive", url.Values{"confirm": {"1"}, "max_per_second": {"1"}}, "Move task started"},
-		{"cancel", "/queues/web-search-dlq/redrive/cancel", url.Values{}, "Cancelling the move task"},
+		{"start", "/queues/web-search-dlq/redrive", url.Values{"confirm": {"1"}, "max_per_second": {"1"}}, http.StatusOK, "notice", "Move task started"},
+		{"second start refused", "/queues/web-search-dlq/redrive", url.Values{"confirm": {"1"}}, http.StatusConflict, "error", "running"},
+		{"cancel", "/queues/web-search-dlq/redrive/cancel", url.Values{}, http.StatusOK, "notice", "Cancelling the move task"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.form.Set("_csrf", token)
-			doc, _ := pw.page(t, request{method: http.MethodPost, path: tt.path, header: cookie, form: tt.form, htmx: true}, http.StatusOK)
+			doc, _ := pw.page(t, request{method: http.MethodPost, path: tt.path, header: cookie, form: tt.form, htmx: true}, tt.status)
 			if doc.Find("#redrive-panel").Length() != 1 {
 				t.Fatal("the answer has no panel to swap")
 			}
 			flash := doc.Find(`#flash[hx-swap-oob="true"]`)
-			if text := flash.Find(".notice").Text(); !strings.Contains(text, tt.want) || !strings.Contains(text, "web-search-dlq") {
-				t.Errorf("flash notice = %q, want %q about web-search-dlq", text, tt.want)
+			if text := flash.Find("." + tt.class).Text(); !strings.Contains(text, tt.want) || !strings.Contains(text, "web-search-dlq") {
+				t.Errorf("flash %s = %q, want %q about web-search-dlq", tt.class, text, tt.want)
 			}
 			if doc.Find("#redrive-panel .notice").Length() != 0 {
 				t.Error("the outcome is inside the panel, which the next push replaces")

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -80,8 +84,8 @@ const attributeSeriesSinceQuery = `
 	ORDER BY q.id, a.at, a.resolution`
 
 // AttributeSeriesSince returns every queue's depth samples since a time, oldest first, by queue
-// id: the overview's sparklines in one query (a range per queue on the primary key; CROSS JOIN
-// keeps SQLite from scanning every sample instead).
+// id, in one query (a range per queue on the primary key; CROSS JOIN keeps SQLite from scanning
+// every sample instead). The overview draws its sparklines from VisiblePeaks, which reads far less.
 func (s *Store) AttributeSeriesSince(ctx context.Context, since time.Time) (map[int64][]AttributeSample, error) {
 	rows, err := s.db.QueryContext(ctx, attributeSeriesSinceQuery, ms(since))
 	if err != nil {
@@ -100,4 +104,132 @@ func (s *Store) AttributeSeriesSince(ctx context.Context, since time.Time) (map[
 		return nil, fmt.Errorf("store: attribute series since: %w", err)
 	}
 	return out, nil
+}
+
+// visiblePeaksQuery is VisiblePeaks' query: over every queue, or over queue ?4 alone.
+func visiblePeaksQuery(oneQueue bool) string {
+	q := `
+	SELECT q.id, (
+		SELECT group_concat(bucket || ':' || visible) FROM (
+			SELECT (at - ?1) / ?3 AS bucket, max(visible) AS visible FROM attribute_samples
+			WHERE queue_id = q.id AND at >= ?1 AND at <= ?2
+			GROUP BY bucket) AS peaks)
+	FROM queues q`
+	if oneQueue {
+		q += " WHERE q.id = ?4"
+	}
+	return q
+}
+
+// VisiblePeaks returns each queue's highest visible depth per bucket of width, the buckets
+// counted from since, over the depth samples in [since, until] (both included), oldest bucket
+// first, by queue id; a bucket without samples is absent, and so is a queue without any. With
+// queueID not 0 it reads only that queue. The overview draws its sparklines from these, so
+// that an hour of 15-s samples per queue stays inside SQLite.
+func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]DepthPeak, error) {
+	if width < time.Millisecond {
+		return nil, fmt.Errorf("store: visible peaks: bucket width %s is under a millisecond", width)
+	}
+	// The samples' times are milliseconds: the first that is not before since is since rounded
+	// up, and buckets counted from it put each sample where since itself would.
+	from, widthMS := msCeil(since), width.Milliseconds()
+	// One row per queue, its buckets as "bucket:visible,…": grouping each queue's samples in
+	// its own small sort, rather than every queue's in one, keeps the sort in memory, and one
+	// row instead of sixty is most of the rest (BenchmarkOverview: about half the time of a
+	// GROUP BY queue_id, bucket at 1,000 queues).
+	args := []any{from, ms(until), widthMS}
+	if queueID != 0 {
+		args = append(args, queueID)
+	}
+	rows, err := s.db.QueryContext(ctx, visiblePeaksQuery(queueID != 0), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: visible peaks since %s: %w", since.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	out := map[int64][]DepthPeak{}
+	for rows.Next() {
+		var id int64
+		var buckets sql.NullString
+		if err := rows.Scan(&id, &buckets); err != nil {
+			return nil, fmt.Errorf("store: visible peaks: %w", err)
+		}
+		if !buckets.Valid {
+			continue
+		}
+		peaks, err := parsePeaks(buckets.String, from, widthMS)
+		if err != nil {
+			return nil, fmt.Errorf("store: visible peaks of queue %d: %w", id, err)
+		}
+		out[id] = peaks
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: visible peaks: %w", err)
+	}
+	return out, nil
+}
+
+// parsePeaks reads visiblePeaksQuery's "bucket:visible,…" list, oldest bucket first (SQLite does
+// not promise group_concat's order).
+func parsePeaks(list string, from, widthMS int64) ([]DepthPeak, error) {
+	peaks := make([]DepthPeak, 0, strings.Count(list, ",")+1)
+	for pair := range strings.SplitSeq(list, ",") {
+		b, v, _ := strings.Cut(pair, ":")
+		bucket, err := strconv.ParseInt(b, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		visible, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		peaks = append(peaks, DepthPeak{Start: fromMS(from + bucket*widthMS), Visible: visible})
+	}
+	slices.SortFunc(peaks, func(a, b DepthPeak) int { return a.Start.Compare(b.Start) })
+	return peaks, nil
+}
+
+// latestAttributeSamplesBetweenQuery is LatestAttributeSamplesBetween's query: over every
+// queue, or over queue ?3 alone.
+func latestAttributeSamplesBetweenQuery(oneQueue bool) string {
+	filter := ""
+	if oneQueue {
+		filter = " AND q.id = ?3"
+	}
+	return `
+	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
+	FROM queues q CROSS JOIN attribute_samples a
+	WHERE a.queue_id = q.id` + filter + ` AND a.at = (
+		SELECT max(at) FROM attribute_samples WHERE queue_id = q.id AND at >= ?1 AND at <= ?2)
+	ORDER BY q.id, a.resolution DESC`
+}
+
+// LatestAttributeSamplesBetween returns each queue's newest depth sample in [since, until] (both
+// included), by queue id; a queue without one is absent. With queueID not 0 it reads only that
+// queue. This is the growth rule's earlier sample. Where a roll-up shares the newest time with a
+// raw sample, the roll-up wins, as it did when the views picked the sample from the series.
+func (s *Store) LatestAttributeSamplesBetween(ctx context.Context, queueID int64, since, until time.Time) (map[int64]AttributeSample, error) {
+	// As in LatestAttributeSamples, the CROSS JOIN makes the correlated max(at) a seek per queue.
+	args := []any{msCeil(since), ms(until)}
+	if queueID != 0 {
+		args = append(args, queueID)
+	}
+	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesBetweenQuery(queueID != 0), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
+	}
+	defer rows.Close()
+	m := map[int64]AttributeSample{}
+	for rows.Next() {
+		a, err := scanAttributeSample(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
+		}
+		if _, ok := m[a.QueueID]; !ok {
+			m[a.QueueID] = a
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
+	}
+	return m, nil
 }

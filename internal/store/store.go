@@ -130,6 +130,16 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
+// msCeil is ms rounded up: the first millisecond that is not before t, for the lower bound of
+// an inclusive range that t may start within a millisecond.
+func msCeil(t time.Time) int64 {
+	v := ms(t)
+	if fromMS(v).Before(t) {
+		v++
+	}
+	return v
+}
+
 // fromMS is the inverse of ms: 0 is the zero time; others come back in UTC.
 func fromMS(v int64) time.Time {
 	if v == 0 {

@@ -8,23 +8,27 @@ import (
 	"github.com/toolq/toolq/internal/store"
 )
 
-// BenchmarkOverview measures the overview of 200 queues with an hour of 15-s depth samples each
-// (the page every collector cycle re-renders), half of them dead-letter queues with a sample of
-// 50 messages.
+// BenchmarkOverview measures the overview (the page every collector cycle re-renders) of 200
+// and of 1,000 queues with an hour of 15-s depth samples each, half of them dead-letter queues
+// with a sample of 50 messages.
 func BenchmarkOverview(b *testing.B) {
-	f := benchFixture(b)
-	for b.Loop() {
-		ov, err := f.svc.Overview(f.ctx)
-		if err != nil || len(ov.Queues) != 2*benchPairs {
-			b.Fatalf("Overview = %d queues, %v", len(ov.Queues), err)
-		}
+	for _, pairs := range []int{benchPairs, 5 * benchPairs} {
+		b.Run(fmt.Sprintf("queues=%d", 2*pairs), func(b *testing.B) {
+			f := benchFixture(b, pairs)
+			for b.Loop() {
+				ov, err := f.svc.Overview(f.ctx)
+				if err != nil || len(ov.Queues) != 2*pairs {
+					b.Fatalf("Overview = %d queues, %v", len(ov.Queues), err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkQueueDetail measures one queue's page among the same 200 queues: it should cost what
 // one queue costs, not what the overview costs.
 func BenchmarkQueueDetail(b *testing.B) {
-	f := benchFixture(b)
+	f := benchFixture(b, benchPairs)
 	for b.Loop() {
 		d, err := f.svc.Queue(f.ctx, "q-042-dlq")
 		if err != nil || len(d.Sparkline) == 0 {
@@ -33,16 +37,17 @@ func BenchmarkQueueDetail(b *testing.B) {
 	}
 }
 
-// benchPairs is how many source queues, each with its dead-letter queue, the benchmarks watch.
+// benchPairs is how many source queues, each with its dead-letter queue, the benchmarks watch
+// unless they say otherwise.
 const benchPairs = 100
 
-// benchFixture is the benchmarks' store: benchPairs pairs of queues with an hour of 15-s depth
-// samples each, every dead-letter queue with a sample of 50 messages.
-func benchFixture(b *testing.B) *fixture {
+// benchFixture is the benchmarks' store: pairs of queues with an hour of 15-s depth samples
+// each, every dead-letter queue with a sample of 50 messages.
+func benchFixture(b *testing.B, pairs int) *fixture {
 	b.Helper()
 	f := newFixture(b)
 	st := f.store
-	for i := range benchPairs {
+	for i := range pairs {
 		src, dlq := fmt.Sprintf("q-%03d", i), fmt.Sprintf("q-%03d-dlq", i)
 		f.queue(src)
 		f.queue(dlq)

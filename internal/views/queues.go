@@ -25,16 +25,17 @@ type snapshot struct {
 	queues  []store.Queue // every queue, gone ones included, by name
 	byARN   map[string]store.Queue
 	latest  map[int64]store.AttributeSample
-	series  map[int64][]store.AttributeSample // since now - seriesWindow
-	ages    map[int64]store.MetricPoint       // newest ApproximateAgeOfOldestMessage
-	samples map[int64]store.Sample            // newest message sample
-	errors  map[int64][]store.CollectorError  // within ErrorWindow, newest first
-	running map[int64]bool                    // queues with a running move task
-	tasks   []store.MoveTask                  // the running move tasks
+	peaks   map[int64][]store.DepthPeak      // each minute's visible peak within sparklineWindow
+	earlier map[int64]store.AttributeSample  // the growth rule's earlier sample
+	ages    map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
+	samples map[int64]store.Sample           // newest message sample
+	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
+	running map[int64]bool                   // queues with a running move task
+	tasks   []store.MoveTask                 // the running move tasks
 }
 
-// gather reads the snapshot. With queueID 0 it reads every queue's depth series; otherwise only
-// that queue's, as a queue page summarizes no other queue and the series are most of the reading.
+// gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
+// otherwise only that queue's, as a queue page summarizes no other queue.
 func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*snapshot, error) {
 	snap := &snapshot{now: now, byARN: map[string]store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
 	var err error
@@ -47,16 +48,17 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	if snap.latest, err = s.store.LatestAttributeSamples(ctx); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
-	// Reach back far enough for both the sparkline and the growth rule's earlier sample.
-	window := max(sparklineWindow, 2*s.th.GrowthWindow)
-	if queueID == 0 {
-		snap.series, err = s.store.AttributeSeriesSince(ctx, now.Add(-window))
-	} else {
-		var series []store.AttributeSample
-		// The store keeps milliseconds: a sample taken at now is in [now - window, now + 1 ms).
-		series, err = s.store.AttributeSeries(ctx, queueID, now.Add(-window), now.Add(time.Millisecond))
-		snap.series = map[int64][]store.AttributeSample{queueID: series}
+	// SQLite buckets the depth samples: an hour of 15-s samples of every queue is most of what
+	// the overview would otherwise read, only to draw 60 points a queue.
+	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Add(-sparklineWindow), now, sparklineWindow/sparklinePoints)
+	if err != nil {
+		return nil, fmt.Errorf("views: %w", err)
 	}
+	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
+	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
+	// a DLQ is not "growing" against a sample from days ago.
+	growthSince := now.Add(-max(sparklineWindow, 2*s.th.GrowthWindow))
+	snap.earlier, err = s.store.LatestAttributeSamplesBetween(ctx, queueID, growthSince, now.Add(-s.th.GrowthWindow))
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
@@ -125,15 +127,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		sum.SampledAt = timePtr(a.At)
 		f.Latest = &a
 	}
-	series := snap.series[q.ID]
-	sum.Sparkline = sparkline(series, snap.now)
-	growthCutoff := snap.now.Add(-s.th.GrowthWindow)
-	for i := len(series) - 1; i >= 0; i-- {
-		if !series[i].At.After(growthCutoff) {
-			earlier := series[i]
-			f.Earlier = &earlier
-			break
-		}
+	sum.Sparkline = sparkline(snap.peaks[q.ID])
+	if e, ok := snap.earlier[q.ID]; ok {
+		f.Earlier = &e
 	}
 	if p, ok := snap.ages[q.ID]; ok {
 		v := p.Value
@@ -190,29 +186,13 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	return sum, nil
 }
 
-// sparkline reduces depth samples to the visible depth of each minute of the last hour (the
-// minute's maximum, so that a spike shows), oldest first; minutes without samples are skipped.
-func sparkline(series []store.AttributeSample, now time.Time) []float64 {
-	out := make([]float64, 0, sparklinePoints)
-	since := now.Add(-sparklineWindow)
-	bucket, have := int64(-1), false
-	var peak int64
-	for _, a := range series {
-		if a.At.Before(since) || a.At.After(now) {
-			continue
-		}
-		b := int64(a.At.Sub(since) / (sparklineWindow / sparklinePoints))
-		if have && b != bucket {
-			out = append(out, float64(peak))
-			have = false
-		}
-		if !have || a.Visible > peak {
-			peak = a.Visible
-		}
-		bucket, have = b, true
-	}
-	if have {
-		out = append(out, float64(peak))
+// sparkline draws the visible depth of each minute of the last hour (the minute's maximum, so
+// that a spike shows), oldest first, from the store's per-minute peaks; minutes without samples
+// are skipped.
+func sparkline(peaks []store.DepthPeak) []float64 {
+	out := make([]float64, 0, len(peaks))
+	for _, p := range peaks {
+		out = append(out, float64(p.Visible))
 	}
 	if len(out) > sparklinePoints {
 		// A sample exactly at now falls into a 61st bucket: fold it into the last.

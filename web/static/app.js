@@ -10,9 +10,9 @@
   document.addEventListener("htmx:wsClose", function () { setLive(false); });
   document.addEventListener("htmx:wsError", function () { setLive(false); });
 
-  // A push is rendered once for every subscriber, so it carries every queue's row, while a
-  // filtered overview shows only some, and a queue created since the page loaded has no row
-  // yet. htmx logs an error for each out-of-band element without a target: drop those first.
+  // A push is rendered once for a whole group of subscribers; should it carry an element this
+  // page lacks (a section that appeared since the page loaded, such as a queue's sample), htmx
+  // would log an error for that out-of-band element without a target: drop those first.
   // Pages name this extension next to "ws" in hx-ext.
   htmx.defineExtension("toolq-push", {
     transformResponse: function (text) {

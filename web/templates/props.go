@@ -94,9 +94,10 @@ type Page struct {
 	Section   string // "overview", "audit": marks the current navigation link
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
-	// Notice is the outcome of the action that led here ("Move task started"), shown in the flash
-	// area, which no push overwrites.
+	// Notice is the outcome of the action that led here ("Move task started"), and Alert an
+	// action's refusal, both shown in the flash area, which no push overwrites.
 	Notice string
+	Alert  string
 }
 
 // CSRFHeaders is the hx-headers value that makes HTMX requests carry the CSRF token.

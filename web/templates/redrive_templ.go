@@ -274,7 +274,7 @@ func RedrivePanel(r RedriveProps) templ.Component {
 }
 
 // RedriveOutcome answers an action made through htmx: the panel, swapped in place, and the
-// action's outcome in the flash area. Pushes fetch the panel again as the task moves on (within a
+// action's outcome or refusal in the flash area. Pushes fetch the panel again as the task moves on (within a
 // second of a start), so an outcome inside it would vanish before anyone read it.
 func RedriveOutcome(r RedriveProps) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -297,7 +297,7 @@ func RedriveOutcome(r RedriveProps) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Flash(r.Notice, true).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Flash(r.Notice, r.Alert, true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
