@@ -111,6 +111,26 @@ func TestOverviewPage(t *testing.T) {
 		})
 	}
 
+	// The sort a header click chose travels with the next filter request: its inputs belong to
+	// the filter form (form attribute) and sit inside the swapped section, which the filter box
+	// includes, so they follow every sort click.
+	t.Run("filtering keeps the sort", func(t *testing.T) {
+		doc, rec := pw.page(t, request{path: "/?sort=name&dir=desc", htmx: true}, http.StatusOK)
+		sort := doc.Find(`#overview-table #overview-sort input[form="overview-filter"]`)
+		got := map[string]string{}
+		sort.Each(func(_ int, s *goquery.Selection) {
+			name, _ := s.Attr("name")
+			got[name], _ = s.Attr("value")
+		})
+		if got["sort"] != "name" || got["dir"] != "desc" {
+			t.Errorf("sort inputs in the swapped table = %v, want sort=name dir=desc:\n%s", got, clip(rec.Body.String()))
+		}
+		page, _ := pw.page(t, request{path: "/?sort=name&dir=desc"}, http.StatusOK)
+		if inc, _ := page.Find("form#overview-filter input#q").Attr("hx-include"); !strings.Contains(inc, "#overview-sort") {
+			t.Errorf("the filter box's hx-include = %q, want it to name #overview-sort", inc)
+		}
+	})
+
 	t.Run("htmx gets the table alone", func(t *testing.T) {
 		doc, rec := pw.page(t, request{path: "/?q=web", htmx: true}, http.StatusOK)
 		if doc.Find("html head title").Length() != 0 || doc.Find("header.top").Length() != 0 {

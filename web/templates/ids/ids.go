@@ -17,6 +17,13 @@ func Main() string { return "main" }
 // OverviewTable is the overview's table section, what the filter and sort links swap.
 func OverviewTable() string { return "overview-table" }
 
+// OverviewFilter is the overview's filter form.
+func OverviewFilter() string { return "overview-filter" }
+
+// OverviewSort holds the overview's current sort as inputs of the filter form. It lives inside
+// the swapped table section, so that a sort click updates what the next filter request sends.
+func OverviewSort() string { return "overview-sort" }
+
 // OverviewRows is the overview table's body: pushed whole, in the subscriber's own order, so that
 // a change of health or of the set of queues reorders it.
 func OverviewRows() string { return "overview-rows" }
