@@ -60,6 +60,8 @@ type client struct {
 	sub       subscription
 	send      chan []byte
 	closeCode int
+	// release gives back the connection's place in its identity's quota when it ends.
+	release func()
 }
 
 // hubOptions configure a hub. Render and Freshness are required.
@@ -173,7 +175,7 @@ func (h *hub) notify(ev events.Event) {
 
 // newClient returns a client for a subscription, not yet attached.
 func (h *hub) newClient(sub subscription) *client {
-	return &client{sub: sub, send: make(chan []byte, h.opts.SendBuffer)}
+	return &client{sub: sub, send: make(chan []byte, h.opts.SendBuffer), release: func() {}}
 }
 
 // attach adds a client; pumps is how many goroutines will serve it, which close waits for.

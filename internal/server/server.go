@@ -76,7 +76,8 @@ type Server struct {
 	loopbackOnly bool
 
 	// --- page side: fields below this line are owned by the page side ---
-	hub *hub // the websockets of the live pages
+	hub     *hub           // the websockets of the live pages
+	wsQuota websocketQuota // live websockets per identity
 	// --- end of page side fields ---
 }
 

@@ -38,6 +38,10 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	if !websocket.IsWebSocketUpgrade(c.Request()) {
 		return newError(http.StatusBadRequest, "not_websocket", "this endpoint speaks websocket only")
 	}
+	release, ok := s.wsQuota.acquire(quotaKey(c))
+	if !ok {
+		return errTooManyWebsockets
+	}
 	upgrader := websocket.Upgrader{
 		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
@@ -48,11 +52,14 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	}
 	conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
+		release()
 		s.log.Debug("websocket upgrade refused", "request_id", requestID(c), "err", err)
 		return nil // the upgrader has answered
 	}
 	cl := s.hub.newClient(sub)
+	cl.release = release
 	if err := s.hub.attach(cl, 2); err != nil {
+		release()
 		_ = conn.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(closeServiceRestart, "shutting down"), time.Now().Add(writeWait))
 		_ = conn.Close()
@@ -210,6 +217,7 @@ func (s *Server) readPump(conn *websocket.Conn, c *client) {
 	defer func() {
 		s.hub.detach(c)
 		_ = conn.Close()
+		c.release()
 		s.hub.pumpDone()
 	}()
 	conn.SetReadLimit(maxMessageSize)

@@ -408,3 +408,49 @@ func TestQueuePushCharts(t *testing.T) {
 		})
 	}
 }
+
+// TestWebsocketQuotaPerIdentity: one identity (here, one address with auth off) gets at most
+// maxWebsocketsPerIdentity live connections; closing one frees its place.
+func TestWebsocketQuotaPerIdentity(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	srv := httptest.NewServer(pw.handler)
+	t.Cleanup(srv.Close)
+	conns := make([]*websocket.Conn, 0, maxWebsocketsPerIdentity)
+	for i := range maxWebsocketsPerIdentity {
+		conn, _, err := dial(t, srv, "topic=audit", srv.URL)
+		if err != nil {
+			t.Fatalf("connection %d refused: %v", i+1, err)
+		}
+		conns = append(conns, conn)
+	}
+	_, res, err := dial(t, srv, "topic=audit", srv.URL)
+	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("connection %d: err %v, response %v; want 429", maxWebsocketsPerIdentity+1, err, res)
+	}
+	conns[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		conn, _, err := dial(t, srv, "topic=audit", srv.URL)
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed connection's place was not given back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWebsocketQuotaRelease(t *testing.T) {
+	var q websocketQuota
+	release, ok := q.acquire("addr:192.0.2.1")
+	if !ok {
+		t.Fatal("first connection refused")
+	}
+	release()
+	release() // a second release must not give back a place it never took
+	if len(q.open) != 0 {
+		t.Errorf("open = %v after release; want empty", q.open)
+	}
+}
