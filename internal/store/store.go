@@ -46,7 +46,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// sqlite3 shell) may hold the lock, and WAL checkpoints briefly block readers.
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"
-	wdb, err := sql.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	// journal_size_limit truncates the WAL back to 4 MiB after each checkpoint, so a burst of
+	// writes (a backfill of many queues) does not leave a large -wal file behind for good.
+	wdb, err := sql.Open("sqlite", base+"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=journal_size_limit(4194304)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}

@@ -92,3 +92,22 @@ func TestReadersCannotWrite(t *testing.T) {
 		t.Fatal("unexpected ErrNoRows")
 	}
 }
+
+// TestWriterPragmas: the writer connection runs in WAL with a bounded journal and foreign keys.
+func TestWriterPragmas(t *testing.T) {
+	s := openTest(t)
+	var mode string
+	var limit, fk int64
+	if err := s.wdb.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.wdb.QueryRowContext(t.Context(), "PRAGMA journal_size_limit").Scan(&limit); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.wdb.QueryRowContext(t.Context(), "PRAGMA foreign_keys").Scan(&fk); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || limit != 4<<20 || fk != 1 {
+		t.Errorf("journal_mode %q, journal_size_limit %d, foreign_keys %d; want wal, %d, 1", mode, limit, fk, 4<<20)
+	}
+}
