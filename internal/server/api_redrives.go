@@ -1,13 +1,11 @@
 package server
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/actions"
-	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -66,7 +64,7 @@ func (s *Server) startRedrive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, s.redriveView(ctx, ref, task))
+	return c.JSON(http.StatusAccepted, s.opts.Views.Redrive(task))
 }
 
 // cancelRedrive answers POST /api/v1/queues/{queue}/redrives/cancel: 200 and the task.
@@ -84,36 +82,5 @@ func (s *Server) cancelRedrive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.redriveView(ctx, ref, task))
-}
-
-// redriveView returns the task an action just stored as the views show it. The action has
-// happened by now, so a failure to read it back must not turn into an error a bot would retry:
-// it falls back to the task's own fields.
-func (s *Server) redriveView(ctx context.Context, ref string, t store.MoveTask) views.Redrive {
-	rs, err := s.opts.Views.Redrives(ctx, ref)
-	if err == nil {
-		for _, r := range rs {
-			if r.SourceARN == t.SourceARN && r.StartedAt.Equal(t.StartedAt) {
-				return r
-			}
-		}
-	}
-	s.log.Warn("read back move task", "queue", ref, "err", err)
-	r := views.Redrive{
-		TaskHandle:     t.TaskHandle,
-		Status:         t.Status,
-		SourceARN:      t.SourceARN,
-		DestinationARN: t.DestinationARN,
-		Moved:          t.Moved,
-		ToMove:         t.ToMove,
-		FailureReason:  t.FailureReason,
-		StartedAt:      t.StartedAt,
-		UpdatedAt:      t.UpdatedAt,
-		Running:        t.Running(),
-	}
-	if t.MaxPerSecond > 0 {
-		r.MaxMessagesPerSecond = &t.MaxPerSecond
-	}
-	return r
+	return c.JSON(http.StatusOK, s.opts.Views.Redrive(task))
 }

@@ -30,6 +30,10 @@ func (s *Service) Redrives(ctx context.Context, ref string) ([]Redrive, error) {
 	return out, nil
 }
 
+// Redrive returns a move task as the views show it, at the service's clock: what the API
+// answers for a task an action has just started or cancelled.
+func (s *Service) Redrive(t store.MoveTask) Redrive { return redriveOf(t, s.clock()) }
+
 // redriveOf turns a move task into its view: progress, the observed rate (moved over the time
 // since the start: up to now while it runs, up to its last update once it ended) and, while it
 // runs, the time left at that rate.
