@@ -454,3 +454,26 @@ func TestWebsocketQuotaRelease(t *testing.T) {
 		t.Errorf("open = %v after release; want empty", q.open)
 	}
 }
+
+// TestQueuePushKeepsRedriveCountCurrent: the redrive panel's "N messages wait here now" comes
+// with every depth push, so that it never disagrees with the Visible figure above it.
+func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	q, err := pw.Views.Queue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
+	if page.Find("#redrive-waiting").Length() != 1 {
+		t.Fatal("the redrive panel has no #redrive-waiting count")
+	}
+	msg, err := pw.srv.hubRender(ctx, subscription{Topic: queueTopic(q.ID)}, kindSet{events.QueuesChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := parseFragment(t, msg).Find(`#redrive-waiting[hx-swap-oob="true"] strong`)
+	if waiting.Length() != 1 || waiting.Text() != templates.Count(q.Visible) {
+		t.Errorf("pushed waiting count = %q (%d elements), want %q", waiting.Text(), waiting.Length(), templates.Count(q.Visible))
+	}
+}

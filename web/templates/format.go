@@ -9,6 +9,14 @@ import (
 	"unicode/utf8"
 )
 
+// waitingNoun is "message waits" or "messages wait", to follow a count.
+func waitingNoun(n int64) string {
+	if n == 1 {
+		return "message waits"
+	}
+	return "messages wait"
+}
+
 // Count formats a count with thin separators between thousands: 12 345.
 func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)

@@ -2005,6 +2005,16 @@ func QueuePush(p QueueProps, refreshRedrive bool) templ.Component {
 			}
 		}
 		if p.Redrive != nil {
+			if p.Redrive.Running == nil {
+				templ_7745c5c3_Err = RedriveWaiting(p.Queue.Visible, true).Render(ctx, templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 175, " ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			templ_7745c5c3_Err = RedriveProgress(p.Redrive.Running, true).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

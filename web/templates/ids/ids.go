@@ -54,6 +54,10 @@ func Groups() string { return "groups" }
 // Messages is the sampled messages section (list and tool counts).
 func Messages() string { return "messages" }
 
+// RedriveWaiting is the redrive panel's count of the messages a move would take now, pushed
+// with the queue's depth so that it never disagrees with the figures above it.
+func RedriveWaiting() string { return "redrive-waiting" }
+
 // RedrivePanel is the redrive panel of a dead-letter queue: its forms swap it whole.
 func RedrivePanel() string { return "redrive-panel" }
 
