@@ -52,6 +52,8 @@ func TestScreenshots(t *testing.T) {
 	waitJS(p, 4*time.Minute, "sampled messages on the DLQ page",
 		`document.querySelectorAll('#messages table.messages tbody tr').length`,
 		func(n int) bool { return n >= 3 })
+	// Taller, so that the sampled messages show below the stats and the redrive panel.
+	p.do("set a taller viewport", 10*time.Second, chromedp.EmulateViewport(1280, 1700))
 	shoot(p, filepath.Join(dir, "dlq.png"))
 }
 
