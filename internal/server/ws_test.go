@@ -376,7 +376,7 @@ func TestQueuePushCharts(t *testing.T) {
 		embed     bool
 		wantSince time.Duration // 0: no charts pushed
 	}{
-		{"attributes cycle", kindSet{events.QueuesChanged: true}, nil, false, 0},
+		{"attributes cycle", kindSet{events.QueuesChanged: true}, nil, false, time.Hour},
 		{"sample", kindSet{events.SampleTaken: true}, nil, false, 0},
 		{"metrics cycle", kindSet{events.MetricsChanged: true}, nil, false, time.Hour},
 		{"metrics cycle, 24 hours", kindSet{events.MetricsChanged: true}, url.Values{"range": {"24h"}}, false, 24 * time.Hour},
