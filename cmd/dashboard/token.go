@@ -62,7 +62,9 @@ func runTokenCommand(ctx context.Context, env *environment, args []string) error
 		}
 		fmt.Fprintf(env.stdout, "Created %s token %q. It is shown only now; store it safely:\n%s\n", role, name, plain)
 	case "revoke":
-		if err := auth.RevokeToken(ctx, st, name); err != nil {
+		if err := auth.RevokeToken(ctx, st, name); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("token revoke: no live token named %q (see dashboard token list)", name)
+		} else if err != nil {
 			return fmt.Errorf("token revoke: %w", err)
 		}
 		fmt.Fprintf(env.stdout, "Revoked token %q.\n", name)

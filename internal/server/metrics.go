@@ -82,7 +82,7 @@ var (
 	descVisible   = prometheus.NewDesc("toolq_queue_visible_messages", "Visible messages (ApproximateNumberOfMessages) at the last sample.", labels, nil)
 	descInFlight  = prometheus.NewDesc("toolq_queue_inflight_messages", "In-flight messages (ApproximateNumberOfMessagesNotVisible) at the last sample.", labels, nil)
 	descDelayed   = prometheus.NewDesc("toolq_queue_delayed_messages", "Delayed messages at the last sample.", labels, nil)
-	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "ApproximateAgeOfOldestMessage from the newest CloudWatch datapoint.", labels, nil)
+	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "Age of the oldest message: CloudWatch's ApproximateAgeOfOldestMessage, or the newest sample's oldest message when older (CloudWatch skips messages received three times or more).", labels, nil)
 	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
 	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 warning, 2 critical.", labels, nil)
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
