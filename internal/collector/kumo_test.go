@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,10 +45,13 @@ func TestAgainstKumo(t *testing.T) {
 	redrive := func(dlqARN string) string {
 		return fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":2}`, dlqARN)
 	}
-	_, webDLQ := create("web-search-dlq", nil)
-	webURL, webARN := create("web-search", map[string]string{"RedrivePolicy": redrive(webDLQ)})
-	_, toolDLQ := create("tool-calls-dlq.fifo", map[string]string{"FifoQueue": "true"})
-	toolURL, toolARN := create("tool-calls.fifo", map[string]string{"FifoQueue": "true", "RedrivePolicy": redrive(toolDLQ)})
+	// kumo keeps its queues in package state that every server of the process shares, so each
+	// run (go test -count=N) names its queues apart and watches only those.
+	run := "k" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	_, webDLQ := create(run+"web-search-dlq", nil)
+	webURL, webARN := create(run+"web-search", map[string]string{"RedrivePolicy": redrive(webDLQ)})
+	_, toolDLQ := create(run+"tool-calls-dlq.fifo", map[string]string{"FifoQueue": "true"})
+	toolURL, toolARN := create(run+"tool-calls.fifo", map[string]string{"FifoQueue": "true", "RedrivePolicy": redrive(toolDLQ)})
 
 	// Three calls of web-search fail until they reach the DLQ.
 	for i := range 3 {
@@ -68,8 +73,9 @@ func TestAgainstKumo(t *testing.T) {
 	}
 
 	c, err := New(Options{
-		Regions: []Region{{Name: "us-east-1", SQS: sq, CloudWatch: cw}},
-		Store:   st,
+		Regions:       []Region{{Name: "us-east-1", SQS: sq, CloudWatch: cw}},
+		Store:         st,
+		QueuePrefixes: []string{run},
 	})
 	must(t, err)
 	for round := range 2 {
@@ -84,7 +90,7 @@ func TestAgainstKumo(t *testing.T) {
 	must(t, err)
 	byName := map[string]store.Queue{}
 	for _, q := range qs {
-		byName[q.Name] = q
+		byName[strings.TrimPrefix(q.Name, run)] = q
 	}
 	if len(byName) != 4 {
 		t.Fatalf("stored queues = %v, want 4", byName)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -28,7 +30,7 @@ type observation struct {
 
 // runScenario drives an endpoint through operations both the simulator and
 // kumo support, using only what the stock client offers.
-func runScenario(t *testing.T, client *sqs.Client) observation {
+func runScenario(t *testing.T, client *sqs.Client, prefix string) observation {
 	t.Helper()
 	ctx := context.Background()
 	var obs observation
@@ -38,11 +40,11 @@ func runScenario(t *testing.T, client *sqs.Client) observation {
 			t.Fatal(err)
 		}
 	}
-	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders-dlq")})
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "orders-dlq")})
 	must(err)
 	dlqAttrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	must(err)
-	src, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{
+	src, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "orders"), Attributes: map[string]string{
 		"VisibilityTimeout": "0",
 		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"2"}`, dlqAttrs.Attributes["QueueArn"]),
 	}})
@@ -84,7 +86,7 @@ func runScenario(t *testing.T, client *sqs.Client) observation {
 	must(err)
 	obs.LeftInSource = attrs.Attributes["ApproximateNumberOfMessages"]
 
-	fifo, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("sessions.fifo"), Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+	fifo, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "sessions.fifo"), Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
 	must(err)
 	for _, s := range []struct{ group, body string }{{"s1", "s1-create"}, {"s1", "s1-append"}, {"s1", "s1-commit"}} {
 		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: fifo.QueueUrl, MessageBody: aws.String(s.body), MessageGroupId: aws.String(s.group)})
@@ -120,12 +122,14 @@ func TestAgreesWithKumo(t *testing.T) {
 		t.Skip("starts kumo")
 	}
 	h := newHarness(t)
-	simObs := runScenario(t, h.sqs)
+	simObs := runScenario(t, h.sqs, "")
 
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
 	kumoSQS, _ := newClients(srv.URL)
-	kumoObs := runScenario(t, kumoSQS)
+	// kumo keeps its queues in package state that every server of the process shares, so a
+	// repeated run (go test -count=N) names its queues apart.
+	kumoObs := runScenario(t, kumoSQS, "k"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-")
 
 	want := observation{
 		FirstBodies:      []string{"a", "b", "c"},

@@ -25,7 +25,10 @@ func TestRunAgainstKumo(t *testing.T) {
 
 	runCtx, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
-	g := New(client, Options{Seed: 1, Rate: 20, VisibilityTimeout: time.Second, WaitTime: time.Second, Logger: testLogger(t)})
+	// kumo keeps its queues in package state that every server of the process shares: a seed of
+	// its own per run keeps a repeated run (go test -count=N) from resending the same tool-call
+	// ids, which the FIFO queue would deduplicate.
+	g := New(client, Options{Seed: time.Now().UnixNano(), Rate: 20, VisibilityTimeout: time.Second, WaitTime: time.Second, Logger: testLogger(t)})
 	if err := g.Run(runCtx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
