@@ -53,7 +53,7 @@ type Actor struct {
 type StartRedriveRequest struct {
 	Queue        string // the DLQ's name or ARN
 	Destination  string // name or ARN; empty: each message's original source
-	MaxPerSecond int    // 0: SQS chooses; else 1..500
+	MaxPerSecond *int   // nil: SQS chooses; else it must be 1..500
 }
 
 // Error is a refused action: Code is stable for API clients, Message is safe to show.

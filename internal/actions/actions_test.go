@@ -119,8 +119,9 @@ func TestStartRedriveRefusals(t *testing.T) {
 		{"unknown queue", svc, operator, actions.StartRedriveRequest{Queue: "nope"}, "queue_not_found", http.StatusNotFound},
 		{"junk queue", svc, operator, actions.StartRedriveRequest{Queue: "../../etc/passwd"}, "invalid_queue", http.StatusBadRequest},
 		{"not a DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders"}, "not_dead_letter_queue", http.StatusUnprocessableEntity},
-		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 501}, "invalid_rate", http.StatusBadRequest},
-		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: -1}, "invalid_rate", http.StatusBadRequest},
+		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(501)}, "invalid_rate", http.StatusBadRequest},
+		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(-1)}, "invalid_rate", http.StatusBadRequest},
+		{"zero rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(0)}, "invalid_rate", http.StatusBadRequest},
 		{"destination missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "no-such-queue"}, "destination_not_found", http.StatusUnprocessableEntity},
 		{"destination ARN missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: w.ARN("no-such-queue")}, "destination_not_found", http.StatusUnprocessableEntity},
 		{"destination is the DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "orders-dlq"}, "invalid_destination", http.StatusUnprocessableEntity},
@@ -180,7 +181,7 @@ func TestRedriveCompletesAndConservesMessages(t *testing.T) {
 	w.Events.Kinds()
 	before := w.Count(t, "orders-dlq") + w.Count(t, "orders")
 
-	task, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 10})
+	task, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(10)})
 	if err != nil {
 		t.Fatalf("StartRedrive: %v", err)
 	}
@@ -285,7 +286,7 @@ func TestSecondStartIsRefused(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
-	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 1}); err != nil {
+	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(1)}); err != nil {
 		t.Fatalf("StartRedrive: %v", err)
 	}
 	_, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
@@ -305,7 +306,7 @@ func TestConcurrentStartsMakeOneTask(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 1})
+			_, errs[i] = svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(1)})
 		}()
 	}
 	wg.Wait()
@@ -334,7 +335,7 @@ func TestCancelHalfWay(t *testing.T) {
 	_, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
 	wantRefusal(t, err, "no_task_running", http.StatusConflict)
 
-	started, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: 10})
+	started, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(10)})
 	if err != nil {
 		t.Fatalf("StartRedrive: %v", err)
 	}
@@ -448,3 +449,6 @@ func TestAWSCallsAreCounted(t *testing.T) {
 		t.Errorf("toolq_aws_calls_total = %v; want one StartMessageMoveTask and the ListMessageMoveTasks checks", calls)
 	}
 }
+
+// rate is an optional move rate for a request.
+func rate(n int) *int { return &n }

@@ -34,8 +34,8 @@ func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if req.Destination != "" {
 		a.params["destination"] = clip(req.Destination, 256)
 	}
-	if req.MaxPerSecond != 0 {
-		a.params["maxMessagesPerSecond"] = req.MaxPerSecond
+	if req.MaxPerSecond != nil {
+		a.params["maxMessagesPerSecond"] = *req.MaxPerSecond
 	}
 	task, err := s.startRedrive(ctx, actor, req, &a)
 	s.record(ctx, a, err, task.TaskHandle)
@@ -46,7 +46,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err := s.checkActor(actor); err != nil {
 		return store.MoveTask{}, err
 	}
-	if req.MaxPerSecond < 0 || req.MaxPerSecond > MaxRate {
+	if r := req.MaxPerSecond; r != nil && (*r < 1 || *r > MaxRate) {
 		return store.MoveTask{}, refuse(http.StatusBadRequest, "invalid_rate", "the rate must be from 1 to %d messages per second", MaxRate)
 	}
 	q, err := s.resolveDLQ(ctx, req.Queue)
@@ -75,8 +75,10 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if destARN != "" {
 		in.DestinationArn = aws.String(destARN)
 	}
-	if req.MaxPerSecond > 0 {
-		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(req.MaxPerSecond))
+	rate := 0 // the store's "SQS chooses"
+	if req.MaxPerSecond != nil {
+		rate = *req.MaxPerSecond
+		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(rate))
 	}
 	out, err := tasks.client.StartMessageMoveTask(ctx, in)
 	if err != nil {
@@ -88,7 +90,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	now := s.now().UTC().Truncate(time.Millisecond)
 	started := store.MoveTask{
 		QueueID: q.ID, TaskHandle: handle, Status: store.MoveTaskRunning, SourceARN: q.ARN,
-		DestinationARN: destARN, MaxPerSecond: req.MaxPerSecond, StartedAt: now, UpdatedAt: now,
+		DestinationARN: destARN, MaxPerSecond: rate, StartedAt: now, UpdatedAt: now,
 	}
 	// SQS lists a task's handle only while it runs, and a small DLQ can be drained before the
 	// list below: then ours is the task that was not listed before the start (starts of this

@@ -49,17 +49,11 @@ func (s *Server) startRedrive(c echo.Context) error {
 	if err := decodeJSON(c, &body, true); err != nil {
 		return err
 	}
-	rate := 0
-	if body.MaxMessagesPerSecond != nil {
-		if rate = *body.MaxMessagesPerSecond; rate == 0 {
-			return newError(http.StatusBadRequest, "invalid_rate", "maxMessagesPerSecond must be from 1 to 500; leave it out to let SQS choose")
-		}
-	}
 	ctx := c.Request().Context()
 	task, err := s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
 		Queue:        ref,
 		Destination:  body.Destination,
-		MaxPerSecond: rate,
+		MaxPerSecond: body.MaxMessagesPerSecond, // the action checks 1..500 and audits a refusal
 	})
 	if err != nil {
 		return err

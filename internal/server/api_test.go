@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -420,5 +421,26 @@ func TestSummaryTextIsChatSafe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedriveRateIsTheActionsToRefuse: a rate out of range is refused by the action, after the
+// role check and with an audit entry, not by the handler before either.
+func TestRedriveRateIsTheActionsToRefuse(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	post := func(token string) *httptest.ResponseRecorder {
+		return h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: `{"maxMessagesPerSecond":0}`,
+			header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
+	}
+	if rec := post(h.viewer); rec.Code != http.StatusForbidden {
+		t.Errorf("viewer with rate 0: %d, want 403 (the role is checked first)", rec.Code)
+	}
+	rec := post(h.operator)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"invalid_rate"`) {
+		t.Fatalf("operator with rate 0: %d %s, want 400 invalid_rate", rec.Code, rec.Body)
+	}
+	entries, err := h.w.Store.ListAudit(t.Context(), store.AuditFilter{Limit: 1})
+	if err != nil || len(entries) != 1 || entries[0].Result != store.AuditRefused || !strings.Contains(entries[0].Detail, "invalid_rate") {
+		t.Errorf("newest audit entry = %+v, %v; want the refused rate", entries, err)
 	}
 }

@@ -115,10 +115,11 @@ func (s *Server) startRedrivePage(c echo.Context) error {
 	}
 	r.Destination = formText(c, "destination", 300)
 	r.MaxPerSecond = strings.TrimSpace(formText(c, "max_per_second", 10))
-	rate := 0
+	var rate *int // empty: SQS chooses
 	if r.MaxPerSecond != "" {
-		rate, err = strconv.Atoi(r.MaxPerSecond)
-		if err != nil || rate < 1 || rate > 500 {
+		n, err := strconv.Atoi(r.MaxPerSecond)
+		rate = &n
+		if err != nil || n < 1 || n > actions.MaxRate {
 			r.Error = "The rate must be a whole number of messages per second from 1 to 500, or empty to let SQS choose."
 			r.MaxPerSecond = ""
 			return renderRedrive(c, http.StatusUnprocessableEntity, r)
