@@ -49,9 +49,7 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 		env.stderr)
 	dash.register(fl, demoDefaults)
 	fl.String(&cfg.simListen, "sim-listen", "127.0.0.1:4566", "`address` on which the simulator is also served; '' turns it off, a taken port is skipped")
-	fl.Int64(&cfg.seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
-	fl.String(&cfg.faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2'")
-	fl.String(&cfg.region, "region", "us-east-1", "`region` of the simulated account")
+	registerSimulatorFlags(fl, &cfg.region, &cfg.seed, &cfg.faults)
 	lf.register(fl)
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
 		return err

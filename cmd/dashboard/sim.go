@@ -35,9 +35,7 @@ func runSimCommand(ctx context.Context, env *environment, args []string) error {
 		env.stderr)
 	fl.String(&cfg.listen, "listen", "127.0.0.1:4566", "`address` the simulator listens on (SQS and CloudWatch on one port)")
 	fl.Bool(&cfg.traffic, "traffic", false, "also create the demo queues and run synthetic MCP tool-call traffic on them")
-	fl.Int64(&cfg.seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
-	fl.String(&cfg.faults, "fault", "", "faults to inject, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
-	fl.String(&cfg.region, "region", "us-east-1", "`region` of the simulated account, as it appears in queue ARNs")
+	registerSimulatorFlags(fl, &cfg.region, &cfg.seed, &cfg.faults)
 	lf.register(fl)
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
 		return err
@@ -83,6 +81,14 @@ func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
 	// The loops end with ctx; the traffic's requests are canceled before the server closes.
 	loops.Wait()
 	return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
+}
+
+// registerSimulatorFlags declares the flags sim and demo share: the simulated account's region,
+// the seed of the simulator and the traffic, and the faults to inject.
+func registerSimulatorFlags(f *envFlags, region *string, seed *int64, faults *string) {
+	f.Int64(seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
+	f.String(faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
+	f.String(region, "region", "us-east-1", "`region` of the simulated account, as it appears in queue ARNs")
 }
 
 // newSimulator builds the simulator with the faults of spec injected.
