@@ -13,7 +13,7 @@ import (
 
 	"github.com/toolq/toolq/internal/app"
 	"github.com/toolq/toolq/internal/awsconf"
-	"github.com/toolq/toolq/internal/traffic"
+	"github.com/toolq/toolq/traffic"
 )
 
 // demoConfig is the configuration of `dashboard demo`.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/app"
-	"github.com/toolq/toolq/internal/traffic"
+	"github.com/toolq/toolq/traffic"
 )
 
 // startDemo runs the demo with cfg in the background and returns its addresses and a

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // TestServeAgainstSimulator runs `dashboard serve` as the command line builds it, against an

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/awsconf"
-	"github.com/toolq/toolq/internal/sqsim"
-	"github.com/toolq/toolq/internal/traffic"
+	"github.com/toolq/toolq/sqsim"
+	"github.com/toolq/toolq/traffic"
 )
 
 // simConfig is the configuration of `dashboard sim`.

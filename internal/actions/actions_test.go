@@ -19,8 +19,8 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/actions/actionstest"
 	"github.com/toolq/toolq/internal/events"
-	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/sqsim"
 )
 
 var (

@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awsconf"
-	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // TestDashboardRunsAndStopsInOrder assembles the dashboard against the simulator, serves it on a

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // benchLatency is injected into every simulated call: roughly an SQS round trip from a

@@ -17,8 +17,8 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/events"
-	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // t0 starts the tests' manual clocks at the beginning of a minute, so that metric minutes are

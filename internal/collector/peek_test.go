@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/events"
-	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // latestMessages returns the newest sample of a queue and its messages.

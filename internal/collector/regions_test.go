@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/awsconf"
-	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/sqsim"
 )
 
 func TestSeveralRegionsInOneCollector(t *testing.T) {

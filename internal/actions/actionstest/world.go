@@ -20,9 +20,9 @@ import (
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/events"
-	"github.com/toolq/toolq/internal/sqsim"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // Region is the world's one region.

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/toolq/toolq/internal/sqsim"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // newSim serves a simulator on the real clock, as the demo does, and returns it with a stock
