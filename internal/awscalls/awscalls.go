@@ -9,6 +9,7 @@ import (
 	"net"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,11 +25,17 @@ const (
 	Canceled    = "canceled"
 )
 
-// Classify returns the AWS error code of err ("transport", "timeout" or "canceled" when AWS gave
-// none) and the outcome it counts as. A nil error is OK with no code.
+// Classify returns the AWS error code of err ("HTTP500" and the like when the endpoint answered
+// without one, "transport", "timeout" or "canceled" when it did not answer) and the outcome it
+// counts as. A nil error is OK with no code.
 func Classify(err error) (code, outcome string) {
 	if err == nil {
 		return "", OK
+	}
+	status := 0
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
 	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
@@ -36,10 +43,21 @@ func Classify(err error) (code, outcome string) {
 		if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
 			return code, Throttled
 		}
-		if apiErr.ErrorFault() == smithy.FaultServer {
+		// Endpoints other than AWS often leave the fault unknown: the status says it.
+		if apiErr.ErrorFault() == smithy.FaultServer || status >= 500 {
 			return code, ServerError
 		}
 		return code, ClientError
+	}
+	if status != 0 {
+		// The endpoint answered, with a body that is no AWS error (an HTML page from a proxy).
+		if status == 429 {
+			return "HTTP429", Throttled
+		}
+		if status >= 500 {
+			return fmt.Sprintf("HTTP%d", status), ServerError
+		}
+		return fmt.Sprintf("HTTP%d", status), ClientError
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return "canceled", Canceled

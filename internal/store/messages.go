@@ -84,9 +84,10 @@ func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample
 	defer upsert.Close()
 	// A standard queue can deliver one message twice in a pass: keep one sighting, the higher count.
 	sighting, err := tx.PrepareContext(ctx, `
-		INSERT INTO sample_messages (sample_id, message_ref, receive_count, near_max_receive) VALUES (?, ?, ?, ?)
+		INSERT INTO sample_messages (sample_id, message_ref, receive_count, own_receives, near_max_receive) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (sample_id, message_ref) DO UPDATE SET
 			receive_count = max(receive_count, excluded.receive_count),
+			own_receives = max(own_receives, excluded.own_receives),
 			near_max_receive = max(near_max_receive, excluded.near_max_receive)`)
 	if err != nil {
 		return err
@@ -101,7 +102,7 @@ func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample
 		if err != nil {
 			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
-		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, m.NearMaxReceive); err != nil {
+		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, m.OwnReceives, m.NearMaxReceive); err != nil {
 			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
 	}
@@ -157,7 +158,7 @@ const sampledMessageSelect = `
 	SELECT sm.message_ref, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
 		m.sequence_number, sm.receive_count, m.sent_at, m.first_received_at, m.dead_letter_source_arn,
 		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
-		sm.near_max_receive
+		sm.near_max_receive, sm.own_receives
 	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
 
 func scanSampledMessage(r rowScanner) (SampledMessage, error) {
@@ -168,7 +169,8 @@ func scanSampledMessage(r rowScanner) (SampledMessage, error) {
 	)
 	err := r.Scan(&m.ID, &m.SampleID, &m.QueueID, &m.MessageID, &m.GroupID, &m.DeduplicationID,
 		&m.SequenceNumber, &m.ReceiveCount, &sentAt, &firstRecv, &m.DeadLetterSourceARN, &attrs,
-		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive)
+		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive,
+		&m.OwnReceives)
 	if err != nil {
 		return SampledMessage{}, err
 	}

@@ -89,3 +89,19 @@ func (s *Store) ErrorsSince(ctx context.Context, queueID int64, since time.Time)
 	}
 	return out, nil
 }
+
+// LatestFinishedRun returns the newest finished run of a kind, whatever it collected: readiness
+// asks only whether a first attempt has ended.
+func (s *Store) LatestFinishedRun(ctx context.Context, kind string) (CollectorRun, error) {
+	var r CollectorRun
+	var started, finished int64
+	err := s.db.QueryRowContext(ctx, `
+		SELECT id, kind, started_at, finished_at, queues, calls, errors FROM collector_runs
+		WHERE kind = ? AND finished_at > 0 ORDER BY finished_at DESC, id DESC LIMIT 1`, kind).
+		Scan(&r.ID, &r.Kind, &started, &finished, &r.Queues, &r.Calls, &r.Errors)
+	if err != nil {
+		return CollectorRun{}, fmt.Errorf("store: latest finished %s run: %w", kind, notFound(err))
+	}
+	r.StartedAt, r.FinishedAt = fromMS(started), fromMS(finished)
+	return r, nil
+}

@@ -122,7 +122,9 @@ type MessageAttribute struct {
 	Value    string `json:"value"` // binary values base64-encoded
 }
 
-// SampledMessage is one message seen by a Sample. ReceiveCount excludes the dashboard's own receive.
+// SampledMessage is one message seen by a Sample. ReceiveCount excludes the dashboard's own
+// receives since the message arrived in its queue, which OwnReceives counts (this sample's
+// included): SQS's ApproximateReceiveCount was ReceiveCount + OwnReceives.
 type SampledMessage struct {
 	ID                  int64 // the message's row id (one per queue and message id), for cursor pagination within a sample
 	SampleID            int64
@@ -132,6 +134,7 @@ type SampledMessage struct {
 	DeduplicationID     string
 	SequenceNumber      string
 	ReceiveCount        int
+	OwnReceives         int
 	SentAt              time.Time
 	FirstReceivedAt     time.Time
 	DeadLetterSourceARN string
@@ -217,6 +220,35 @@ type CollectorError struct {
 	Code      string // the AWS error code, e.g. AccessDenied, or "transport"
 	Message   string
 	At        time.Time
+}
+
+// OperationStatus is what the collector last learned of one AWS operation in one region.
+type OperationStatus struct {
+	Region         string
+	Operation      string // "GetQueueAttributes", ...
+	LastSuccessAt  time.Time
+	LastFailureAt  time.Time
+	FailureCode    string // of the last failure
+	FailureMessage string // safe to show: no credentials
+	FailureStatus  int    // the endpoint's HTTP status of the last failure; 0 when it never answered
+	FailuresInRow  int    // failures since the last success
+	BackoffUntil   time.Time
+}
+
+// Failing reports whether the operation's newest call failed.
+func (o OperationStatus) Failing() bool { return o.LastFailureAt.After(o.LastSuccessAt) }
+
+// LoopStatus is the last cycle of one collector loop (RunDiscovery, RunAttributes, ...) in one
+// region.
+type LoopStatus struct {
+	Loop          string
+	Region        string
+	FinishedAt    time.Time
+	LastSuccessAt time.Time // the newest cycle that read something (see the collector)
+	Queues        int       // the region's queues the cycle was about
+	FailedQueues  int       // of those, the ones it could not read
+	Calls         int
+	Failures      int
 }
 
 // CostEstimate is the AWS list-price cost per day of the collector's running configuration.

@@ -1,0 +1,54 @@
+// Package safetext makes hostile text (message bodies and attributes, group ids, AWS error
+// messages, form input) safe to store and to show: valid UTF-8, no control characters, bounded.
+package safetext
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Store returns s fit for storage: valid UTF-8 (invalid bytes become U+FFFD), no control
+// characters but newline and tab, at most max bytes cut on a rune boundary.
+func Store(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			return -1
+		}
+		return r
+	}, s)
+	return Truncate(s, max)
+}
+
+// Line returns s as one line of at most max runes for a reason, a log line or a chat message:
+// valid UTF-8, control and format characters (bidirectional overrides, zero-width joiners, line
+// and paragraph separators) replaced by spaces, and an ellipsis where it was cut.
+func Line(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == max {
+			return strings.TrimRightFunc(b.String(), unicode.IsSpace) + "…"
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// Truncate cuts s to at most max bytes without splitting a rune.
+func Truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,49 @@
+package safetext
+
+import "testing"
+
+func TestStore(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", "hello", 10, "hello"},
+		{"keeps newline and tab", "a\nb\tc", 10, "a\nb\tc"},
+		{"drops C0, DEL and C1", "a\x00b\x1bc\x7fd\u0085e\u009bf", 20, "abcdef"},
+		{"invalid UTF-8", "a\xffb", 10, "a\uFFFDb"},
+		{"cut on a rune boundary", "héllo", 2, "h"},
+		{"empty", "", 5, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Store(tt.in, tt.max); got != tt.want {
+				t.Errorf("Store(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLine(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", "sess_1", 64, "sess_1"},
+		{"newlines become spaces", "a\nb", 64, "a b"},
+		{"bidi override becomes a space", "a\u202eb", 64, "a b"},
+		{"line separator", "a\u2028b", 64, "a b"},
+		{"cut with an ellipsis", "abcdef", 3, "abc…"},
+		{"trailing space before the ellipsis goes", "ab cdef", 3, "ab…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Line(tt.in, tt.max); got != tt.want {
+				t.Errorf("Line(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			}
+		})
+	}
+}
