@@ -1,7 +1,8 @@
 -- What the collector knows of its own sight: each AWS operation's last success and failure per
 -- region, and each loop's last cycle per region, so that a failed read is shown (status page,
 -- health, summary) instead of old data looking current. And the dashboard's own receives of
--- each sampled message, so that the receive count it shows subtracts only those.
+-- each sampled message, so that the receive count it shows subtracts only those, and why it
+-- paused sampling a queue.
 
 -- +goose Up
 CREATE TABLE aws_operations (
@@ -30,8 +31,12 @@ CREATE TABLE collector_loops (
 ) WITHOUT ROWID;
 
 ALTER TABLE sample_messages ADD COLUMN own_receives INTEGER NOT NULL DEFAULT 0;
+-- Why the collector stopped sampling a queue it may sample ('' while it samples it): a message
+-- that one more receive would leave no delivery for its consumers, say.
+ALTER TABLE queues ADD COLUMN peek_paused TEXT NOT NULL DEFAULT '';
 
 -- +goose Down
+ALTER TABLE queues DROP COLUMN peek_paused;
 ALTER TABLE sample_messages DROP COLUMN own_receives;
 DROP TABLE collector_loops;
 DROP TABLE aws_operations;

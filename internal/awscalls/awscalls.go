@@ -23,6 +23,9 @@ const (
 	ClientError = "client_error"
 	Transport   = "transport"
 	Canceled    = "canceled"
+	// Skipped counts the calls not made because their operation was backed off after repeated
+	// failures (the collector's calls only).
+	Skipped = "skipped"
 )
 
 // Classify returns the AWS error code of err ("HTTP500" and the like when the endpoint answered
@@ -99,7 +102,7 @@ type Counter struct {
 func NewCounter(reg prometheus.Registerer) (*Counter, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolq_aws_calls_total",
-		Help: "AWS API calls toolq made (collector and actions), by operation and outcome (ok, throttled, server_error, client_error, transport, canceled).",
+		Help: "AWS API calls toolq made (collector and actions), by operation and outcome (ok, throttled, server_error, client_error, transport, canceled, skipped: not made while the operation was backed off).",
 	}, []string{"operation", "outcome"})
 	if reg == nil {
 		return &Counter{vec: vec}, nil

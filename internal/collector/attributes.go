@@ -20,9 +20,16 @@ func (c *Collector) CycleAttributes(ctx context.Context) error {
 	defer c.finish(ctx, cy)
 	queues := c.watched()
 	cy.queues.Store(int64(len(queues)))
+	for _, r := range c.regions {
+		cy.cover(r.Name, 0)
+	}
+	for _, q := range queues {
+		cy.cover(q.region.Name, 1)
+	}
 	c.each(ctx, cy, queues, func(ctx context.Context, q *watchedQueue) {
 		attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameAll)
 		if err != nil {
+			cy.queueFailed(q.region.Name)
 			return
 		}
 		c.applyAttributes(ctx, cy, q, attrs, c.now())
@@ -36,7 +43,7 @@ func (c *Collector) CycleAttributes(ctx context.Context) error {
 // not exist.
 func (c *Collector) readAttributes(ctx context.Context, cy *cycle, q *watchedQueue, names ...types.QueueAttributeName) (map[string]string, error) {
 	var out *sqs.GetQueueAttributesOutput
-	err := c.call(ctx, cy, opGetQueueAttributes, q, func(ctx context.Context) error {
+	err := c.call(ctx, cy, q.region, opGetQueueAttributes, q, func(ctx context.Context) error {
 		var err error
 		out, err = q.region.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 			QueueUrl:       aws.String(q.url),

@@ -2,21 +2,19 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/aws/smithy-go"
 
 	"github.com/toolq/toolq/internal/awscalls"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
-// cycle is one recorded pass of one loop: its store run, and the calls and errors it counts.
+// cycle is one recorded pass of one loop: its store run, and the calls and errors it counts,
+// in all and per region.
 type cycle struct {
 	kind    string
 	runID   int64
@@ -24,6 +22,9 @@ type cycle struct {
 	calls   atomic.Int64
 	errors  atomic.Int64
 	queues  atomic.Int64
+
+	mu      sync.Mutex
+	regions map[string]*regionTally // by region name
 }
 
 // startCycle records the start of a pass. A store failure is logged, not fatal: the pass still
@@ -38,17 +39,20 @@ func (c *Collector) startCycle(ctx context.Context, kind string) *cycle {
 	return cy
 }
 
-// finish records the end of a pass and its telemetry.
+// finish records the end of a pass: its run row, its outcome per region, the operation statuses
+// it changed, and its telemetry.
 func (c *Collector) finish(ctx context.Context, cy *cycle) {
 	end := c.now()
 	c.tel.cycles.WithLabelValues(cy.kind).Inc()
 	c.tel.cycleSeconds.WithLabelValues(cy.kind).Observe(end.Sub(cy.started).Seconds())
+	// Written even when the cycle was cancelled, so that no pass is left open.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	c.saveSight(ctx)
+	c.saveLoops(ctx, cy, end)
 	if cy.runID == 0 {
 		return
 	}
-	// The run row is written even when the cycle was cancelled, so that no pass is left open.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
 	err := c.store.FinishRun(ctx, store.CollectorRun{
 		ID:         cy.runID,
 		Kind:       cy.kind,
@@ -63,11 +67,18 @@ func (c *Collector) finish(ctx context.Context, cy *cycle) {
 	}
 }
 
-// call makes one AWS call through fn, counts it and, when it fails, records the error against
-// the queue (nil when the call is about no single queue) and returns it. A quiet filter that
-// returns true for the error keeps it out of the store (an expected answer, or one already
-// recorded).
-func (c *Collector) call(ctx context.Context, cy *cycle, op string, q *watchedQueue, fn func(context.Context) error, quiet ...func(error) bool) error {
+// call makes one AWS call of op in region r through fn, counts it, records its outcome in the
+// collector's sight and, when it fails, records the error against the queue (nil when the call
+// is about no single queue) and returns it. A call of an operation that is backed off is not
+// made: it returns errBackedOff. A quiet filter that returns true for the error keeps it out of
+// the error log (an expected answer, or one already recorded).
+func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q *watchedQueue, fn func(context.Context) error, quiet ...func(error) bool) error {
+	if op != opChangeMessageVisibilityBatch && c.backedOff(r.Name, op) {
+		c.tel.awsCalls.Add(op, awscalls.Skipped)
+		cy.countCall(r.Name, true)
+		cy.errors.Add(1)
+		return errBackedOff
+	}
 	cy.calls.Add(1)
 	select {
 	case c.sem <- struct{}{}:
@@ -77,21 +88,24 @@ func (c *Collector) call(ctx context.Context, cy *cycle, op string, q *watchedQu
 	}
 	err := fn(ctx)
 	<-c.sem
-	code, outcome := awscalls.Classify(err)
-	c.tel.awsCalls.Add(op, outcome)
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
+	f := awscalls.Describe(err)
+	c.tel.awsCalls.Add(op, f.Outcome)
+	if err != nil && ctx.Err() != nil {
 		// Shutting down: not an AWS failure worth a row.
 		return err
 	}
-	for _, f := range quiet {
-		if f(err) {
+	c.observe(r.Name, op, err, f)
+	cy.countCall(r.Name, err != nil)
+	if err == nil {
+		return nil
+	}
+	for _, quiet := range quiet {
+		if quiet(err) {
+			cy.errors.Add(1)
 			return err
 		}
 	}
-	c.recordError(ctx, cy, op, q, code, safeMessage(err))
+	c.recordError(ctx, cy, op, q, f.Code, f.Message)
 	return err
 }
 
@@ -150,77 +164,11 @@ func (c *Collector) recoverQueue(ctx context.Context, cy *cycle, q *watchedQueue
 		return
 	}
 	c.log.Error("collector: queue task panicked", "kind", cy.kind, "queue", q.name, "panic", p, "stack", string(debug.Stack()))
-	c.recordError(context.WithoutCancel(ctx), cy, cy.kind, q, "panic", safeText(fmt.Sprint(p), maxErrorMessage))
+	c.recordError(context.WithoutCancel(ctx), cy, cy.kind, q, "panic", safetext.Store(fmt.Sprint(p), awscalls.MaxMessage))
 }
 
-// isUnsupported reports whether err says the endpoint does not implement the operation (kumo,
-// an older emulator, a partition without the feature).
-func isUnsupported(err error) bool {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode() {
-	case "InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
-		"UnknownOperationException", "UnknownOperation", "NotImplemented":
-		return true
-	}
-	return false
-}
-
-// isAccessDenied reports whether err says the credentials may not call the operation.
-func isAccessDenied(err error) bool {
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	switch apiErr.ErrorCode() {
-	case "AccessDenied", "AccessDeniedException", "AuthorizationError", "UnauthorizedOperation":
-		return true
-	}
-	return false
-}
-
-// maxErrorMessage bounds what is stored of an error message.
-const maxErrorMessage = 500
-
-// safeMessage is the text of err fit for storage and display: the AWS message when there is one
-// (without the SDK's request-id and retry wrapping), valid UTF-8, bounded in length.
-func safeMessage(err error) string {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		if m := apiErr.ErrorMessage(); m != "" {
-			return safeText(m, maxErrorMessage)
-		}
-		return safeText(apiErr.ErrorCode(), maxErrorMessage)
-	}
-	return safeText(err.Error(), maxErrorMessage)
-}
-
-// safeText makes hostile text storable: valid UTF-8, no control characters but newline and
-// tab, at most max bytes cut on a rune boundary.
-func safeText(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	return truncateUTF8(s, max)
-}
-
-// truncateUTF8 cuts s to at most max bytes without splitting a rune.
-func truncateUTF8(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+// safeMessage is the text of err fit for storage and display (awscalls.Describe).
+func safeMessage(err error) string { return awscalls.Describe(err).Message }
 
 // skipKey names an operation not to call again for a while: on a whole region (queueID 0) or
 // on one queue.
@@ -245,14 +193,24 @@ func (c *Collector) skipping(k skipKey) bool {
 	return ok && c.now().Before(until)
 }
 
+// claimSkip marks k as not to be called before until, and reports whether it was not marked
+// already: of several calls that fail at once, one claims the right to record the failure.
+func (c *Collector) claimSkip(k skipKey, until time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if u, ok := c.skipped[k]; ok && c.now().Before(u) {
+		return false
+	}
+	c.skipped[k] = until
+	return true
+}
+
 // skipAfter decides from err whether k should be left alone for a while, and records that.
 // It reports whether it did.
 func (c *Collector) skipAfter(k skipKey, err error) bool {
 	var until time.Time
 	switch {
-	case isUnsupported(err):
-		until = forever
-	case isAccessDenied(err):
+	case awscalls.AccessDenied(err):
 		until = c.now().Add(accessDeniedBackoff)
 	default:
 		return false

@@ -137,6 +137,7 @@ type Collector struct {
 	regions []*region
 	tel     *telemetry
 	sem     chan struct{} // bounds the AWS calls in flight, across all loops
+	sight   *sight        // each operation's last outcome per region
 
 	mu      sync.Mutex
 	queues  map[string]*watchedQueue // by ARN; the queues that exist as far as we know
@@ -174,6 +175,7 @@ func New(opts Options) (*Collector, error) {
 		tasks:        make(map[taskKey]store.MoveTask),
 		recorded:     make(map[errorKey]time.Time),
 		peekReceives: make(map[int64]int),
+		sight:        newSight(),
 	}
 	seen := make(map[string]bool)
 	for _, r := range opts.Regions {
@@ -236,6 +238,7 @@ func setDefault[T comparable](v *T, def T) {
 // runs first, so that the other loops' first cycles, which also run at start-up rather than one
 // interval later, already see the queues.
 func (c *Collector) Run(ctx context.Context) error {
+	c.resumeSight(ctx)
 	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("collector: first discovery", "err", err)
 	}

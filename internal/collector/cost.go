@@ -24,6 +24,8 @@ type CostQueue struct {
 	// ReceivesPerPass is what the queue's last pass spent (0: an empty queue, which costs only
 	// the GetQueueAttributes read before the pass).
 	ReceivesPerPass int
+	// NoCloudWatch: the queue's region reads no CloudWatch (none configured, or it fails).
+	NoCloudWatch bool
 }
 
 // CostConfig is the running configuration the estimate prices.
@@ -70,7 +72,7 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 		} else {
 			standard += calls
 		}
-		if cfg.CloudWatch {
+		if cfg.CloudWatch && !q.NoCloudWatch {
 			metrics += float64(len(metricsOf(q.FIFO))) * perDay(cfg.MetricsInterval)
 		}
 	}
@@ -85,15 +87,17 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 	return e
 }
 
-// updateCost stores the estimate of the running configuration for the queues watched now.
+// updateCost stores the estimate of the running configuration for the queues watched now. A
+// region whose GetMetricData calls fail is not charged for CloudWatch: AWS bills answered calls.
 func (c *Collector) updateCost(ctx context.Context) {
 	listings := len(c.opts.QueuePrefixes) + len(c.opts.Queues)
 	if listings == 0 {
 		listings = 1
 	}
-	cw := false
+	cloudWatch := make(map[*region]bool, len(c.regions))
 	for _, r := range c.regions {
-		cw = cw || r.CloudWatch != nil
+		_, failing := c.failing(r.Name, opGetMetricData)
+		cloudWatch[r] = r.CloudWatch != nil && !failing
 	}
 	cfg := CostConfig{
 		Regions:            len(c.regions),
@@ -102,23 +106,25 @@ func (c *Collector) updateCost(ctx context.Context) {
 		AttributesInterval: c.opts.AttributesInterval,
 		MetricsInterval:    c.opts.MetricsInterval,
 		MoveTasksInterval:  c.opts.MoveTasksInterval,
-		CloudWatch:         cw,
+		CloudWatch:         true,
 		ListSources:        true,
 	}
 	dlqs := c.deadLetterARNs()
 	queues := c.watched()
 	cqs := make([]CostQueue, 0, len(queues))
-	c.mu.Lock()
 	for _, q := range queues {
-		cq := CostQueue{FIFO: q.fifo, DeadLetter: dlqs[q.arn]}
-		if kind, ok := c.peekKind(q, cq.DeadLetter); ok {
+		cq := CostQueue{DeadLetter: dlqs[q.arn], NoCloudWatch: !cloudWatch[q.region]}
+		kind, peeked := c.peekKind(q, cq.DeadLetter)
+		c.mu.Lock()
+		cq.FIFO = q.fifo
+		if peeked {
 			cq.Peeked = true
 			cq.PeekInterval = c.peekInterval(kind)
 			cq.ReceivesPerPass = c.peekReceives[q.id]
 		}
+		c.mu.Unlock()
 		cqs = append(cqs, cq)
 	}
-	c.mu.Unlock()
 	if err := c.store.SetCostEstimate(ctx, EstimateCost(cfg, cqs, c.now())); err != nil {
 		c.warn(ctx, "collector: set cost estimate", "err", err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -34,6 +37,9 @@ func (c *Collector) Discover(ctx context.Context) error {
 			changed = true
 		}
 	}
+	for _, q := range c.watched() {
+		cy.cover(q.region.Name, 1)
+	}
 	if c.adoptDeadLetterQueues(ctx, cy) {
 		changed = true
 	}
@@ -49,9 +55,13 @@ func (c *Collector) Discover(ctx context.Context) error {
 // discoverRegion lists the region's selected queues, adopts new ones and marks vanished ones
 // gone. It reports whether the set of watched queues changed.
 func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bool {
+	cy.cover(r.Name, 0)
 	listed, complete := c.listRegion(ctx, cy, r)
 	if ctx.Err() != nil {
 		return false
+	}
+	if !complete {
+		cy.markBlind(r.Name)
 	}
 	changed := false
 	for _, u := range listed {
@@ -121,7 +131,7 @@ func (c *Collector) listRegion(ctx context.Context, cy *cycle, r *region) (urls 
 			continue
 		}
 		var out *sqs.GetQueueUrlOutput
-		err := c.call(ctx, cy, opGetQueueURL, nil, func(ctx context.Context) error {
+		err := c.call(ctx, cy, r, opGetQueueURL, nil, func(ctx context.Context) error {
 			var err error
 			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(named)})
 			return err
@@ -148,7 +158,7 @@ func (c *Collector) listQueues(ctx context.Context, cy *cycle, r *region, prefix
 	}
 	for range maxPages {
 		var out *sqs.ListQueuesOutput
-		err := c.call(ctx, cy, opListQueues, nil, func(ctx context.Context) error {
+		err := c.call(ctx, cy, r, opListQueues, nil, func(ctx context.Context) error {
 			var err error
 			out, err = r.SQS.ListQueues(ctx, in)
 			return err
@@ -183,7 +193,7 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 	var out *sqs.GetQueueAttributesOutput
 	name := queueNameFromURL(u)
 	probe := &watchedQueue{region: r, name: name, url: u}
-	err := c.call(ctx, cy, opGetQueueAttributes, nil, func(ctx context.Context) error {
+	err := c.call(ctx, cy, r, opGetQueueAttributes, nil, func(ctx context.Context) error {
 		var err error
 		out, err = r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 			QueueUrl: aws.String(u), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
@@ -196,7 +206,7 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 	at := c.now()
 	arn := out.Attributes["QueueArn"]
 	if arn == "" {
-		c.recordError(ctx, cy, opGetQueueAttributes, nil, "MissingQueueArn", safeText("queue "+name+": no QueueArn attribute", maxErrorMessage))
+		c.recordError(ctx, cy, opGetQueueAttributes, nil, "MissingQueueArn", safetext.Store("queue "+name+": no QueueArn attribute", awscalls.MaxMessage))
 		return false, errors.New("collector: no QueueArn")
 	}
 	fifo := strings.HasSuffix(name, ".fifo") || out.Attributes["FifoQueue"] == "true"
@@ -248,6 +258,10 @@ func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
 		q := &watchedQueue{
 			id: sq.ID, region: r, name: sq.Name, url: sq.URL, arn: sq.ARN, fifo: sq.FIFO,
 			deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
+			redrivePolicy: sq.Attributes["RedrivePolicy"], attributesAt: sq.AttributesAt,
+		}
+		if v, err := strconv.Atoi(sq.Attributes["VisibilityTimeout"]); err == nil && v >= 0 {
+			q.visibilityTimeout = time.Duration(v) * time.Second
 		}
 		c.mu.Lock()
 		_, known := c.queues[sq.ARN]
@@ -273,12 +287,14 @@ func (c *Collector) resume(ctx context.Context, q *watchedQueue) {
 	if stored, err := c.store.GetQueue(ctx, q.id); err == nil {
 		q.backfilled = !stored.BackfilledAt.IsZero()
 		q.peekEnabled = stored.PeekEnabled
+		q.peekPaused = stored.PeekPaused
 	} else {
 		c.warn(ctx, "collector: load queue", "queue", q.name, "err", err)
 	}
 	if s, err := c.store.LatestSample(ctx, q.id); err == nil {
 		q.peekedAt = s.At
 		q.peekedVisible = s.ApproxVisible
+		q.seen = c.resumeSeen(ctx, q, s)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		c.warn(ctx, "collector: load latest sample", "queue", q.name, "err", err)
 	}
@@ -306,12 +322,12 @@ func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 				c.skipped[k] = forever
 				c.mu.Unlock()
 				c.recordError(ctx, cy, opGetQueueURL, q, "DeadLetterQueueNotWatched",
-					safeText("dead-letter queue "+target+" is in a region the collector does not watch", maxErrorMessage))
+					safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
 			}
 			continue
 		}
 		var out *sqs.GetQueueUrlOutput
-		err := c.call(ctx, cy, opGetQueueURL, q, func(ctx context.Context) error {
+		err := c.call(ctx, cy, r, opGetQueueURL, q, func(ctx context.Context) error {
 			var err error
 			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.name), QueueOwnerAWSAccountId: aws.String(a.account)})
 			return err
@@ -339,7 +355,7 @@ func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 		in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(q.url), MaxResults: aws.Int32(1000)}
 		for range maxPages {
 			var out *sqs.ListDeadLetterSourceQueuesOutput
-			err := c.call(ctx, cy, opListDeadLetterSourceQueues, q, func(ctx context.Context) error {
+			err := c.call(ctx, cy, q.region, opListDeadLetterSourceQueues, q, func(ctx context.Context) error {
 				var err error
 				out, err = q.region.SQS.ListDeadLetterSourceQueues(ctx, in)
 				return err
@@ -370,12 +386,19 @@ func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 	})
 }
 
-// recordOnce returns a call filter for an operation that may be missing or refused: the first
-// such failure is recorded and the operation skipped from then on (see skipAfter); the others,
-// from calls already in flight, are not recorded again.
+// recordOnce returns a call filter for an optional operation that an endpoint may lack or the
+// credentials may be denied. The first denial is recorded and the operation (k: a region or one
+// queue) skipped for a while (see skipAfter); an endpoint without the operation is backed off by
+// the collector's sight and recorded once per region per discovery interval. The failures of
+// calls already in flight are not recorded again.
 func (c *Collector) recordOnce(k skipKey) func(error) bool {
 	return func(err error) bool {
-		if !isUnsupported(err) && !isAccessDenied(err) {
+		switch {
+		case awscalls.Unsupported(err):
+			k.queueID = 0
+			k.op = "unsupported " + k.op
+			return !c.claimSkip(k, c.now().Add(c.opts.DiscoveryInterval))
+		case !awscalls.AccessDenied(err):
 			return false
 		}
 		if c.skipping(k) {

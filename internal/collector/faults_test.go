@@ -136,36 +136,25 @@ func TestMetricFaultsAreRecorded(t *testing.T) {
 	}
 }
 
-func TestSafeText(t *testing.T) {
-	tests := []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"plain", 10, "plain"},
-		{"a\x00b\x1b[31mc\x7f", 20, "ab[31mc"},
-		{"line\nnext\ttab", 20, "line\nnext\ttab"},
-		{"\xff\xfe", 10, "\uFFFD"},
-		{"ééé", 5, "éé"},
-	}
-	for _, tt := range tests {
-		if got := safeText(tt.in, tt.max); got != tt.want {
-			t.Errorf("safeText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
-		}
-	}
-}
-
-func TestRepeatedFailuresAreStoredOncePerMinute(t *testing.T) {
+func TestRepeatedFailuresAreStoredOncePerMinuteAndBackedOff(t *testing.T) {
 	e := newEnv(t)
 	e.createQueue("a", nil)
-	e.createQueue("b", nil)
-	c := e.collector(nil)
+	c := e.collector(nil) // attribute interval 15 s, discovery interval 5 min
 	must(t, c.Discover(e.ctx))
 	e.sim.SetFault("GetQueueAttributes", sqsim.Fault{ErrorRate: 1})
-	for range 5 { // 0, 15, 30, 45, 60 s
+	// Every 15 s: failures 1 and 2 are tried again at the next cycle; the third (30 s) backs the
+	// operation off for 15 s, the fourth (45 s) for 30 s, the fifth (75 s) for 60 s, the sixth
+	// (135 s) for 120 s.
+	wantCalls := []int{1, 1, 1, 1, 0, 1, 0, 0, 0, 1}
+	for i, want := range wantCalls {
+		e.sim.ResetCallCounts()
 		must(t, c.CycleAttributes(e.ctx))
-		if calls, errs := e.newestRun(store.RunAttributes); calls != 2 || errs != 2 {
-			t.Errorf("run calls, errors = %d, %d; want 2, 2: every failure counted", calls, errs)
+		if got := e.sim.CallCount("GetQueueAttributes"); got != want*3 { // the SDK makes 3 attempts
+			t.Errorf("cycle at %d s: %d attempts, want %d", 15*i, got, want*3)
+		}
+		calls, errs := e.newestRun(store.RunAttributes)
+		if calls != want || errs != 1 {
+			t.Errorf("cycle at %d s: run calls, errors = %d, %d; want %d, 1: a skipped read still counts as failed", 15*i, calls, errs, want)
 		}
 		// A run that collected nothing does not make the data look fresh.
 		if _, err := e.store.LatestRun(e.ctx, store.RunAttributes); !errors.Is(err, store.ErrNotFound) {
@@ -173,7 +162,24 @@ func TestRepeatedFailuresAreStoredOncePerMinute(t *testing.T) {
 		}
 		e.advance(15 * time.Second)
 	}
-	if got := len(e.errors(0)); got != 4 {
-		t.Errorf("stored errors = %d, want 4 (each queue at 0 s and 60 s)", got)
+	if got := len(e.errors(0)); got != 3 {
+		t.Errorf("stored errors = %d, want 3 (at 0, 75 and 135 s)", got)
+	}
+	// Once the endpoint answers again, the first call after the backoff (at most the discovery
+	// interval) succeeds and ends it.
+	e.sim.SetFault("GetQueueAttributes", sqsim.Fault{})
+	e.advance(2 * time.Minute)
+	must(t, c.CycleAttributes(e.ctx))
+	if calls, errs := e.newestRun(store.RunAttributes); calls != 1 || errs != 0 {
+		t.Errorf("after recovery: calls, errors = %d, %d; want 1, 0", calls, errs)
+	}
+	statuses, err := e.store.OperationStatuses(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range statuses {
+		if st.Operation == "GetQueueAttributes" && (st.Failing() || !st.BackoffUntil.IsZero() || st.FailureCode != "InternalError" || st.FailureStatus != 500) {
+			t.Errorf("status after recovery = %+v", st)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -28,33 +29,34 @@ const (
 )
 
 // sampledMessage converts one received message. ownReceives is how many of its receives the
-// dashboard made (this pass included); nearMax is the queue's maxReceiveCount when the queue is
+// dashboard made since it arrived in the queue (this pass included); nearMax is the queue's maxReceiveCount when the queue is
 // a source (0 otherwise).
 func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives, nearMax int) store.SampledMessage {
 	sys := m.Attributes
 	body := aws.ToString(m.Body)
 	sm := store.SampledMessage{
 		QueueID:             q.id,
-		MessageID:           safeText(aws.ToString(m.MessageId), maxIDField),
-		GroupID:             safeText(sys[string(types.MessageSystemAttributeNameMessageGroupId)], maxIDField),
-		DeduplicationID:     safeText(sys[string(types.MessageSystemAttributeNameMessageDeduplicationId)], maxIDField),
-		SequenceNumber:      safeText(sys[string(types.MessageSystemAttributeNameSequenceNumber)], maxIDField),
-		DeadLetterSourceARN: safeText(sys[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)], maxIDField),
+		MessageID:           safetext.Store(aws.ToString(m.MessageId), maxIDField),
+		GroupID:             safetext.Store(sys[string(types.MessageSystemAttributeNameMessageGroupId)], maxIDField),
+		DeduplicationID:     safetext.Store(sys[string(types.MessageSystemAttributeNameMessageDeduplicationId)], maxIDField),
+		SequenceNumber:      safetext.Store(sys[string(types.MessageSystemAttributeNameSequenceNumber)], maxIDField),
+		DeadLetterSourceARN: safetext.Store(sys[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)], maxIDField),
 		SentAt:              epochMillis(sys[string(types.MessageSystemAttributeNameSentTimestamp)]),
 		Attributes:          messageAttributes(m.MessageAttributes),
 		BodySize:            len(body),
 	}
-	// ApproximateReceiveCount includes every receive the dashboard made; the page shows what
-	// the consumers did.
+	// ApproximateReceiveCount includes every receive the dashboard made since the message
+	// arrived in the queue; the page shows what the consumers did.
 	received, _ := strconv.Atoi(sys[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	sm.ReceiveCount = max(received-max(ownReceives, 1), 0)
+	sm.OwnReceives = max(ownReceives, 1)
+	sm.ReceiveCount = max(received-sm.OwnReceives, 0)
 	if sm.ReceiveCount > 0 {
 		// With no receive but the dashboard's, the first receive was the dashboard's own.
 		sm.FirstReceivedAt = epochMillis(sys[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
 	}
 	stored := strings.ToValidUTF8(body, "\uFFFD")
 	sm.BodyTruncated = len(stored) > c.opts.Peek.BodyCap
-	sm.Body = truncateUTF8(stored, c.opts.Peek.BodyCap)
+	sm.Body = safetext.Truncate(stored, c.opts.Peek.BodyCap)
 	if len(body) <= maxParsedBody {
 		f := c.opts.ToolFields
 		fields := toolFields(body, f.ToolName, f.ToolCallID, f.SessionID)
@@ -82,9 +84,9 @@ func messageAttributes(attrs map[string]types.MessageAttributeValue) []store.Mes
 			value = base64.StdEncoding.EncodeToString(v.BinaryValue)
 		}
 		out = append(out, store.MessageAttribute{
-			Name:     safeText(name, maxIDField),
-			DataType: safeText(aws.ToString(v.DataType), maxIDField),
-			Value:    safeText(value, maxAttributeValue),
+			Name:     safetext.Store(name, maxIDField),
+			DataType: safetext.Store(aws.ToString(v.DataType), maxIDField),
+			Value:    safetext.Store(value, maxAttributeValue),
 		})
 	}
 	slices.SortFunc(out, func(a, b store.MessageAttribute) int { return strings.Compare(a.Name, b.Name) })
@@ -114,7 +116,7 @@ func toolFields(body string, paths ...string) []string {
 		}
 	}
 	for i, p := range paths {
-		out[i] = safeText(lookupPath(doc, p), maxToolField)
+		out[i] = safetext.Store(lookupPath(doc, p), maxToolField)
 	}
 	return out
 }

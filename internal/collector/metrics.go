@@ -88,6 +88,7 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 		if r.CloudWatch == nil {
 			continue
 		}
+		cy.cover(r.Name, 0)
 		var regular, backfill []metricQuery
 		for _, q := range queues {
 			if q.region != r {
@@ -127,9 +128,23 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 		}
 		// Similar windows go in the same call; a call's window is its earliest start.
 		slices.SortStableFunc(regular, func(a, b metricQuery) int { return a.start.Compare(b.start) })
+		asked := make(map[*watchedQueue]bool)
+		for _, mq := range regular {
+			asked[mq.queue] = true
+		}
+		cy.cover(r.Name, len(asked))
+		failed := make(map[*watchedQueue]bool)
 		for batch := range slices.Chunk(regular, maxQueriesPerCall) {
 			n, err := c.getMetricData(ctx, cy, r, batch, end)
 			stored += n
+			if err != nil {
+				for _, mq := range batch {
+					if !failed[mq.queue] {
+						failed[mq.queue] = true
+						cy.queueFailed(r.Name)
+					}
+				}
+			}
 			if err == nil {
 				c.mu.Lock()
 				for _, mq := range batch {
@@ -229,7 +244,7 @@ func (c *Collector) getMetricData(ctx context.Context, cy *cycle, r *region, bat
 	var points []store.MetricPoint
 	for range maxPages {
 		var out *cloudwatch.GetMetricDataOutput
-		err := c.call(ctx, cy, opGetMetricData, nil, func(ctx context.Context) error {
+		err := c.call(ctx, cy, r, opGetMetricData, nil, func(ctx context.Context) error {
 			var err error
 			out, err = r.CloudWatch.GetMetricData(ctx, in)
 			return err

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -22,7 +21,7 @@ type taskKey struct {
 // MoveTasksInterval, and every MoveTasksRunningInterval while one of its tasks is RUNNING or
 // CANCELLING (per the store, which also holds the tasks the actions just started). Each task is
 // stored; a change of status or counts publishes MoveTasksChanged. An endpoint without the
-// operation is recorded once per queue and not asked again.
+// operation is backed off, and a denial recorded once per queue and left alone for a while.
 func (c *Collector) PollMoveTasks(ctx context.Context) error {
 	running, err := c.store.RunningMoveTasks(ctx)
 	if err != nil {
@@ -59,9 +58,13 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 	cy := c.startCycle(ctx, store.RunMoveTasks)
 	defer c.finish(ctx, cy)
 	cy.queues.Store(int64(len(due)))
+	for _, q := range due {
+		cy.cover(q.region.Name, 1)
+	}
 	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
 		c.pollMoveTasks(ctx, cy, q)
 	})
+	c.pruneTasks()
 	return ctx.Err()
 }
 
@@ -71,7 +74,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 	c.mu.Unlock()
 	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}
 	var out *sqs.ListMessageMoveTasksOutput
-	err := c.call(ctx, cy, opListMessageMoveTasks, q, func(ctx context.Context) error {
+	err := c.call(ctx, cy, q.region, opListMessageMoveTasks, q, func(ctx context.Context) error {
 		var err error
 		out, err = q.region.SQS.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{
 			SourceArn:  aws.String(q.arn),
@@ -80,6 +83,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 		return err
 	}, c.recordOnce(k))
 	if err != nil {
+		cy.queueFailed(q.region.Name)
 		if awscalls.QueueMissing(err) {
 			c.markGone(ctx, q)
 		}
@@ -87,38 +91,47 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 	}
 	changed := false
 	now := c.now()
+	listed := make(map[taskKey]bool, len(out.Results))
 	for _, e := range out.Results {
-		t := store.MoveTask{
-			QueueID:        q.id,
-			TaskHandle:     safeText(aws.ToString(e.TaskHandle), 1024),
-			Status:         safeText(aws.ToString(e.Status), 32),
-			SourceARN:      safeText(aws.ToString(e.SourceArn), maxIDField),
-			DestinationARN: safeText(aws.ToString(e.DestinationArn), maxIDField),
-			MaxPerSecond:   int(aws.ToInt32(e.MaxNumberOfMessagesPerSecond)),
-			Moved:          e.ApproximateNumberOfMessagesMoved,
-			ToMove:         aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
-			FailureReason:  safeText(aws.ToString(e.FailureReason), maxErrorMessage),
-			StartedAt:      time.UnixMilli(e.StartedTimestamp).UTC(),
-			UpdatedAt:      now,
-		}
-		if t.SourceARN == "" {
-			t.SourceARN = q.arn
-		}
+		t := awscalls.MoveTask(q.id, q.arn, e, now)
 		key := taskKey{sourceARN: t.SourceARN, startedAt: e.StartedTimestamp}
+		listed[key] = true
 		c.mu.Lock()
 		prev, known := c.tasks[key]
-		c.tasks[key] = t
 		c.mu.Unlock()
 		if known && prev.Status == t.Status && prev.Moved == t.Moved && prev.ToMove == t.ToMove && prev.FailureReason == t.FailureReason {
 			continue
 		}
 		if _, err := c.store.UpsertMoveTask(ctx, t); err != nil {
+			// Not cached: the next poll writes it again, so that the store never keeps a task
+			// RUNNING that SQS says has ended.
 			c.storeFailed(ctx, cy, "UpsertMoveTask", q, err)
 			continue
 		}
+		c.mu.Lock()
+		c.tasks[key] = t
+		c.mu.Unlock()
 		changed = true
 	}
+	c.mu.Lock()
+	for key := range c.tasks {
+		if key.sourceARN == q.arn && !listed[key] {
+			delete(c.tasks, key) // out of SQS's list of ten: nothing more will change about it
+		}
+	}
+	c.mu.Unlock()
 	if changed {
 		c.pub.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: q.id, At: now})
+	}
+}
+
+// pruneTasks forgets the cached tasks of queues no longer watched.
+func (c *Collector) pruneTasks() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.tasks {
+		if _, watched := c.queues[key.sourceARN]; !watched {
+			delete(c.tasks, key)
+		}
 	}
 }

@@ -2,6 +2,9 @@ package collector
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -33,7 +38,8 @@ const (
 // PeekDue samples the messages of every queue whose peek is due: dead-letter queues every
 // PeekDeadLetterInterval (and at once when one that was empty gets messages), opted-in source
 // queues every PeekSourceInterval. It does nothing with Peek.Disabled. A dead-letter queue with a
-// RUNNING or CANCELLING move task is skipped: messages held by a peek would dodge the move.
+// RUNNING or CANCELLING move task is skipped: messages held by a peek would dodge the move. A
+// queue whose receive could cost a message its last delivery is paused (see receiveGuard).
 func (c *Collector) PeekDue(ctx context.Context) error {
 	dlqs := c.deadLetterARNs()
 	moving := make(map[int64]bool)
@@ -54,11 +60,16 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 	kinds := make(map[*watchedQueue]store.SampleKind)
 	for _, q := range c.watched() {
 		kind, ok := c.peekKind(q, dlqs[q.arn])
-		if ok && kind == store.SampleSource && c.refuseSource(ctx, q) {
-			ok = false
+		paused, never := "", false
+		if ok {
+			paused, never = c.receiveGuard(q)
 		}
-		c.setPeekEnabled(ctx, q, ok)
-		if !ok || moving[q.id] {
+		if never {
+			c.refuse(ctx, q, paused)
+		}
+		c.setPeekEnabled(ctx, q, ok && !never)
+		c.setPeekPaused(ctx, q, paused)
+		if !ok || paused != "" || moving[q.id] {
 			continue
 		}
 		c.mu.Lock()
@@ -76,6 +87,9 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 	cy := c.startCycle(ctx, store.RunPeek)
 	defer c.finish(ctx, cy)
 	cy.queues.Store(int64(len(due)))
+	for _, q := range due {
+		cy.cover(q.region.Name, 1)
+	}
 	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
 		c.peek(ctx, cy, q, kinds[q])
 	})
@@ -83,11 +97,21 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// peekKind says whether q is sampled and why. Call it with or without c.mu: it reads only
-// identity fields.
+// peekKind says whether q is sampled and why. A queue with a RedrivePolicy of its own is a source
+// even when it is also another queue's dead-letter queue (a tier): SQS moves its messages on
+// after maxReceiveCount receives, toolq's included, so it is sampled only when opted in. A queue
+// whose attributes were never read is not sampled: nothing tells a tier from a final DLQ yet.
 func (c *Collector) peekKind(q *watchedQueue, deadLetter bool) (store.SampleKind, bool) {
+	c.mu.Lock()
+	policy, read := q.redrivePolicy, !q.attributesAt.IsZero()
+	c.mu.Unlock()
 	switch {
-	case c.opts.Peek.Disabled:
+	case c.opts.Peek.Disabled || !read:
+		return "", false
+	case policy != "":
+		if c.optedIn(q.name) {
+			return store.SampleSource, true
+		}
 		return "", false
 	case deadLetter:
 		return store.SampleDeadLetter, true
@@ -120,26 +144,75 @@ func (c *Collector) peekInterval(kind store.SampleKind) time.Duration {
 	return c.opts.PeekDeadLetterInterval
 }
 
-// refuseSource reports whether an opted-in source queue must not be peeked anyway: with
-// maxReceiveCount 1 the dashboard's receive would use up each message's only delivery and send
-// it to the dead-letter queue on its consumer's first try. The refusal is recorded once.
-func (c *Collector) refuseSource(ctx context.Context, q *watchedQueue) bool {
+// seenMessage is what the peeks know of one message they received.
+type seenMessage struct {
+	receives     int       // its ApproximateReceiveCount when last received, that receive included
+	own          int       // of those, the dashboard's own since the message arrived in this queue
+	firstReceive int64     // its ApproximateFirstReceiveTimestamp then, in Unix milliseconds
+	at           time.Time // when it was last received
+}
+
+// receiveGuard says why q must not be received from now, or "" when it may be; never is true
+// when that will not change while the queue's configuration stays. Only a queue with a
+// RedrivePolicy can lose a message to a receive: SQS moves a message on once a receive would take
+// its count past maxReceiveCount. toolq receives from such a queue only while every message it
+// knows of keeps at least one delivery for its consumers after toolq's next receive; where it
+// cannot know (the policy cannot be read, the endpoint does not report receive counts), or where
+// maxReceiveCount is 1, it does not receive.
+//
+// A pause ends when the messages it protects are gone as far as toolq can tell: the queue is
+// empty, they showed up in the dead-letter queue, or consumers were busy for longer than a few
+// visibility timeouts since (a consumed message at its last delivery is soon deleted or moved).
+// An idle queue stays paused: a look would move its messages on.
+func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
 	c.mu.Lock()
-	maxRC := q.maxReceiveCount
+	policy, maxRC := q.redrivePolicy, q.maxReceiveCount
+	empty := !q.attributesAt.IsZero() && q.visible+q.inFlight+q.delayed == 0
+	busyAt, pausedAt, vt := q.busyAt, q.pausedAt, q.visibilityTimeout
 	c.mu.Unlock()
-	if maxRC != 1 {
-		return false
+	if policy == "" {
+		return "", false
 	}
-	k := skipKey{op: "PeekRefused", queueID: q.id}
-	if !c.skipping(k) {
-		c.mu.Lock()
-		c.skipped[k] = forever
-		c.mu.Unlock()
-		cy := &cycle{kind: store.RunPeek}
-		c.recordError(ctx, cy, opReceiveMessage, q, "PeekRefused",
-			"not sampled: maxReceiveCount is 1, so one receive by the dashboard would send every message to the dead-letter queue")
+	switch maxRC {
+	case 0:
+		return "not sampled: its RedrivePolicy cannot be read, so toolq cannot tell how many receives its messages have left", true
+	case 1:
+		return "not sampled: maxReceiveCount is 1, so one receive by the dashboard would send every message to the dead-letter queue", true
 	}
-	return true
+	q.peekMu.Lock()
+	defer q.peekMu.Unlock()
+	if q.countless != "" {
+		return q.countless, true
+	}
+	if empty {
+		clear(q.seen)
+		return "", false
+	}
+	if !pausedAt.IsZero() && busyAt.After(pausedAt.Add(max(4*vt, 2*c.opts.PeekSourceInterval))) {
+		clear(q.seen)
+		return "", false
+	}
+	var worstID string
+	worst := -1
+	for id, m := range q.seen {
+		if m.receives > worst || m.receives == worst && id < worstID {
+			worstID, worst = id, m.receives
+		}
+	}
+	if worst+1 < maxRC {
+		return "", false
+	}
+	return fmt.Sprintf("paused: message %s has been received %d of maxReceiveCount %d times; another receive by toolq would leave it no delivery for its consumers",
+		safetext.Line(worstID, 64), worst, maxRC), false
+}
+
+// refuse records, once per queue, that an opted-in queue will not be sampled.
+func (c *Collector) refuse(ctx context.Context, q *watchedQueue, reason string) {
+	if !c.claimSkip(skipKey{op: "PeekRefused", queueID: q.id}, forever) {
+		return
+	}
+	cy := &cycle{kind: store.RunPeek}
+	c.recordError(ctx, cy, opReceiveMessage, q, "PeekRefused", reason)
 }
 
 // setPeekEnabled records in the store whether q is sampled, when that changed.
@@ -156,6 +229,29 @@ func (c *Collector) setPeekEnabled(ctx context.Context, q *watchedQueue, enabled
 	}
 }
 
+// setPeekPaused records why sampling q is paused ("" when it is not), when that changed.
+func (c *Collector) setPeekPaused(ctx context.Context, q *watchedQueue, reason string) {
+	c.mu.Lock()
+	same := q.peekPaused == reason
+	q.peekPaused = reason
+	switch {
+	case reason == "":
+		q.pausedAt = time.Time{}
+	case q.pausedAt.IsZero():
+		q.pausedAt = c.now()
+	}
+	c.mu.Unlock()
+	if same {
+		return
+	}
+	if reason != "" {
+		c.log.Info("collector: sampling paused", "queue", q.name, "reason", reason)
+	}
+	if err := c.store.SetPeekPaused(ctx, q.id, reason); err != nil {
+		c.warn(ctx, "collector: set peek paused", "queue", q.name, "err", err)
+	}
+}
+
 // peekPass is what one pass over a queue took.
 type peekPass struct {
 	messages      []types.Message // distinct, in the order first received
@@ -163,21 +259,34 @@ type peekPass struct {
 	messagesTaken int
 	capped        bool
 	err           error
+	// stopped says why the pass stopped early to protect the queue's messages; countless that
+	// it was because the endpoint does not report receive counts.
+	stopped   string
+	countless bool
+}
+
+// complete reports whether the pass saw every message the queue held (approx before it began).
+func (p peekPass) complete(approx int64) bool {
+	return !p.capped && p.err == nil && p.stopped == "" && int64(len(p.messages)) >= approx
 }
 
 // peek runs one pass over q and stores it as a Sample.
 func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind store.SampleKind) {
 	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil {
+		cy.queueFailed(q.region.Name)
 		return
 	}
 	approx := attrInt(attrs, "ApproximateNumberOfMessages")
 	sample := store.Sample{QueueID: q.id, Kind: kind, At: c.now(), ApproxVisible: approx}
+	c.mu.Lock()
+	fifo, maxRC, guarded := q.fifo, q.maxReceiveCount, q.redrivePolicy != ""
+	c.mu.Unlock()
 	var pass peekPass
 	// An empty queue is recorded as such without a receive: the read above costs less and
 	// touches no message.
 	if approx > 0 {
-		pass = c.receivePass(ctx, cy, q, approx)
+		pass = c.receivePass(ctx, cy, q, approx, maxRC, guarded)
 	}
 	sample.Seen = len(pass.messages)
 	// Messages that arrived between the read and the pass make Seen exceed the count read:
@@ -186,23 +295,23 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	sample.Receives = pass.receives
 	sample.MessagesTaken = pass.messagesTaken
 	sample.Capped = pass.capped
-	if pass.err != nil {
+	switch {
+	case pass.err != nil:
 		sample.Error = safeMessage(pass.err)
+		cy.queueFailed(q.region.Name)
+	case pass.stopped != "":
+		sample.Error = pass.stopped
 	}
 	c.tel.peekReceives.WithLabelValues(q.name).Add(float64(pass.receives))
 
+	own := c.noteSeen(ctx, q, pass, sample.At, approx)
 	c.mu.Lock()
-	fifo, maxRC := q.fifo, q.maxReceiveCount
-	previous := q.ownReceives
-	q.ownReceives = make(map[string]int, len(pass.messages))
-	for _, m := range pass.messages {
-		id := aws.ToString(m.MessageId)
-		q.ownReceives[id] = previous[id] + 1
-	}
-	own := q.ownReceives
 	c.peekReceives[q.id] = pass.receives
 	q.peekedAt, q.peekedVisible = sample.At, approx
 	c.mu.Unlock()
+	if pass.stopped != "" {
+		c.setPeekPaused(ctx, q, pass.stopped)
+	}
 
 	nearMax := 0
 	if kind == store.SampleSource {
@@ -211,6 +320,9 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	msgs := make([]store.SampledMessage, 0, len(pass.messages))
 	for _, m := range pass.messages {
 		msgs = append(msgs, c.sampledMessage(q, m, own[aws.ToString(m.MessageId)], nearMax))
+	}
+	if kind == store.SampleDeadLetter {
+		c.forgetMoved(msgs)
 	}
 	var groups []store.GroupBacklog
 	if fifo {
@@ -223,10 +335,136 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	c.pub.Publish(events.Event{Kind: events.SampleTaken, QueueID: q.id, At: c.now()})
 }
 
+// maxSeen bounds what a queue's peeks remember, in multiples of Peek.MaxMessages.
+const maxSeen = 4
+
+// noteSeen records the messages a pass received in q.seen and returns, by message id, how many
+// of each one's receives are the dashboard's own since it arrived in the queue (this pass's
+// included). A message arrived anew when its receive count went down since toolq last saw it,
+// its first-receive time changed, or a move task of the queue started since: whatever toolq
+// spent on it before belongs to an earlier stay (before a redrive, say) and is not subtracted.
+// A complete pass forgets the messages it did not see that toolq last saw more than a
+// visibility timeout ago: they would have been visible again.
+func (c *Collector) noteSeen(ctx context.Context, q *watchedQueue, pass peekPass, at time.Time, approx int64) map[string]int {
+	movedAt := c.lastMoveStarted(ctx, q)
+	c.mu.Lock()
+	vt := q.visibilityTimeout
+	c.mu.Unlock()
+	q.peekMu.Lock()
+	defer q.peekMu.Unlock()
+	if q.seen == nil {
+		q.seen = make(map[string]seenMessage)
+	}
+	if pass.countless {
+		q.countless = pass.stopped
+	}
+	own := make(map[string]int, len(pass.messages))
+	for _, m := range pass.messages {
+		id := aws.ToString(m.MessageId)
+		receives, _ := receiveCount(m)
+		first := attrInt(m.Attributes, string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp))
+		prev, known := q.seen[id]
+		anew := !known || receives < prev.receives+1 ||
+			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive) ||
+			(!movedAt.IsZero() && movedAt.After(prev.at))
+		n := 1
+		if !anew {
+			n = prev.own + 1
+		}
+		if receives > 0 {
+			n = min(n, receives)
+		}
+		q.seen[id] = seenMessage{receives: receives, own: n, firstReceive: first, at: at}
+		own[id] = n
+	}
+	if pass.complete(approx) {
+		for id, m := range q.seen {
+			if _, inPass := own[id]; !inPass && at.Sub(m.at) > vt {
+				delete(q.seen, id)
+			}
+		}
+	}
+	if limit := maxSeen * c.opts.Peek.MaxMessages; len(q.seen) > limit {
+		ids := slices.SortedFunc(maps.Keys(q.seen), func(a, b string) int { return q.seen[a].at.Compare(q.seen[b].at) })
+		for _, id := range ids[:len(ids)-limit] {
+			delete(q.seen, id)
+		}
+	}
+	return own
+}
+
+// lastMoveStarted returns when q's newest move task started (zero without one): messages seen
+// before it may have left and come back since.
+func (c *Collector) lastMoveStarted(ctx context.Context, q *watchedQueue) time.Time {
+	tasks, err := c.store.ListMoveTasks(ctx, q.id, 1)
+	if err != nil {
+		c.warn(ctx, "collector: move tasks of a peeked queue", "queue", q.name, "err", err)
+		return time.Time{}
+	}
+	if len(tasks) == 0 {
+		return time.Time{}
+	}
+	return tasks[0].StartedAt
+}
+
+// forgetMoved drops the messages a dead-letter queue's sample found there from their sources'
+// memory: they left the source, so a source paused to protect them may be sampled again.
+func (c *Collector) forgetMoved(msgs []store.SampledMessage) {
+	for _, m := range msgs {
+		if m.DeadLetterSourceARN == "" {
+			continue
+		}
+		c.mu.Lock()
+		src := c.queues[m.DeadLetterSourceARN]
+		c.mu.Unlock()
+		if src == nil {
+			continue
+		}
+		src.peekMu.Lock()
+		delete(src.seen, m.MessageID)
+		src.peekMu.Unlock()
+	}
+}
+
+// resumeSeen rebuilds what the peeks knew of q's messages from its newest stored sample, so
+// that a restart neither forgets a message it must protect nor counts old receives anew.
+func (c *Collector) resumeSeen(ctx context.Context, q *watchedQueue, sample store.Sample) map[string]seenMessage {
+	msgs, err := c.store.SampleMessages(ctx, sample.ID, store.MessageFilter{})
+	if err != nil {
+		c.warn(ctx, "collector: load sampled messages", "queue", q.name, "err", err)
+		return nil
+	}
+	seen := make(map[string]seenMessage, len(msgs))
+	for _, m := range msgs {
+		seen[m.MessageID] = seenMessage{
+			receives: m.ReceiveCount + m.OwnReceives, own: m.OwnReceives,
+			firstReceive: m.FirstReceivedAt.UnixMilli(), at: sample.At,
+		}
+		if m.FirstReceivedAt.IsZero() {
+			seen[m.MessageID] = seenMessage{receives: m.ReceiveCount + m.OwnReceives, own: m.OwnReceives, at: sample.At}
+		}
+	}
+	return seen
+}
+
+// receiveCount returns a received message's ApproximateReceiveCount, and whether the endpoint
+// gave it.
+func receiveCount(m types.Message) (int, bool) {
+	v, ok := m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
 // receivePass receives from q until it is empty, the cap is reached, or a receive returns only
 // messages already seen, then hands every message it took back at once (visibility 0). It never
-// deletes. The hand-back runs even when ctx is cancelled or the pass panics.
-func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue, approx int64) (pass peekPass) {
+// deletes. The hand-back runs even when ctx is cancelled or the pass panics. On a queue with a
+// RedrivePolicy (guarded) it stops as soon as a receive shows a message left with no delivery
+// for its consumers, or an endpoint that does not say how often messages were received: the
+// next receive could move messages on, and toolq cannot tell which.
+func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue, approx int64, maxRC int, guarded bool) (pass peekPass) {
 	handles := make(map[string]string) // message id → newest receipt handle
 	var order []string
 	defer func() { c.release(ctx, cy, q, order, handles) }()
@@ -240,7 +478,7 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 	empties := 0
 	for pass.messagesTaken < maxMessages && ctx.Err() == nil && c.now().Before(stopAt) {
 		var out *sqs.ReceiveMessageOutput
-		err := c.call(ctx, cy, opReceiveMessage, q, func(ctx context.Context) error {
+		err := c.call(ctx, cy, q.region, opReceiveMessage, q, func(ctx context.Context) error {
 			var err error
 			out, err = q.region.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl:            aws.String(q.url),
@@ -281,6 +519,12 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 				fresh++
 				pass.messages = append(pass.messages, m)
 			}
+			if guarded && pass.stopped == "" {
+				pass.stopped, pass.countless = exhausted(m, maxRC)
+			}
+		}
+		if pass.stopped != "" {
+			return pass
 		}
 		if fresh == 0 {
 			// Only repeats: the visibility timeout ran out under us, or the endpoint ignores it.
@@ -294,6 +538,23 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 	}
 	pass.capped = pass.messagesTaken >= maxMessages
 	return pass
+}
+
+// exhausted says why a message just received from a queue with a RedrivePolicy ends the pass:
+// the endpoint does not report its receive count, or this receive used its consumers' last
+// delivery. "" when neither.
+// countless is true for the first reason, which lasts as long as the process talks to that
+// endpoint.
+func exhausted(m types.Message, maxRC int) (reason string, countless bool) {
+	n, ok := receiveCount(m)
+	switch {
+	case !ok:
+		return "paused: the endpoint does not report ApproximateReceiveCount, so toolq cannot tell how many receives messages have left", true
+	case n >= maxRC:
+		return fmt.Sprintf("paused: message %s reached %d of maxReceiveCount %d with toolq's receive; sampling stopped so that no other message loses a delivery",
+			safetext.Line(aws.ToString(m.MessageId), 64), n, maxRC), false
+	}
+	return "", false
 }
 
 // release makes every message a pass took visible again, ten per ChangeMessageVisibilityBatch.
@@ -316,7 +577,7 @@ func (c *Collector) release(ctx context.Context, cy *cycle, q *watchedQueue, ord
 			})
 		}
 		var out *sqs.ChangeMessageVisibilityBatchOutput
-		err := c.call(ctx, cy, opChangeMessageVisibilityBatch, q, func(ctx context.Context) error {
+		err := c.call(ctx, cy, q.region, opChangeMessageVisibilityBatch, q, func(ctx context.Context) error {
 			var err error
 			out, err = q.region.SQS.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
 				QueueUrl: aws.String(q.url),
@@ -328,8 +589,8 @@ func (c *Collector) release(ctx context.Context, cy *cycle, q *watchedQueue, ord
 			continue
 		}
 		for _, f := range out.Failed {
-			c.recordError(ctx, cy, opChangeMessageVisibilityBatch, q, safeText(aws.ToString(f.Code), 100),
-				safeText("message not released: "+aws.ToString(f.Message), maxErrorMessage))
+			c.recordError(ctx, cy, opChangeMessageVisibilityBatch, q, safetext.Store(aws.ToString(f.Code), 100),
+				safetext.Store("message not released: "+aws.ToString(f.Message), awscalls.MaxMessage))
 		}
 	}
 }

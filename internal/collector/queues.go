@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolq/toolq/internal/events"
@@ -24,19 +25,35 @@ type watchedQueue struct {
 
 	fifo                bool
 	visible             int64 // ApproximateNumberOfMessages of the newest attribute sample
+	inFlight            int64 // ApproximateNumberOfMessagesNotVisible, likewise
+	delayed             int64
 	attributesAt        time.Time
+	busyAt              time.Time // the newest attribute sample with messages in flight
 	deadLetterTargetARN string
 	maxReceiveCount     int
+	// redrivePolicy is the queue's own RedrivePolicy attribute as read: a queue that has one is
+	// a source whatever else it is (a tier of another queue's DLQ), and a look at it spends its
+	// messages' receives. maxReceiveCount is 0 when it cannot be read.
+	redrivePolicy     string
+	visibilityTimeout time.Duration
 	listedSources       int // what ListDeadLetterSourceQueues returned, when the endpoint has it
 	backfilled          bool
 	metricsAskedUntil   time.Time // end of the last regular CloudWatch window answered
 	peekEnabled         bool
 	peekedAt            time.Time // the newest sample's time, from the store on adoption
 	peekedVisible       int64     // ApproxVisible of the newest sample
+	peekPaused          string    // why sampling is paused, as stored
 	movePolledAt        time.Time
-	// ownReceives counts, by message id, the dashboard's own receives of the messages its last
-	// pass saw, so that a dead-letter message sampled every minute does not look retried.
-	ownReceives map[string]int
+	pausedAt            time.Time // when the current pause began
+
+	// peekMu guards seen: the queue's own peek writes it, and a DLQ's peek forgets the messages
+	// it finds moved there from this queue.
+	peekMu sync.Mutex
+	// seen is what the peeks know of the messages they received, by message id.
+	seen map[string]seenMessage
+	// countless is why the queue is not sampled when its endpoint does not report receive
+	// counts while it has a RedrivePolicy ("" otherwise).
+	countless string
 }
 
 // watched returns the watched queues ordered by region and name, so that every cycle visits
@@ -111,10 +128,17 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 		Delayed:  attrInt(attrs, "ApproximateNumberOfMessagesDelayed"),
 	}
 	c.mu.Lock()
-	q.visible = sample.Visible
+	q.visible, q.inFlight, q.delayed = sample.Visible, sample.InFlight, sample.Delayed
 	q.attributesAt = at
+	if sample.InFlight > 0 {
+		q.busyAt = at
+	}
 	q.deadLetterTargetARN = policy.DeadLetterTargetARN
 	q.maxReceiveCount = policy.MaxReceiveCount
+	q.redrivePolicy = attrs["RedrivePolicy"]
+	if v, err := strconv.Atoi(attrs["VisibilityTimeout"]); err == nil && v >= 0 {
+		q.visibilityTimeout = time.Duration(v) * time.Second
+	}
 	if v, ok := attrs["FifoQueue"]; ok {
 		q.fifo = v == "true"
 	}

@@ -15,6 +15,7 @@ type telemetry struct {
 	cycleSeconds *prometheus.HistogramVec
 	awsCalls     *awscalls.Counter
 	peekReceives *prometheus.CounterVec
+	lastSuccess  *prometheus.GaugeVec
 }
 
 // newTelemetry builds the metrics and registers them with reg when it is not nil. A metric
@@ -36,6 +37,10 @@ func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
 			Help: "ReceiveMessage calls the collector's peeks made, by queue: each raises the receive count of what it returns.",
 		}, []string{"queue"}),
 	}
+	t.lastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "toolq_collector_last_success_timestamp_seconds",
+		Help: "When a loop's cycle last read what it was for in a region (Unix seconds): its listing succeeded, not every queue and not every call failed.",
+	}, []string{"loop", "region"})
 	var err error
 	if t.awsCalls, err = awscalls.NewCounter(reg); err != nil {
 		return nil, err
@@ -52,6 +57,10 @@ func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
 		return nil, err
 	}
 	t.peekReceives, err = register(reg, t.peekReceives)
+	if err != nil {
+		return nil, err
+	}
+	t.lastSuccess, err = register(reg, t.lastSuccess)
 	if err != nil {
 		return nil, err
 	}

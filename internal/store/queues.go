@@ -10,7 +10,7 @@ import (
 )
 
 const queueColumns = `id, arn, region, name, url, fifo, first_seen, last_seen, gone_at, attributes,
-	attributes_at, dlq_target_arn, max_receive_count, listed_sources, peek_enabled, backfilled_at`
+	attributes_at, dlq_target_arn, max_receive_count, listed_sources, peek_enabled, backfilled_at, peek_paused`
 
 // scanQueue reads one row of queueColumns. SourceARNs holds only the listed sources; callers add
 // the queues whose RedrivePolicy names this one.
@@ -22,7 +22,7 @@ func scanQueue(r rowScanner) (Queue, error) {
 		attrs, listed                                      string
 	)
 	err := r.Scan(&q.ID, &q.ARN, &q.Region, &q.Name, &q.URL, &fifo, &firstSeen, &lastSeen, &goneAt,
-		&attrs, &attrsAt, &q.DeadLetterTargetARN, &q.MaxReceiveCount, &listed, &peek, &backfilledAt)
+		&attrs, &attrsAt, &q.DeadLetterTargetARN, &q.MaxReceiveCount, &listed, &peek, &backfilledAt, &q.PeekPaused)
 	if err != nil {
 		return Queue{}, err
 	}
@@ -125,6 +125,12 @@ func (s *Store) SetListedSources(ctx context.Context, queueID int64, sourceARNs 
 // SetPeekEnabled records whether the collector samples the queue's messages.
 func (s *Store) SetPeekEnabled(ctx context.Context, queueID int64, enabled bool) error {
 	return s.updateQueue(ctx, "set peek", queueID, "peek_enabled = ?", enabled)
+}
+
+// SetPeekPaused records why the collector does not sample a queue it may sample, "" when it
+// samples it again.
+func (s *Store) SetPeekPaused(ctx context.Context, queueID int64, reason string) error {
+	return s.updateQueue(ctx, "set peek paused", queueID, "peek_paused = ?", reason)
 }
 
 // SetBackfilled records that the CloudWatch backfill of a queue ran.

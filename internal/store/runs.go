@@ -29,9 +29,10 @@ func (s *Store) FinishRun(ctx context.Context, run CollectorRun) error {
 }
 
 // usefulRun is the SQL condition of a finished run that collected something: not every one of
-// its calls failed. A run whose every call failed (the endpoint unreachable, every request
+// its calls failed (a call skipped while its operation is backed off counts as an error with no
+// call). A run whose every call failed (the endpoint unreachable, every request
 // denied) stored nothing new, so it must not make the data look fresh.
-const usefulRun = `finished_at > 0 AND (calls = 0 OR errors < calls)`
+const usefulRun = `finished_at > 0 AND ((calls = 0 AND errors = 0) OR errors < calls)`
 
 // LatestRun returns the newest finished run of a kind that collected something (see usefulRun):
 // what freshness and readiness measure the age of the data by.

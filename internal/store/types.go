@@ -36,8 +36,10 @@ type Queue struct {
 	// ListDeadLetterSourceQueues returned. A queue with sources is a dead-letter queue.
 	SourceARNs []string
 
-	// PeekEnabled records whether the collector samples this queue's messages.
+	// PeekEnabled records whether the collector samples this queue's messages, and PeekPaused
+	// why it does not sample them for now although it may ("" while it samples them).
 	PeekEnabled  bool
+	PeekPaused   string
 	BackfilledAt time.Time // zero until the CloudWatch backfill ran
 }
 
