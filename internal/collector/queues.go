@@ -36,15 +36,15 @@ type watchedQueue struct {
 	// messages' receives. maxReceiveCount is 0 when it cannot be read.
 	redrivePolicy     string
 	visibilityTimeout time.Duration
-	listedSources       int // what ListDeadLetterSourceQueues returned, when the endpoint has it
-	backfilled          bool
-	metricsAskedUntil   time.Time // end of the last regular CloudWatch window answered
-	peekEnabled         bool
-	peekedAt            time.Time // the newest sample's time, from the store on adoption
-	peekedVisible       int64     // ApproxVisible of the newest sample
-	peekPaused          string    // why sampling is paused, as stored
-	movePolledAt        time.Time
-	pausedAt            time.Time // when the current pause began
+	listedSources     int // what ListDeadLetterSourceQueues returned, when the endpoint has it
+	backfilled        bool
+	metricsAskedUntil time.Time // end of the last regular CloudWatch window answered
+	peekEnabled       bool
+	peekedAt          time.Time // the newest sample's time, from the store on adoption
+	peekedVisible     int64     // ApproxVisible of the newest sample
+	peekPaused        string    // why sampling is paused, as stored
+	movePolledAt      time.Time
+	pausedAt          time.Time // when the current pause began
 
 	// peekMu guards seen: the queue's own peek writes it, and a DLQ's peek forgets the messages
 	// it finds moved there from this queue.
