@@ -98,7 +98,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 }
 
 // config turns the flags into the dashboard's configuration; regions are the caller's.
-func (d *dashboardFlags) config(version string) (app.Config, error) {
+func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 	mode, err := auth.ParseMode(d.authMode)
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--auth: %w", err)}
@@ -125,6 +125,7 @@ func (d *dashboardFlags) config(version string) (app.Config, error) {
 		DBPath:  d.db,
 		Listen:  d.listen,
 		Version: version,
+		Commit:  commit,
 		Collector: collector.Options{
 			DiscoveryInterval:      d.discovery,
 			AttributesInterval:     d.attributes,

@@ -58,8 +58,7 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 	if err != nil {
 		return err
 	}
-	v, _ := buildVersion()
-	if cfg.dashboard, err = dash.config(v); err != nil {
+	if cfg.dashboard, err = dash.config(buildVersion()); err != nil {
 		return err
 	}
 	return runDemo(ctx, cfg, log)

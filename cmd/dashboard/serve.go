@@ -61,8 +61,7 @@ func parseServe(env *environment, args []string) (serveConfig, *slog.Logger, err
 	if err != nil {
 		return cfg, nil, err
 	}
-	v, _ := buildVersion()
-	if cfg.dashboard, err = dash.config(v); err != nil {
+	if cfg.dashboard, err = dash.config(buildVersion()); err != nil {
 		return cfg, nil, err
 	}
 	if cfg.endpointURL != "" && !cfg.staticCredentials && !credentialsConfigured(env.lookupEnv) {

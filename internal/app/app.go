@@ -41,6 +41,7 @@ type Config struct {
 	Regions []Region
 	Logger  *slog.Logger
 	Version string
+	Commit  string
 
 	// Collector carries the collector's cadences, queue selection and peek settings. Its
 	// Regions, Store, Publisher, Logger and Registerer are filled in here.
@@ -129,23 +130,13 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	srv, err := server.New(server.Options{
 		Views: vs, Actions: acts, Store: st, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
-		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version,
-		ReadyAfter: readyAfter(copts.AttributesInterval),
+		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
 		Metrics:    reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Server: srv}, nil
-}
-
-// readyAfter is how old the last attribute cycle may be before /readyz fails: a few missed
-// cycles, never less than the server's own default.
-func readyAfter(attributes time.Duration) time.Duration {
-	if attributes <= 0 {
-		attributes = collector.DefaultAttributesInterval
-	}
-	return max(2*time.Minute, 4*attributes)
 }
 
 // Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP

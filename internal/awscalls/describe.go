@@ -98,3 +98,9 @@ func AccessDenied(err error) bool {
 	}
 	return false
 }
+
+// AccessDeniedCode reports whether an error code says the credentials may not call the
+// operation (see AccessDenied), for codes read back from the store.
+func AccessDeniedCode(code string) bool {
+	return AccessDenied(&smithy.GenericAPIError{Code: code})
+}

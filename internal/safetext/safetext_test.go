@@ -1,6 +1,9 @@
 package safetext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestStore(t *testing.T) {
 	tests := []struct {
@@ -45,5 +48,20 @@ func TestLine(t *testing.T) {
 				t.Errorf("Line(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestLineOfHostileGroupIDs(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sess_42", "sess_42"},
+		{"a\tb\r\nc", "a b  c"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{strings.Repeat("é", 70), strings.Repeat("é", 64) + "…"},
+		{"zero\u200bwidth", "zero width"},
+	}
+	for _, tt := range tests {
+		if got := Line(tt.in, 64); got != tt.want {
+			t.Errorf("Line(%q) = %q; want %q", tt.in, got, tt.want)
+		}
 	}
 }

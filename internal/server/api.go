@@ -17,6 +17,7 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	api := e.Group("/api/v1")
 	api.GET("/openapi.json", s.openAPI)
 	api.GET("/summary", s.getSummary)
+	api.GET("/status", s.getStatus)
 	api.GET("/queues", s.listQueues)
 	api.GET("/queues/:queue", s.getQueue)
 	api.GET("/queues/:queue/metrics", s.getQueueMetric)

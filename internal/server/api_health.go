@@ -2,23 +2,19 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // probe is the body of /healthz and /readyz.
 type probe struct {
-	Status     string     `json:"status"`
-	Version    string     `json:"version,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	LastCycle  *time.Time `json:"lastCycle,omitempty"`
-	AgeSeconds *float64   `json:"ageSeconds,omitempty"`
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // healthz answers GET /healthz: the process is up.
@@ -26,31 +22,19 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, probe{Status: "ok", Version: s.opts.Version})
 }
 
-// readyz answers GET /readyz: the database answers and the collector's attribute loop finished
-// a cycle within ReadyAfter, so what the pages show is current.
+// readyz answers GET /readyz: 200 once the database answers and the collector's first discovery
+// has ended, whatever AWS answered. AWS trouble is shown on the pages and the status endpoint;
+// failing readiness for it would take the only replica out of its Service exactly when its
+// "cannot see" banner matters.
 func (s *Server) readyz(c echo.Context) error {
-	ctx := c.Request().Context()
-	if err := s.opts.Store.Ping(ctx); err != nil {
-		s.log.Warn("readyz: database", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: "the database does not answer"})
+	if err := s.opts.Views.Ready(c.Request().Context()); err != nil {
+		var nr *views.NotReadyError
+		if !errors.As(err, &nr) {
+			return err
+		}
+		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: nr.Reason})
 	}
-	run, err := s.opts.Store.LatestRun(ctx, store.RunAttributes)
-	if errors.Is(err, store.ErrNotFound) {
-		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: "no collector cycle has collected anything yet"})
-	}
-	if err != nil {
-		s.log.Warn("readyz: latest run", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, probe{Status: "unavailable", Reason: "the database does not answer"})
-	}
-	age := s.opts.Now().Sub(run.FinishedAt)
-	secs := age.Seconds()
-	p := probe{Status: "ready", LastCycle: &run.FinishedAt, AgeSeconds: &secs}
-	if age > s.opts.ReadyAfter {
-		p.Status = "unavailable"
-		p.Reason = fmt.Sprintf("the last collector cycle finished %.0f s ago", secs)
-		return c.JSON(http.StatusServiceUnavailable, p)
-	}
-	return c.JSON(http.StatusOK, p)
+	return c.JSON(http.StatusOK, probe{Status: "ready"})
 }
 
 // serveMetrics answers GET /metrics from the registry the wiring passed.

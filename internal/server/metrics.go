@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -39,7 +40,14 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 		}
 		return 0
 	})
-	for _, c := range []prometheus.Collector{m.requests, clients, &queueCollector{views: s.opts.Views, log: s.log.Warn}} {
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "toolq_build_info",
+		Help:        "Always 1: the version, commit and Go version of the running binary.",
+		ConstLabels: prometheus.Labels{"version": s.opts.Version, "commit": s.opts.Commit, "goversion": runtime.Version()},
+	})
+	build.Set(1)
+	for _, c := range []prometheus.Collector{m.requests, clients, build,
+		&queueCollector{views: s.opts.Views, log: s.log.Warn}, &sightCollector{views: s.opts.Views, log: s.log.Warn}} {
 		if err := s.opts.Metrics.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -82,9 +90,9 @@ var (
 	descVisible   = prometheus.NewDesc("toolq_queue_visible_messages", "Visible messages (ApproximateNumberOfMessages) at the last sample.", labels, nil)
 	descInFlight  = prometheus.NewDesc("toolq_queue_inflight_messages", "In-flight messages (ApproximateNumberOfMessagesNotVisible) at the last sample.", labels, nil)
 	descDelayed   = prometheus.NewDesc("toolq_queue_delayed_messages", "Delayed messages at the last sample.", labels, nil)
-	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "Age of the oldest message: CloudWatch's ApproximateAgeOfOldestMessage, or the newest sample's oldest message when older (CloudWatch skips messages received three times or more).", labels, nil)
+	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "Age of the oldest message as the pages show it: CloudWatch's ApproximateAgeOfOldestMessage for a working queue, the newest sample's oldest message for a dead-letter queue (CloudWatch skips messages received three times or more); absent for an empty queue.", labels, nil)
 	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
-	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 warning, 2 critical.", labels, nil)
+	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 unknown (a rule could not be checked), 2 warning, 3 critical.", labels, nil)
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
 )
 
@@ -128,13 +136,66 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// healthValue maps a health status to a number an alert rule can compare.
+// healthValue maps a health status to a number an alert rule can compare: above 0 is not fine.
 func healthValue(status string) float64 {
 	switch status {
 	case views.HealthCritical:
-		return 2
+		return 3
 	case views.HealthWarning:
+		return 2
+	case views.HealthUnknown:
 		return 1
 	}
 	return 0
+}
+
+// sightCollector exports what toolq can see of each region, read from the views at scrape time.
+type sightCollector struct {
+	views *views.Service
+	log   func(msg string, args ...any)
+}
+
+var (
+	descRegionVisible = prometheus.NewDesc("toolq_region_visible",
+		"1 when toolq can see the region, 0 when it cannot (its queues cannot be listed, or none could be read in the last cycle).", []string{"region"}, nil)
+	descOperationFailing = prometheus.NewDesc("toolq_aws_operation_failing",
+		"1 when the newest call of an AWS operation in a region failed (see /api/v1/status for why).", []string{"region", "operation"}, nil)
+	descSightErr = prometheus.NewDesc("toolq_sight_metrics_error", "1 when the region gauges could not be read at this scrape.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *sightCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRegionVisible, descOperationFailing, descSightErr} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *sightCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	st, err := c.views.Status(ctx)
+	if err != nil {
+		c.log("metrics: read status", "err", err)
+		ch <- prometheus.MustNewConstMetric(descSightErr, prometheus.GaugeValue, 1)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descSightErr, prometheus.GaugeValue, 0)
+	for _, r := range st.Regions {
+		visible := 1.0
+		if r.Blind {
+			visible = 0
+		}
+		ch <- prometheus.MustNewConstMetric(descRegionVisible, prometheus.GaugeValue, visible, r.Region)
+		for _, op := range r.Operations {
+			if !op.Called {
+				continue
+			}
+			failing := 0.0
+			if op.Failing {
+				failing = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descOperationFailing, prometheus.GaugeValue, failing, r.Region, op.Operation)
+		}
+	}
 }

@@ -46,9 +46,9 @@ type Options struct {
 	ReadOnly bool
 	// FrameAncestors is the CSP frame-ancestors allowlist; default 'self'.
 	FrameAncestors []string
-	Version        string
-	// ReadyAfter: /readyz fails when the last attribute cycle is older than this (default 2m).
-	ReadyAfter time.Duration
+	// Version and Commit label toolq_build_info and /healthz.
+	Version string
+	Commit  string
 	Now        func() time.Time
 
 	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
@@ -94,9 +94,6 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.ReadyAfter <= 0 {
-		opts.ReadyAfter = 2 * time.Minute
 	}
 	if len(opts.FrameAncestors) == 0 {
 		opts.FrameAncestors = []string{"'self'"}

@@ -70,6 +70,16 @@ func (f *fixture) attrs(name, dlq string, maxReceive int, retentionSeconds int, 
 		store.AttributeSample{At: at, Visible: visible, InFlight: 1, Delayed: 0}))
 }
 
+// empty records a depth sample of nothing visible, in flight or delayed at `at`, keeping the
+// queue's attributes.
+func (f *fixture) empty(name string, at time.Time) {
+	f.t.Helper()
+	q, err := f.store.GetQueue(f.ctx, f.ids[name])
+	f.must(err)
+	f.must(f.store.SaveQueueAttributes(f.ctx, q.ID, at, q.Attributes, q.DeadLetterTargetARN, q.MaxReceiveCount,
+		store.AttributeSample{At: at}))
+}
+
 // finishedRun records an attributes cycle that ended at `at`.
 func (f *fixture) finishedRun(at time.Time) {
 	f.t.Helper()

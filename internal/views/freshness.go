@@ -10,26 +10,28 @@ import (
 	"github.com/toolq/toolq/internal/store"
 )
 
-// Freshness says how old the newest attribute cycle is. Before the first cycle it is stale with
-// a zero UpdatedAt.
+// Freshness says how old the newest attribute cycle that read something is, and which regions
+// toolq cannot see. Before the first cycle it is stale with a zero UpdatedAt.
 func (s *Service) Freshness(ctx context.Context) (Freshness, error) {
-	return s.freshness(ctx, s.clock())
+	sight, err := s.readSight(ctx)
+	if err != nil {
+		return Freshness{}, err
+	}
+	return s.freshness(ctx, s.clock(), sight)
 }
 
-func (s *Service) freshness(ctx context.Context, now time.Time) (Freshness, error) {
+func (s *Service) freshness(ctx context.Context, now time.Time, sight sightFacts) (Freshness, error) {
+	f := Freshness{Stale: true, Blind: blindRegions(sight.problems())}
 	run, err := s.store.LatestRun(ctx, store.RunAttributes)
 	if errors.Is(err, store.ErrNotFound) {
-		return Freshness{Stale: true}, nil
+		return f, nil
 	}
 	if err != nil {
 		return Freshness{}, fmt.Errorf("views: freshness: %w", err)
 	}
 	age := now.Sub(run.FinishedAt)
-	return Freshness{
-		UpdatedAt:  run.FinishedAt.UTC(),
-		AgeSeconds: seconds(age),
-		Stale:      age > s.th.StaleAfter,
-	}, nil
+	f.UpdatedAt, f.AgeSeconds, f.Stale = run.FinishedAt.UTC(), seconds(age), age > s.th.StaleAfter
+	return f, nil
 }
 
 // seconds turns a duration into seconds rounded to a tenth, never negative (clocks skew).

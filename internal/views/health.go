@@ -3,10 +3,9 @@ package views
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -68,6 +67,11 @@ type healthFacts struct {
 
 	// For a dead-letter queue: its watched sources, to compare retention periods.
 	Sources []store.Queue
+
+	// CloudWatchExpected: the collector reads CloudWatch in the queue's region;
+	// CloudWatchFailure is its newest GetMetricData failure there, nil when that succeeded.
+	CloudWatchExpected bool
+	CloudWatchFailure  *store.OperationStatus
 }
 
 // maxReasonsPerRule keeps a queue with a hundred blocked groups from flooding a page.
@@ -76,7 +80,7 @@ const maxReasonsPerRule = 3
 // evaluateHealth applies the health rules to one queue's facts. Each rule adds a reason and
 // raises the status; the worst rule wins.
 func evaluateHealth(f healthFacts, th Thresholds) Health {
-	h := Health{Status: HealthOK, Reasons: []string{}}
+	h := Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}
 	add := func(status, reason string) {
 		h.Reasons = append(h.Reasons, reason)
 		if severity(status) > severity(h.Status) {
@@ -112,13 +116,19 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		}
 	}
 
+	// The DLQ's own row counts the problem; the source's only points to it.
 	if f.DLQVisible != nil && *f.DLQVisible > 0 {
-		add(HealthWarning, fmt.Sprintf("%s in its dead-letter queue %s", plural(*f.DLQVisible, "message"), f.DLQName))
+		h.Notes = append(h.Notes, fmt.Sprintf("%s in its dead-letter queue %s", plural(*f.DLQVisible, "message"), f.DLQName))
 	}
 
 	// On a dead-letter queue the age counts from the move and only says how long nobody has
 	// looked; the depth rules above already flag it, so the age rule is for working queues.
-	if !q.IsDeadLetterQueue() && f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= th.GrowthWindow {
+	// It needs CloudWatch: without a recent datapoint for a queue that holds messages, the
+	// rule is unknown, never fine.
+	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
+	switch {
+	case q.IsDeadLetterQueue() || empty || f.Latest == nil:
+	case f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= th.GrowthWindow:
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
@@ -126,6 +136,10 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		case age >= th.OldestAgeWarning:
 			add(HealthWarning, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
 		}
+	case f.CloudWatchFailure != nil:
+		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
+	case f.CloudWatchExpected:
+		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(th.GrowthWindow)))
 	}
 
 	for i, g := range f.BlockedGroups {
@@ -134,7 +148,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 			break
 		}
 		add(HealthWarning, fmt.Sprintf("group %s blocked: head received %s",
-			safeText(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time")))
+			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time")))
 	}
 
 	if f.NearMax > 0 && q.MaxReceiveCount > 0 {
@@ -144,7 +158,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	if n := len(f.Errors); n > 0 {
 		e := f.Errors[0]
 		add(HealthWarning, fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
-			humanDuration(th.ErrorWindow), safeText(e.Code, 64), safeText(e.Operation, 64)))
+			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64)))
 	}
 
 	if q.IsDeadLetterQueue() && !q.FIFO {
@@ -163,12 +177,14 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	return h
 }
 
-// severity orders statuses: ok < warning < critical.
+// severity orders statuses: ok < unknown < warning < critical.
 func severity(status string) int {
 	switch status {
 	case HealthCritical:
-		return 2
+		return 3
 	case HealthWarning:
+		return 2
+	case HealthUnknown:
 		return 1
 	default:
 		return 0
@@ -207,24 +223,4 @@ func humanDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%d d", int64(d/(24*time.Hour)))
 	}
-}
-
-// safeText makes hostile text (a group id from a message, an AWS error code) safe to put in a
-// one-line reason or a chat message: valid UTF-8, control and format characters replaced by
-// spaces, at most max runes with an ellipsis.
-func safeText(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == max {
-			return strings.TrimRightFunc(b.String(), unicode.IsSpace) + "…"
-		}
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			r = ' '
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
 }

@@ -1,8 +1,8 @@
 package views
 
 import (
+	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 func TestEvaluateHealth(t *testing.T) {
 	th := DefaultThresholds()
 	fresh := &store.AttributeSample{At: now.Add(-5 * time.Second)}
+	busy := &store.AttributeSample{At: now.Add(-5 * time.Second), Visible: 3}
 	depth := func(v int64, ago time.Duration) *store.AttributeSample {
 		return &store.AttributeSample{At: now.Add(-ago), Visible: v}
 	}
@@ -44,18 +45,33 @@ func TestEvaluateHealth(t *testing.T) {
 			[]string{"5 messages in the dead-letter queue", "growing: 2 → 5 messages in 15 min"}},
 		{"DLQ shrinking", healthFacts{Queue: dlq, Latest: depth(2, 0), Earlier: depth(5, 15*time.Minute)}, HealthWarning,
 			[]string{"2 messages in the dead-letter queue"}},
-		{"source whose DLQ holds messages", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(4)},
-			HealthWarning, []string{"4 messages in its dead-letter queue web-search-dlq"}},
+		{"source whose DLQ holds messages: the DLQ's row counts it", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(4)},
+			HealthOK, []string{}},
 		{"source whose DLQ is empty", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(0)},
 			HealthOK, []string{}},
-		{"oldest warning", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 360}},
+		{"oldest warning", healthFacts{Queue: plain, Latest: busy, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 360}},
 			HealthWarning, []string{"oldest message is 6 min old"}},
-		{"oldest critical", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 7200}},
+		{"oldest critical", healthFacts{Queue: plain, Latest: busy, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 7200}},
 			HealthCritical, []string{"oldest message is 2 h old"}},
-		{"oldest young", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 30}},
+		{"oldest young", healthFacts{Queue: plain, Latest: busy, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 30}},
 			HealthOK, []string{}},
-		{"oldest from an old datapoint is ignored", healthFacts{Queue: plain, Latest: fresh, OldestAge: &store.MetricPoint{At: now.Add(-time.Hour), Value: 7200}},
+		{"oldest from an old datapoint is ignored", healthFacts{Queue: plain, Latest: busy, OldestAge: &store.MetricPoint{At: now.Add(-time.Hour), Value: 7200}},
 			HealthOK, []string{}},
+		{"an empty queue has no oldest message", healthFacts{Queue: plain, Latest: fresh, CloudWatchExpected: true,
+			OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 7200}}, HealthOK, []string{}},
+		{"CloudWatch failing: the age rule is unknown, not fine", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
+			CloudWatchFailure: &store.OperationStatus{FailureCode: "AccessDenied"}},
+			HealthUnknown, []string{"oldest message age unknown: CloudWatch GetMetricData fails (AccessDenied)"}},
+		{"no recent datapoint: unknown", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
+			OldestAge: &store.MetricPoint{At: now.Add(-time.Hour), Value: 10}},
+			HealthUnknown, []string{"oldest message age unknown: no CloudWatch datapoint in 15 min"}},
+		{"a recent datapoint wins over a failure since", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
+			OldestAge:         &store.MetricPoint{At: now.Add(-time.Minute), Value: 360},
+			CloudWatchFailure: &store.OperationStatus{FailureCode: "Throttling"}},
+			HealthWarning, []string{"oldest message is 6 min old"}},
+		{"unknown is worse than ok, better than warning", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
+			Errors: []store.CollectorError{{Operation: "GetQueueAttributes", Code: "Throttling"}}},
+			HealthWarning, []string{"oldest message age unknown: no CloudWatch datapoint in 15 min", "1 collector error in 5 min (last: Throttling on GetQueueAttributes)"}},
 		{"oldest on a DLQ is not a rule", healthFacts{Queue: dlq, Latest: fresh, OldestAge: &store.MetricPoint{At: now, Value: 7200}},
 			HealthOK, []string{}},
 		{"blocked group", healthFacts{Queue: plain, Latest: fresh, BlockedGroups: []store.GroupBacklog{{GroupID: "sess_42", HeadReceiveCount: 5}}},
@@ -84,6 +100,13 @@ func TestEvaluateHealth(t *testing.T) {
 			if h.Status != tt.status || !slices.Equal(h.Reasons, tt.reasons) {
 				t.Errorf("health = %s %q; want %s %q", h.Status, h.Reasons, tt.status, tt.reasons)
 			}
+			wantNotes := []string{}
+			if tt.facts.DLQVisible != nil && *tt.facts.DLQVisible > 0 {
+				wantNotes = []string{fmt.Sprintf("%d messages in its dead-letter queue %s", *tt.facts.DLQVisible, tt.facts.DLQName)}
+			}
+			if !slices.Equal(h.Notes, wantNotes) {
+				t.Errorf("notes = %q; want %q", h.Notes, wantNotes)
+			}
 		})
 	}
 }
@@ -94,20 +117,5 @@ func TestThresholdsDefaults(t *testing.T) {
 	want.DLQDepthCritical = 5
 	if got != want {
 		t.Errorf("withDefaults = %+v; want %+v", got, want)
-	}
-}
-
-func TestSafeText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"sess_42", "sess_42"},
-		{"a\tb\r\nc", "a b  c"},
-		{"bad \xff utf8", "bad \uFFFD utf8"},
-		{strings.Repeat("é", 70), strings.Repeat("é", 64) + "…"},
-		{"zero\u200bwidth", "zero width"},
-	}
-	for _, tt := range tests {
-		if got := safeText(tt.in, 64); got != tt.want {
-			t.Errorf("safeText(%q) = %q; want %q", tt.in, got, tt.want)
-		}
 	}
 }

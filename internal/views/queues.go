@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -32,6 +34,7 @@ type snapshot struct {
 	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
 	running map[int64]bool                   // queues with a running move task
 	tasks   []store.MoveTask                 // the running move tasks
+	sight   sightFacts
 }
 
 // gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
@@ -83,6 +86,9 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	for _, t := range snap.tasks {
 		snap.running[t.QueueID] = true
 	}
+	if snap.sight, err = s.readSight(ctx); err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 
@@ -90,19 +96,28 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 // queue's oldest-message age.
 const sampleAgeWindow = 15 * time.Minute
 
-// sampledOldestAge is the age of the oldest message the newest sample saw, while that sample is
-// recent and the queue still holds messages. CloudWatch's ApproximateAgeOfOldestMessage skips
-// messages received three times or more: every message of a dead-letter queue, and those the
-// dashboard's own samples have raised, so for those queues the sample is the better witness.
-func sampledOldestAge(snap *snapshot, queueID int64) (float64, bool) {
-	sample, ok := snap.samples[queueID]
-	if !ok || sample.OldestSentAt.IsZero() || snap.now.Sub(sample.At) > sampleAgeWindow {
-		return 0, false
+// oldestAge is a queue's oldest-message age with its source and time. Each kind of queue has one
+// source: CloudWatch's ApproximateAgeOfOldestMessage for a working queue (its newest datapoint,
+// while recent), the newest message sample for a dead-letter queue, since CloudWatch skips
+// messages received three times or more, which in a DLQ is every message. An empty queue has no
+// age.
+func oldestAge(snap *snapshot, q store.Queue, window time.Duration) (age float64, source string, at time.Time, ok bool) {
+	a, sampled := snap.latest[q.ID]
+	if !sampled || a.Visible+a.InFlight == 0 {
+		return 0, "", time.Time{}, false
 	}
-	if a, ok := snap.latest[queueID]; !ok || a.Visible+a.InFlight == 0 {
-		return 0, false
+	if q.IsDeadLetterQueue() {
+		sample, ok := snap.samples[q.ID]
+		if !ok || sample.OldestSentAt.IsZero() || snap.now.Sub(sample.At) > sampleAgeWindow {
+			return 0, "", time.Time{}, false
+		}
+		return seconds(sample.At.Sub(sample.OldestSentAt)), "sample", sample.At, true
 	}
-	return snap.now.Sub(sample.OldestSentAt).Seconds(), true
+	p, ok := snap.ages[q.ID]
+	if !ok || snap.now.Sub(p.At) > window {
+		return 0, "", time.Time{}, false
+	}
+	return p.Value, "cloudwatch", p.At, true
 }
 
 // summarize builds one queue's overview row, health included.
@@ -132,13 +147,13 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		f.Earlier = &e
 	}
 	if p, ok := snap.ages[q.ID]; ok {
-		v := p.Value
-		sum.OldestMessageAgeSeconds = &v
 		f.OldestAge = &p
 	}
-	if age, ok := sampledOldestAge(snap, q.ID); ok && (sum.OldestMessageAgeSeconds == nil || age > *sum.OldestMessageAgeSeconds) {
-		sum.OldestMessageAgeSeconds = &age
+	if age, source, at, ok := oldestAge(snap, q, s.th.GrowthWindow); ok {
+		sum.OldestMessageAgeSeconds, sum.OldestMessageAgeSource, sum.OldestMessageAgeAt = &age, source, timePtr(at)
 	}
+	sum.Tier = q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != ""
+	f.CloudWatchExpected, f.CloudWatchFailure = snap.sight.cloudWatch(q.Region)
 	if q.MaxReceiveCount > 0 {
 		n := q.MaxReceiveCount
 		sum.MaxReceiveCount = &n
@@ -239,8 +254,8 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return Overview{}, err
 	}
-	ov := Overview{Queues: qs, Totals: totals(qs)}
-	if ov.Freshness, err = s.freshness(ctx, now); err != nil {
+	ov := Overview{Queues: qs, Totals: totals(qs), Sight: snap.sight.problems()}
+	if ov.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Overview{}, err
 	}
 	if ov.Cost, err = s.cost(ctx); err != nil {
@@ -258,6 +273,8 @@ func totals(qs []QueueSummary) Totals {
 			t.Critical++
 		case HealthWarning:
 			t.Warning++
+		case HealthUnknown:
+			t.Unknown++
 		}
 		if q.Gone {
 			continue
@@ -370,10 +387,51 @@ func (s *Service) Queue(ctx context.Context, ref string) (QueueDetail, error) {
 			d.Redrive = &r
 		}
 	}
-	if d.Freshness, err = s.freshness(ctx, now); err != nil {
+	if d.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return QueueDetail{}, err
 	}
+	d.DeadLetterChain = deadLetterChain(snap, q)
+	if expected, failure := snap.sight.cloudWatch(q.Region); expected && failure != nil {
+		d.MetricsProblem = fmt.Sprintf("CloudWatch metrics of %s are missing (%s): GetMetricData fails in %s with %s since %s",
+			q.Name, strings.Join(cloudWatchMetrics(q.FIFO), ", "), q.Region, safetext.Line(failure.FailureCode, 64), sinceText(failure.LastSuccessAt))
+	}
 	return d, nil
+}
+
+// deadLetterChain follows RedrivePolicies from q: its DLQ, the DLQ's own DLQ, and on, stopping
+// at a queue toolq does not watch or at a loop.
+func deadLetterChain(snap *snapshot, q store.Queue) []string {
+	chain := []string{}
+	seen := map[string]bool{q.ARN: true}
+	for next := q.DeadLetterTargetARN; next != "" && !seen[next]; {
+		seen[next] = true
+		dlq, ok := snap.byARN[next]
+		if !ok {
+			chain = append(chain, next)
+			break
+		}
+		chain = append(chain, dlq.Name)
+		next = dlq.DeadLetterTargetARN
+	}
+	return chain
+}
+
+// cloudWatchMetrics names what the pages read from CloudWatch for a queue rather than from its
+// attributes.
+func cloudWatchMetrics(fifo bool) []string {
+	m := []string{"ApproximateAgeOfOldestMessage", "NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted", "NumberOfEmptyReceives"}
+	if fifo {
+		m = append(m, "NumberOfDeduplicatedSentMessages")
+	}
+	return m
+}
+
+// sinceText says since when something failed: its last success, or "toolq started" when none.
+func sinceText(lastSuccess time.Time) string {
+	if lastSuccess.IsZero() {
+		return "it was first called"
+	}
+	return "its last success at " + lastSuccess.UTC().Format("15:04:05 UTC")
 }
 
 // The queue page lists the last detailErrors collector errors of the last detailErrorWindow.
@@ -384,7 +442,7 @@ const (
 
 // peekStatus says whether and how the dashboard samples a queue and what its receives cost.
 func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot, now time.Time) (PeekStatus, error) {
-	p := PeekStatus{Enabled: q.PeekEnabled}
+	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused}
 	if sample, ok := snap.samples[q.ID]; ok {
 		p.Kind = string(sample.Kind)
 		p.LastSampleAt = timePtr(sample.At)

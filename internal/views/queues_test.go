@@ -82,11 +82,10 @@ func TestOverview(t *testing.T) {
 		"exports-dlq": {"150 messages in the dead-letter queue",
 			"retention 4 d is not longer than source exports's 4 d: messages can expire before anyone looks"},
 		"tool-calls-dlq.fifo": {"3 messages in the dead-letter queue", "growing: 1 → 3 messages in 15 min"},
-		"exports":             {"150 messages in its dead-letter queue exports-dlq", "1 collector error in 5 min (last: AccessDenied on GetQueueAttributes)"},
+		"exports":             {"1 collector error in 5 min (last: AccessDenied on GetQueueAttributes)"},
 		"notifications":       {"oldest message is 10 min old"},
-		"tool-calls.fifo": {"3 messages in its dead-letter queue tool-calls-dlq.fifo",
-			"group sess_42 blocked: head received 4 times", "1 message near maxReceiveCount 5"},
-		"web-search": {},
+		"tool-calls.fifo":     {"group sess_42 blocked: head received 4 times", "1 message near maxReceiveCount 5"},
+		"web-search":          {},
 	}
 	for name, want := range reasons {
 		if got := by[name].Health.Reasons; !slices.Equal(got, want) {
@@ -94,6 +93,10 @@ func TestOverview(t *testing.T) {
 		}
 	}
 
+	// A DLQ problem counts once, on the DLQ's row; its source's row points to it.
+	if got := by["exports"].Health.Notes; !slices.Equal(got, []string{"150 messages in its dead-letter queue exports-dlq"}) {
+		t.Errorf("exports notes = %q", got)
+	}
 	tc := by["tool-calls.fifo"]
 	if tc.DeadLetterQueue == nil || *tc.DeadLetterQueue != "tool-calls-dlq.fifo" || tc.DeadLetterQueueDepth == nil || *tc.DeadLetterQueueDepth != 3 {
 		t.Errorf("tool-calls.fifo DLQ = %v/%v", tc.DeadLetterQueue, tc.DeadLetterQueueDepth)
@@ -313,25 +316,31 @@ func TestFreshness(t *testing.T) {
 }
 
 // TestOldestAgeOfDeadLetterQueue: CloudWatch's ApproximateAgeOfOldestMessage skips messages
-// received three times or more, so it reads 0 for a DLQ full of old messages; the newest sample's
-// oldest message gives the age instead, while the queue still holds messages.
+// received three times or more, so it reads 0 for a DLQ full of old messages: a DLQ's age comes
+// from its newest sample alone (the age at the sample's time), while the queue holds messages.
 func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
 	tests := []struct {
 		name       string
 		sampleAt   time.Time
 		visible    int64
 		cloudWatch float64
-		want       float64
+		want       *float64
 	}{
-		{"sample older than CloudWatch's zero", now.Add(-time.Minute), 4, 0, 10 * 60},
-		{"CloudWatch older than the sample", now.Add(-time.Minute), 4, 3600, 3600},
-		{"sample too old to count", now.Add(-20 * time.Minute), 4, 0, 0},
+		{"sample, whatever CloudWatch says", now.Add(-time.Minute), 4, 0, ptr(9 * 60.0)},
+		{"CloudWatch older than the sample is not used", now.Add(-time.Minute), 4, 3600, ptr(9 * 60.0)},
+		{"sample too old to count", now.Add(-20 * time.Minute), 4, 0, nil},
+		{"an empty queue has no age", now.Add(-time.Minute), 0, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.queue("jobs-dlq")
+			f.queue("jobs")
+			f.attrs("jobs", "jobs-dlq", 3, 345600, now.Add(-5*time.Second), 0)
 			f.attrs("jobs-dlq", "", 0, 1209600, now.Add(-5*time.Second), tt.visible)
+			if tt.visible == 0 {
+				f.empty("jobs-dlq", now.Add(-4*time.Second))
+			}
 			f.must(f.store.UpsertMetricPoints(f.ctx, []store.MetricPoint{
 				{QueueID: f.ids["jobs-dlq"], Metric: "ApproximateAgeOfOldestMessage", At: now.Add(-2 * time.Minute), Period: 60, Value: tt.cloudWatch},
 			}))
@@ -340,9 +349,64 @@ func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
 			f.must(err)
 			q, err := f.svc.Queue(f.ctx, "jobs-dlq")
 			f.must(err)
-			if q.OldestMessageAgeSeconds == nil || *q.OldestMessageAgeSeconds != tt.want {
-				t.Errorf("oldestMessageAgeSeconds = %v, want %v", q.OldestMessageAgeSeconds, tt.want)
+			if !equalPtr(q.OldestMessageAgeSeconds, tt.want) {
+				t.Fatalf("oldestMessageAgeSeconds = %v, want %v", deref(q.OldestMessageAgeSeconds), deref(tt.want))
+			}
+			if tt.want != nil && (q.OldestMessageAgeSource != "sample" || q.OldestMessageAgeAt == nil || !q.OldestMessageAgeAt.Equal(tt.sampleAt)) {
+				t.Errorf("age source %q at %v, want the sample at %v", q.OldestMessageAgeSource, q.OldestMessageAgeAt, tt.sampleAt)
 			}
 		})
 	}
+}
+
+// TestOldestAgeOfWorkingQueue: a working queue's age is CloudWatch's alone, with its minute; an
+// old sample does not override it, and an empty queue has none.
+func TestOldestAgeOfWorkingQueue(t *testing.T) {
+	tests := []struct {
+		name    string
+		visible int64
+		pointAt time.Time
+		want    *float64
+	}{
+		{"CloudWatch's newest datapoint", 3, now.Add(-2 * time.Minute), ptr(73.0)},
+		{"too old a datapoint", 3, now.Add(-time.Hour), nil},
+		{"an empty queue", 0, now.Add(-2 * time.Minute), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.queue("jobs")
+			f.attrs("jobs", "", 0, 345600, now.Add(-5*time.Second), tt.visible)
+			if tt.visible == 0 {
+				f.empty("jobs", now.Add(-4*time.Second))
+			}
+			f.must(f.store.UpsertMetricPoints(f.ctx, []store.MetricPoint{
+				{QueueID: f.ids["jobs"], Metric: "ApproximateAgeOfOldestMessage", At: tt.pointAt, Period: 60, Value: 73},
+			}))
+			// A sample of older messages (the source was opted in) does not count.
+			_, err := f.store.SaveSample(f.ctx, store.Sample{QueueID: f.ids["jobs"], Kind: store.SampleSource, At: now.Add(-3 * time.Minute), Seen: 10, ApproxVisible: 10}, toolMessages(10, "jobs"), nil)
+			f.must(err)
+			q, err := f.svc.Queue(f.ctx, "jobs")
+			f.must(err)
+			if !equalPtr(q.OldestMessageAgeSeconds, tt.want) {
+				t.Fatalf("oldestMessageAgeSeconds = %v, want %v", deref(q.OldestMessageAgeSeconds), deref(tt.want))
+			}
+			if tt.want != nil && (q.OldestMessageAgeSource != "cloudwatch" || !q.OldestMessageAgeAt.Equal(tt.pointAt)) {
+				t.Errorf("age source %q at %v, want CloudWatch's minute %v", q.OldestMessageAgeSource, q.OldestMessageAgeAt, tt.pointAt)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

@@ -45,13 +45,6 @@ func TestRedriveOf(t *testing.T) {
 	}
 }
 
-func deref(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 func TestRedrives(t *testing.T) {
 	f := newFixture(t)
 	dlq := f.queue("web-search-dlq")

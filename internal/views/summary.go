@@ -27,8 +27,9 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 		Unhealthy:        []QueueSummary{},
 		DeadLetterQueues: []DLQDepth{},
 		RunningRedrives:  []Redrive{},
+		Sight:            snap.sight.problems(),
 	}
-	if sum.Freshness, err = s.freshness(ctx, now); err != nil {
+	if sum.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Summary{}, err
 	}
 	if sum.Cost, err = s.cost(ctx); err != nil {
@@ -54,19 +55,39 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 // summaryLines bounds each list in Text so that a bad day still fits in one chat message.
 const summaryLines = 10
 
-// Text renders a Summary as plain text for chat: a headline, then one line per unhealthy queue,
-// dead-letter queue and running redrive. Queue names are AWS-validated; the reasons were made
-// safe when they were written.
+// Text renders a Summary as plain text for chat: a headline, then one line per region toolq
+// cannot fully read, per unhealthy queue (worst first; a source's DLQ problem is the DLQ's line,
+// which the source's points to) and per running redrive. It never says "healthy" while any read
+// failed in the last cycles. Queue names are AWS-validated; the reasons were made safe when they
+// were written.
 func (s Summary) Text() string {
 	var b strings.Builder
 	var dlqTotal int64
 	for _, d := range s.DeadLetterQueues {
 		dlqTotal += d.Visible
 	}
-	if len(s.Unhealthy) == 0 {
-		b.WriteString("toolq: all queues healthy")
-	} else {
-		fmt.Fprintf(&b, "toolq: %s", plural(int64(len(s.Unhealthy)), "unhealthy queue"))
+	blind := blindRegions(s.Sight)
+	b.WriteString("toolq: ")
+	if len(blind) > 0 {
+		fmt.Fprintf(&b, "CANNOT SEE %s; ", strings.Join(blind, ", "))
+	}
+	unknown := 0
+	for _, q := range s.Unhealthy {
+		if q.Health.Status == HealthUnknown {
+			unknown++
+		}
+	}
+	switch unhealthy := len(s.Unhealthy) - unknown; {
+	case unhealthy > 0 && unknown > 0:
+		fmt.Fprintf(&b, "%s, %d unknown", plural(int64(unhealthy), "unhealthy queue"), unknown)
+	case unhealthy > 0:
+		b.WriteString(plural(int64(unhealthy), "unhealthy queue"))
+	case unknown > 0:
+		fmt.Fprintf(&b, "%s whose health is unknown", plural(int64(unknown), "queue"))
+	case len(s.Sight) > 0:
+		b.WriteString("no unhealthy queue among those it could read")
+	default:
+		b.WriteString("all queues healthy")
 	}
 	fmt.Fprintf(&b, ", %s in dead-letter queues", plural(dlqTotal, "message"))
 	if n := len(s.RunningRedrives); n > 0 {
@@ -82,19 +103,27 @@ func (s Summary) Text() string {
 	}
 	b.WriteByte('\n')
 
+	for i, p := range s.Sight {
+		if i == summaryLines {
+			fmt.Fprintf(&b, "… and %d more problems reading AWS\n", len(s.Sight)-i)
+			break
+		}
+		label := "CANNOT READ"
+		if p.Blind {
+			label = "CANNOT SEE"
+		}
+		fmt.Fprintf(&b, "%s %s\n", label, p.Problem)
+	}
 	for i, q := range s.Unhealthy {
 		if i == summaryLines {
 			fmt.Fprintf(&b, "… and %d more unhealthy\n", len(s.Unhealthy)-i)
 			break
 		}
-		fmt.Fprintf(&b, "%s %s: %s\n", strings.ToUpper(q.Health.Status), q.Name, strings.Join(q.Health.Reasons, "; "))
-	}
-	for i, d := range s.DeadLetterQueues {
-		if i == summaryLines {
-			fmt.Fprintf(&b, "… and %d more dead-letter queues\n", len(s.DeadLetterQueues)-i)
-			break
+		fmt.Fprintf(&b, "%s %s: %s", strings.ToUpper(q.Health.Status), q.Name, strings.Join(q.Health.Reasons, "; "))
+		if q.DeadLetterQueue != nil && q.DeadLetterQueueDepth != nil && *q.DeadLetterQueueDepth > 0 {
+			fmt.Fprintf(&b, " (its DLQ %s: see its line)", *q.DeadLetterQueue)
 		}
-		fmt.Fprintf(&b, "DLQ %s: %s\n", d.Name, plural(d.Visible, "message"))
+		b.WriteByte('\n')
 	}
 	for i, r := range s.RunningRedrives {
 		if i == summaryLines {

@@ -69,8 +69,7 @@ func TestSummary(t *testing.T) {
 		"CRITICAL exports-dlq: 150 messages in the dead-letter queue; retention 4 d",
 		"CRITICAL tool-calls-dlq.fifo: 3 messages in the dead-letter queue; growing: 1 → 3 messages in 15 min\n",
 		"WARNING notifications: oldest message is 10 min old\n",
-		"DLQ exports-dlq: 150 messages\n",
-		"DLQ tool-calls-dlq.fifo: 3 messages\n",
+		"WARNING exports: 1 collector error in 5 min (last: AccessDenied on GetQueueAttributes) (its DLQ exports-dlq: see its line)\n",
 		"REDRIVE exports-dlq: 50/150 moved (33%), about 1 min left\n",
 	} {
 		if !strings.Contains(text, want) {

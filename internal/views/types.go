@@ -11,17 +11,22 @@ var ErrNotFound = errors.New("views: not found")
 // ErrAmbiguous is returned when a queue name matches queues in several regions; use the ARN.
 var ErrAmbiguous = errors.New("views: queue name is ambiguous, use its ARN")
 
-// Health statuses, worst last.
+// Health statuses, worst last. Unknown is not fine: a rule could not be checked (its CloudWatch
+// metrics are missing, say), so the queue is not shown as healthy.
 const (
 	HealthOK       = "ok"
+	HealthUnknown  = "unknown"
 	HealthWarning  = "warning"
 	HealthCritical = "critical"
 )
 
-// Health is a queue's status with the reasons for it. Reasons is never nil.
+// Health is a queue's status with the reasons for it. Notes say what belongs to another queue's
+// health and is counted there (a source's DLQ holding messages): they raise no status. Reasons
+// and Notes are never nil.
 type Health struct {
 	Status  string   `json:"status"`
 	Reasons []string `json:"reasons"`
+	Notes   []string `json:"notes"`
 }
 
 // Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
@@ -34,34 +39,45 @@ type Thresholds struct {
 	GrowthWindow      time.Duration // a DLQ deeper now than this long ago is growing (default 15m)
 }
 
-// Freshness says how old what a page shows is.
+// Freshness says how old what a page shows is, and which regions toolq cannot see at all: what
+// it shows of those is not current, whatever their age says.
 type Freshness struct {
-	UpdatedAt  time.Time `json:"updatedAt"` // the last finished attribute cycle; zero before the first
+	UpdatedAt  time.Time `json:"updatedAt"` // the last attribute cycle that read something; zero before the first
 	AgeSeconds float64   `json:"ageSeconds"`
 	Stale      bool      `json:"stale"`
+	Blind      []string  `json:"blind"` // regions toolq cannot see (see Sight); never nil
 }
 
 // QueueSummary is one row of the overview and of GET /api/v1/queues.
 type QueueSummary struct {
-	ID                      int64      `json:"-"`
-	Name                    string     `json:"name"`
-	ARN                     string     `json:"arn"`
-	URL                     string     `json:"url"`
-	Region                  string     `json:"region"`
-	FIFO                    bool       `json:"fifo"`
-	Visible                 int64      `json:"visible"`
-	InFlight                int64      `json:"inFlight"`
-	Delayed                 int64      `json:"delayed"`
-	OldestMessageAgeSeconds *float64   `json:"oldestMessageAgeSeconds"` // CloudWatch's, or the newest sample's oldest message when older; null before either
-	MaxReceiveCount         *int       `json:"maxReceiveCount"`         // null without a redrive policy
-	DeadLetterQueue         *string    `json:"deadLetterQueue"`         // the DLQ's name, or null
-	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"`    // visible messages of the DLQ, when watched
+	ID       int64  `json:"-"`
+	Name     string `json:"name"`
+	ARN      string `json:"arn"`
+	URL      string `json:"url"`
+	Region   string `json:"region"`
+	FIFO     bool   `json:"fifo"`
+	Visible  int64  `json:"visible"`
+	InFlight int64  `json:"inFlight"`
+	Delayed  int64  `json:"delayed"`
+	// OldestMessageAgeSeconds has one source per kind of queue: CloudWatch's
+	// ApproximateAgeOfOldestMessage for a working queue, the newest sample's oldest message for
+	// a dead-letter queue (CloudWatch skips messages received three times or more). It is the
+	// age at OldestMessageAgeAt; null for an empty queue or when the source has nothing recent.
+	OldestMessageAgeSeconds *float64   `json:"oldestMessageAgeSeconds"`
+	OldestMessageAgeSource  string     `json:"oldestMessageAgeSource,omitempty"` // "cloudwatch" or "sample"
+	OldestMessageAgeAt      *time.Time `json:"oldestMessageAgeAt"`
+	MaxReceiveCount         *int       `json:"maxReceiveCount"`      // null without a redrive policy
+	DeadLetterQueue         *string    `json:"deadLetterQueue"`      // the DLQ's name, or null
+	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"` // visible messages of the DLQ, when watched
 	IsDeadLetterQueue       bool       `json:"isDeadLetterQueue"`
-	SourceQueues            []string   `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
-	Health                  Health     `json:"health"`
-	SampledAt               *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
-	Gone                    bool       `json:"gone"`
-	RunningRedrive          bool       `json:"runningRedrive"`
+	// Tier: a dead-letter queue with a RedrivePolicy of its own, so also a source: a look at it
+	// spends its messages' receives, and it is sampled only when opted in.
+	Tier           bool       `json:"tier"`
+	SourceQueues   []string   `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
+	Health         Health     `json:"health"`
+	SampledAt      *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
+	Gone           bool       `json:"gone"`
+	RunningRedrive bool       `json:"runningRedrive"`
 	// Sparkline is the visible depth over the last hour, oldest first, for the overview.
 	Sparkline []float64 `json:"-"`
 }
@@ -85,6 +101,9 @@ type PeekStatus struct {
 	ReceivesLastDay  int        `json:"receivesLastDay"`
 	// MessagesTakenLastDay is how many receive counts the dashboard raised in 24 h.
 	MessagesTakenLastDay int `json:"messagesTakenLastDay"`
+	// Paused says why the dashboard does not sample the queue although it may ("" while it
+	// does): one more receive would leave a message no delivery for its consumers, say.
+	Paused string `json:"paused,omitempty"`
 }
 
 // CollectorErrorView is a recent collector error about a queue.
@@ -105,6 +124,11 @@ type QueueDetail struct {
 	Errors       []CollectorErrorView   `json:"errors"`  // never nil
 	Redrive      *Redrive               `json:"redrive"` // the newest move task of a DLQ, or null
 	Freshness    Freshness              `json:"freshness"`
+	// DeadLetterChain is where the queue's failures go, in order: its DLQ, that DLQ's own DLQ
+	// (a tier), and so on; names, or ARNs of queues toolq does not watch. Never nil.
+	DeadLetterChain []string `json:"deadLetterChain"`
+	// MetricsProblem says which CloudWatch metrics are missing and why, "" when none are.
+	MetricsProblem string `json:"metricsProblem,omitempty"`
 }
 
 // Point is one value of a time series.
@@ -246,6 +270,7 @@ type Totals struct {
 	InFlight    int64 `json:"inFlight"`
 	Delayed     int64 `json:"delayed"`
 	DLQMessages int64 `json:"dlqMessages"`
+	Unknown     int   `json:"unknown"`
 	Warning     int   `json:"warning"`
 	Critical    int   `json:"critical"`
 }
@@ -266,6 +291,21 @@ type Overview struct {
 	Totals    Totals         `json:"totals"`
 	Freshness Freshness      `json:"freshness"`
 	Cost      Cost           `json:"cost"`
+	// Sight is what toolq could not read in its last cycles, worst first; never nil.
+	Sight []SightProblem `json:"sight"`
+}
+
+// SightProblem is something toolq could not read in its last cycle in one region.
+type SightProblem struct {
+	Region string `json:"region"`
+	// Blind: toolq cannot see the region at all (its queues cannot be listed, or none could be
+	// read); what the pages show of it is not current.
+	Blind      bool       `json:"blind"`
+	Problem    string     `json:"problem"`             // one line, safe to show
+	Operation  string     `json:"operation,omitempty"` // the AWS operation that failed
+	Code       string     `json:"code,omitempty"`      // its error code
+	Permission string     `json:"permission,omitempty"`
+	Since      *time.Time `json:"since"` // when that operation last succeeded; null when never
 }
 
 // Summary is GET /api/v1/summary: what a bot posts as it is.
@@ -277,6 +317,8 @@ type Summary struct {
 	RunningRedrives  []Redrive      `json:"runningRedrives"`  // never nil
 	// Cost is what watching costs in AWS API calls per day, at list prices.
 	Cost Cost `json:"cost"`
+	// Sight is what toolq could not read in its last cycles; never nil.
+	Sight []SightProblem `json:"sight"`
 }
 
 // DLQDepth is one dead-letter queue's depth for the summary.

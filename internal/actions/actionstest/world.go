@@ -129,11 +129,18 @@ func (w *World) url(tb testing.TB, name string) string {
 
 // Watch stores the named queues as the collector's discovery and attribute passes would:
 // queue rows, latest attributes with the parsed redrive policy, a depth sample, and a finished
-// attributes run. Call it again to refresh.
+// discovery and attributes run. Call it again to refresh.
 func (w *World) Watch(tb testing.TB, names ...string) {
 	tb.Helper()
 	ctx := context.Background()
 	now := w.Now()
+	discovery, err := w.Store.StartRun(ctx, store.RunDiscovery, now)
+	if err != nil {
+		tb.Fatalf("StartRun: %v", err)
+	}
+	if err := w.Store.FinishRun(ctx, store.CollectorRun{ID: discovery, Kind: store.RunDiscovery, StartedAt: now, FinishedAt: now, Queues: len(names), Calls: 1}); err != nil {
+		tb.Fatalf("FinishRun: %v", err)
+	}
 	runID, err := w.Store.StartRun(ctx, store.RunAttributes, now)
 	if err != nil {
 		tb.Fatalf("StartRun: %v", err)

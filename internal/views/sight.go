@@ -1,0 +1,264 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolq/toolq/internal/awscalls"
+	"github.com/toolq/toolq/internal/safetext"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// sightFacts is what the collector stored of its own sight: each operation's last outcome and
+// each loop's last cycle, per region.
+type sightFacts struct {
+	ops     map[[2]string]store.OperationStatus // by region, operation
+	loops   map[[2]string]store.LoopStatus      // by region, loop
+	regions []string                            // every region either names, sorted
+}
+
+// readSight reads the collector's sight from the store.
+func (s *Service) readSight(ctx context.Context) (sightFacts, error) {
+	ops, err := s.store.OperationStatuses(ctx)
+	if err != nil {
+		return sightFacts{}, fmt.Errorf("views: %w", err)
+	}
+	loops, err := s.store.LoopStatuses(ctx)
+	if err != nil {
+		return sightFacts{}, fmt.Errorf("views: %w", err)
+	}
+	f := sightFacts{ops: map[[2]string]store.OperationStatus{}, loops: map[[2]string]store.LoopStatus{}}
+	seen := map[string]bool{}
+	for _, o := range ops {
+		f.ops[[2]string{o.Region, o.Operation}] = o
+		seen[o.Region] = true
+	}
+	for _, l := range loops {
+		f.loops[[2]string{l.Region, l.Loop}] = l
+		seen[l.Region] = true
+	}
+	for r := range seen {
+		f.regions = append(f.regions, r)
+	}
+	slices.Sort(f.regions)
+	return f, nil
+}
+
+// failing returns the status of an operation whose newest call in region failed.
+func (f sightFacts) failing(region, op string) (store.OperationStatus, bool) {
+	o, ok := f.ops[[2]string{region, op}]
+	return o, ok && o.Failing()
+}
+
+// loop returns a loop's last cycle in region.
+func (f sightFacts) loop(region, loop string) (store.LoopStatus, bool) {
+	l, ok := f.loops[[2]string{region, loop}]
+	return l, ok
+}
+
+// cloudWatch reports whether the collector reads CloudWatch in region (a metrics cycle covered
+// it), and the failure of its newest GetMetricData when that failed.
+func (f sightFacts) cloudWatch(region string) (expected bool, failure *store.OperationStatus) {
+	if _, ok := f.loop(region, store.RunMetrics); !ok {
+		return false, nil
+	}
+	if o, failing := f.failing(region, "GetMetricData"); failing {
+		return true, &o
+	}
+	return true, nil
+}
+
+// problems lists what the last cycles could not read, blind regions first.
+func (f sightFacts) problems() []SightProblem {
+	out := []SightProblem{}
+	for _, region := range f.regions {
+		if l, ok := f.loop(region, store.RunDiscovery); ok && !succeeded(l) {
+			p := f.problem(region, true, "cannot list its queues", "ListQueues", "GetQueueUrl")
+			out = append(out, p)
+		}
+		if l, ok := f.loop(region, store.RunAttributes); ok && l.FailedQueues > 0 {
+			blind := l.FailedQueues >= l.Queues
+			what := fmt.Sprintf("%d of %d queues could not be read in the last cycle", l.FailedQueues, l.Queues)
+			if blind {
+				what = "no queue could be read in the last cycle"
+			}
+			out = append(out, f.problem(region, blind, what, "GetQueueAttributes"))
+		}
+		if expected, failure := f.cloudWatch(region); expected && failure != nil {
+			out = append(out, f.problem(region, false,
+				"CloudWatch metrics are missing (oldest-message ages, sends, receives)", "GetMetricData"))
+		}
+		if l, ok := f.loop(region, store.RunPeek); ok && l.FailedQueues > 0 {
+			out = append(out, f.problem(region, false,
+				fmt.Sprintf("%d of %d message samples failed in the last pass", l.FailedQueues, l.Queues), "ReceiveMessage", "GetQueueAttributes"))
+		}
+		if l, ok := f.loop(region, store.RunMoveTasks); ok && l.FailedQueues > 0 {
+			out = append(out, f.problem(region, false,
+				fmt.Sprintf("the redrives of %d of %d dead-letter queues could not be followed", l.FailedQueues, l.Queues), "ListMessageMoveTasks"))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b SightProblem) int {
+		return cmp.Compare(btoi(b.Blind), btoi(a.Blind))
+	})
+	return out
+}
+
+// problem describes what a region's loop could not read, naming the first of ops whose newest
+// call failed: its code, its message and the permission it needs.
+func (f sightFacts) problem(region string, blind bool, what string, ops ...string) SightProblem {
+	p := SightProblem{Region: region, Blind: blind, Problem: region + ": " + what}
+	for _, op := range ops {
+		o, failing := f.failing(region, op)
+		if !failing {
+			continue
+		}
+		p.Operation, p.Code, p.Permission = op, o.FailureCode, awscalls.Permission(op)
+		p.Since = timePtr(o.LastSuccessAt)
+		p.Problem += fmt.Sprintf(": %s failed with %s", op, safetext.Line(o.FailureCode, 64))
+		if p.Permission != "" && awscalls.AccessDeniedCode(o.FailureCode) {
+			p.Problem += " (needs " + p.Permission + ")"
+		}
+		if o.FailureMessage != "" && o.FailureMessage != o.FailureCode {
+			p.Problem += ": " + safetext.Line(o.FailureMessage, 200)
+		}
+		break
+	}
+	return p
+}
+
+// succeeded reports whether a loop's last cycle read what it was for (the collector stamps its
+// last success with the cycle's end then).
+func succeeded(l store.LoopStatus) bool { return !l.LastSuccessAt.Before(l.FinishedAt) }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// blindRegions returns the regions of problems toolq cannot see at all, sorted, never nil.
+func blindRegions(problems []SightProblem) []string {
+	out := []string{}
+	for _, p := range problems {
+		if p.Blind && !slices.Contains(out, p.Region) {
+			out = append(out, p.Region)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Status is the status page and GET /api/v1/status: per region, every AWS operation toolq uses
+// with its last success and last failure, and each collector loop's last cycle.
+type Status struct {
+	GeneratedAt time.Time      `json:"generatedAt"`
+	Regions     []RegionStatus `json:"regions"` // never nil
+	Sight       []SightProblem `json:"sight"`   // never nil
+}
+
+// RegionStatus is one region of the status page.
+type RegionStatus struct {
+	Region     string            `json:"region"`
+	Blind      bool              `json:"blind"`
+	Operations []OperationStatus `json:"operations"` // every operation toolq uses, in awscalls' order
+	Loops      []LoopStatus      `json:"loops"`
+}
+
+// OperationStatus is one AWS operation in one region.
+type OperationStatus struct {
+	Operation  string `json:"operation"`
+	Permission string `json:"permission"`
+	Purpose    string `json:"purpose"`
+	// Action: only an operator's redrive calls it, so it is listed for its permission alone
+	// (the actions' calls are counted in toolq_aws_calls_total).
+	Action            bool       `json:"action"`
+	Called            bool       `json:"called"`
+	Failing           bool       `json:"failing"`
+	LastSuccessAt     *time.Time `json:"lastSuccessAt"`
+	LastFailureAt     *time.Time `json:"lastFailureAt"`
+	FailureCode       string     `json:"failureCode,omitempty"`
+	FailureMessage    string     `json:"failureMessage,omitempty"`
+	FailureHTTPStatus int        `json:"failureHttpStatus,omitempty"`
+	FailuresInRow     int        `json:"failuresInRow"`
+	BackoffUntil      *time.Time `json:"backoffUntil"` // not called before then
+}
+
+// LoopStatus is one collector loop's last cycle in one region.
+type LoopStatus struct {
+	Loop          string     `json:"loop"`
+	FinishedAt    time.Time  `json:"finishedAt"`
+	LastSuccessAt *time.Time `json:"lastSuccessAt"`
+	OK            bool       `json:"ok"`
+	Queues        int        `json:"queues"`
+	FailedQueues  int        `json:"failedQueues"`
+	Calls         int        `json:"calls"`
+	Failures      int        `json:"failures"`
+}
+
+// loopOrder is the order of the loops on the status page.
+var loopOrder = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks}
+
+// Status returns what toolq can and cannot see, region by region.
+func (s *Service) Status(ctx context.Context) (Status, error) {
+	f, err := s.readSight(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	out := Status{GeneratedAt: s.clock(), Regions: []RegionStatus{}, Sight: f.problems()}
+	blind := blindRegions(out.Sight)
+	for _, region := range f.regions {
+		rs := RegionStatus{Region: region, Blind: slices.Contains(blind, region), Operations: []OperationStatus{}, Loops: []LoopStatus{}}
+		for _, op := range awscalls.Operations {
+			v := OperationStatus{Operation: op.Name, Permission: op.Permission, Purpose: op.Purpose, Action: op.Action}
+			if o, ok := f.ops[[2]string{region, op.Name}]; ok {
+				v.Called = true
+				v.Failing = o.Failing()
+				v.LastSuccessAt, v.LastFailureAt = timePtr(o.LastSuccessAt), timePtr(o.LastFailureAt)
+				v.FailureCode, v.FailureMessage, v.FailureHTTPStatus = o.FailureCode, o.FailureMessage, o.FailureStatus
+				v.FailuresInRow = o.FailuresInRow
+				if o.BackoffUntil.After(out.GeneratedAt) {
+					v.BackoffUntil = timePtr(o.BackoffUntil)
+				}
+			}
+			rs.Operations = append(rs.Operations, v)
+		}
+		for _, name := range loopOrder {
+			if l, ok := f.loop(region, name); ok {
+				rs.Loops = append(rs.Loops, LoopStatus{
+					Loop: name, FinishedAt: l.FinishedAt.UTC(), LastSuccessAt: timePtr(l.LastSuccessAt), OK: succeeded(l),
+					Queues: l.Queues, FailedQueues: l.FailedQueues, Calls: l.Calls, Failures: l.Failures,
+				})
+			}
+		}
+		out.Regions = append(out.Regions, rs)
+	}
+	return out, nil
+}
+
+// NotReadyError is returned by Ready while the dashboard cannot serve what it should; Reason is
+// safe to show.
+type NotReadyError struct{ Reason string }
+
+func (e *NotReadyError) Error() string { return "views: not ready: " + e.Reason }
+
+// Ready reports whether the dashboard can serve its pages: the store answers and a first
+// discovery has ended, whatever AWS answered it. AWS trouble is shown on the pages, not hidden
+// by taking the dashboard out of service. The error is a *NotReadyError.
+func (s *Service) Ready(ctx context.Context) error {
+	if err := s.store.Ping(ctx); err != nil {
+		return &NotReadyError{Reason: "the database does not answer"}
+	}
+	_, err := s.store.LatestFinishedRun(ctx, store.RunDiscovery)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &NotReadyError{Reason: "the first discovery has not ended yet"}
+	case err != nil:
+		return &NotReadyError{Reason: "the database does not answer"}
+	}
+	return nil
+}
