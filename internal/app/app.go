@@ -131,7 +131,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		Views: vs, Actions: acts, Store: st, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
 		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
-		Metrics:    reg,
+		Metrics: reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)

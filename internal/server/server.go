@@ -49,7 +49,7 @@ type Options struct {
 	// Version and Commit label toolq_build_info and /healthz.
 	Version string
 	Commit  string
-	Now        func() time.Time
+	Now     func() time.Time
 
 	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
 	// gauges, websocket clients, API requests). Default: a new registry.
