@@ -14,6 +14,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET(static.Prefix+"*", echo.WrapHandler(static.Handler()))
 	e.GET("/", s.overviewPage)
 	e.GET("/audit", s.auditPage)
+	e.GET("/status", s.statusPage)
 	e.GET("/login", s.loginPage)
 	e.GET("/ws", s.serveWebsocket)
 	e.GET("/queues/:queue", s.queuePage)

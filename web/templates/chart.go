@@ -43,7 +43,10 @@ type Chart struct {
 	Bars    []ChartRect // for ChartBars
 	Hits    []ChartRect // full-height hover columns, one per bucket with data
 	MaxText string      // the top of the scale
-	Latest  string      // the newest value, for the caption
+	// Latest is the series' newest value and LatestAt its time, for the caption: the same
+	// reading as the stats card above the charts, not a bucket's maximum.
+	Latest   string
+	LatestAt time.Time
 	Since   time.Time
 	Until   time.Time
 	Empty   bool
@@ -94,6 +97,12 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 		}
 		has[i] = true
 	}
+	var newest views.Point
+	for _, p := range s.Points {
+		if !p.At.Before(since) && p.At.Before(until) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) && !p.At.Before(newest.At) {
+			newest = p
+		}
+	}
 	max := 0.0
 	last := -1
 	for i := range vals {
@@ -107,7 +116,7 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 		return c
 	}
 	c.MaxText = format(max)
-	c.Latest = format(vals[last])
+	c.Latest, c.LatestAt = format(newest.Value), newest.At
 	scale := max
 	if scale <= 0 {
 		scale = 1

@@ -91,3 +91,19 @@ func TestNavKeepsEmbedParameters(t *testing.T) {
 		t.Errorf("empty values kept: %q", got)
 	}
 }
+
+// TestChartCaptionIsTheNewestReading: the caption beside the stats card shows the series' newest
+// value at its time, as the card does, not the maximum of the newest bucket (5 then 1 within a
+// minute drew "latest 5" beside "Visible 1").
+func TestChartCaptionIsTheNewestReading(t *testing.T) {
+	since := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
+	until := since.Add(time.Hour)
+	s := views.Series{Points: []views.Point{
+		{At: until.Add(-40 * time.Second), Value: 5},
+		{At: until.Add(-25 * time.Second), Value: 1},
+	}}
+	c := NewChart("Visible", ChartLine, s, since, until, Number)
+	if c.Latest != "1" || !c.LatestAt.Equal(until.Add(-25*time.Second)) || c.MaxText != "5" {
+		t.Errorf("latest %q at %v, max %q; want 1 at %v, max 5", c.Latest, c.LatestAt, c.MaxText, until.Add(-25*time.Second))
+	}
+}

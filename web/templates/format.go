@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolq/toolq/internal/views"
 )
 
 // waitingNoun is "message waits" or "messages wait", to follow a count.
@@ -159,6 +161,31 @@ func QueueType(fifo bool) string {
 		return "FIFO"
 	}
 	return "standard"
+}
+
+// AgeSource says where an oldest-message age comes from and when it was read, for its tooltip.
+func AgeSource(source string, at *time.Time) string {
+	when := ""
+	if at != nil {
+		when = " at " + at.UTC().Format("15:04:05 UTC")
+	}
+	switch source {
+	case "cloudwatch":
+		return "CloudWatch's ApproximateAgeOfOldestMessage, minute" + when
+	case "sample":
+		return "the oldest message of the newest sample" + when
+	}
+	return ""
+}
+
+// SightBlind reports whether any of the problems is a region toolq cannot see at all.
+func SightBlind(problems []views.SightProblem) bool {
+	for _, p := range problems {
+		if p.Blind {
+			return true
+		}
+	}
+	return false
 }
 
 // HealthLabel is what a health badge says.

@@ -326,3 +326,9 @@ func statusText(status int) string {
 	}
 	return "Error"
 }
+
+// StatusProps is the status page.
+type StatusProps struct {
+	Page
+	Status views.Status
+}

@@ -31,6 +31,9 @@ func OverviewRows() string { return "overview-rows" }
 // QueueRow is one queue's row of the overview table.
 func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(queueID, 10) }
 
+// Sight is the overview's list of what toolq could not read in its last cycles.
+func Sight() string { return "sight" }
+
 // Totals is the overview's totals line.
 func Totals() string { return "totals" }
 
