@@ -47,9 +47,9 @@ type Chart struct {
 	// reading as the stats card above the charts, not a bucket's maximum.
 	Latest   string
 	LatestAt time.Time
-	Since   time.Time
-	Until   time.Time
-	Empty   bool
+	Since    time.Time
+	Until    time.Time
+	Empty    bool
 }
 
 // Width and Height are the viewBox size, for the template.
