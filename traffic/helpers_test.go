@@ -12,11 +12,11 @@ import (
 // newClient returns the stock SQS client for the endpoint at url.
 func newClient(t *testing.T, url string) *sqs.Client {
 	t.Helper()
-	client, _, err := awsconf.Load(t.Context(), awsconf.Options{Region: "us-east-1", EndpointURL: url, StaticCredentials: true})
+	clients, err := awsconf.Load(t.Context(), awsconf.Options{Region: "us-east-1", EndpointURL: url, StaticCredentials: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client
+	return clients.SQS
 }
 
 // testLogger sends the generator's warnings and errors to the test log.

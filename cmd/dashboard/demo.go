@@ -128,16 +128,16 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	if len(dcfg.Collector.Peek.Sources) == 0 {
 		dcfg.Collector.Peek.Sources = traffic.SourceQueueNames()
 	}
-	sqsClient, cwClient, err := awsconf.Load(ctx, awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true})
+	clients, err := awsconf.Load(ctx, awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true})
 	if err != nil {
 		return fmt.Errorf("demo: simulator clients: %w", err)
 	}
 	// The demo's queues exist before the collector's first discovery, so the first page
 	// already lists them all.
-	if _, err := traffic.Setup(ctx, sqsClient); err != nil {
+	if _, err := traffic.Setup(ctx, clients.SQS); err != nil {
 		return fmt.Errorf("demo: create the demo queues: %w", err)
 	}
-	dcfg.Regions = []app.Region{{Name: cfg.region, SQS: sqsClient, CloudWatch: cwClient}}
+	dcfg.Regions = []app.Region{{Name: cfg.region, Clients: clients}}
 	dcfg.Logger = log
 	dash, err := app.New(ctx, dcfg)
 	if err != nil {
@@ -153,7 +153,7 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		loops.Wait()
 	}()
 	loops.Go(func() { sim.Run(bg) })
-	loops.Go(func() { runTraffic(bg, sqsClient, cfg.seed, log) })
+	loops.Go(func() { runTraffic(bg, clients.SQS, cfg.seed, log) })
 
 	// 5. The dashboard runs until a signal, then stops in order (HTTP server, collector,
 	// websockets, database); the traffic and the simulator stop after it (deferred above).

@@ -88,11 +88,11 @@ func runServe(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 			return fmt.Errorf("serve: region %q: %w", name, err)
 		}
 		opts.Region = awsCfg.Region
-		sqsClient, cwClient, err := awsconf.Load(ctx, opts)
+		clients, err := awsconf.Load(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("serve: region %q: %w", name, err)
 		}
-		dcfg.Regions = append(dcfg.Regions, app.Region{Name: awsCfg.Region, SQS: sqsClient, CloudWatch: cwClient})
+		dcfg.Regions = append(dcfg.Regions, app.Region{Name: awsCfg.Region, Clients: clients})
 	}
 	dcfg.Collector.QueuePrefixes = cfg.queuePrefixes
 	dcfg.Collector.Queues = cfg.queues

@@ -116,11 +116,11 @@ func newSimServer(sim *sqsim.Simulator) *http.Server {
 
 // newSimClient returns a stock SQS client for the simulator at endpoint.
 func newSimClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
-	client, _, err := awsconf.Load(ctx, awsconf.Options{Region: region, EndpointURL: endpoint, StaticCredentials: true})
+	clients, err := awsconf.Load(ctx, awsconf.Options{Region: region, EndpointURL: endpoint, StaticCredentials: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulator client: %w", err)
 	}
-	return client, nil
+	return clients.SQS, nil
 }
 
 // runTraffic runs the synthetic traffic until ctx ends; a failure is logged, not fatal, since

@@ -165,8 +165,8 @@ func TestStartRedriveAWSError(t *testing.T) {
 	wantRefusal(t, err, "aws_error", http.StatusBadGateway)
 	var ae *actions.Error
 	errors.As(err, &ae)
-	// The message names what failed and AWS's code, never AWS's own text.
-	if !strings.HasPrefix(ae.Message, "AWS refused to start the move task (") {
+	// The message names what failed, AWS's code and the HTTP status, never AWS's own text.
+	if ae.Message != "AWS failed to start the move task (InternalError, HTTP 500); try again" {
 		t.Errorf("message = %q", ae.Message)
 	}
 	if e := lastAudit(t, w); e.Result != store.AuditFailed {

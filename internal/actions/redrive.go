@@ -401,21 +401,28 @@ func namesOf(arns []string) []string {
 // awsCode matches error codes safe to show: AWS's own are short identifiers.
 var awsCode = regexp.MustCompile(`^[A-Za-z0-9.]{1,64}$`)
 
-// awsError turns an AWS failure into a safe *Error: what failed and AWS's error code, never
-// AWS's message (which can name accounts, keys and policies). The full error is logged.
+// awsError turns an AWS failure into a safe *Error: what failed, AWS's error code and the
+// endpoint's HTTP status, never AWS's message (which can name accounts, keys and policies). The
+// full error is logged.
 func (s *Service) awsError(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("actions: %s: %w", what, ctx.Err())
 	}
 	s.log.Warn("actions: AWS call failed", "what", what, "err", err)
+	f := awscalls.Describe(err)
 	var ae smithy.APIError
+	isAPI := errors.As(err, &ae) && awsCode.MatchString(ae.ErrorCode())
 	switch {
-	case !errors.As(err, &ae):
-		return refuse(http.StatusBadGateway, "aws_error", "AWS could not be reached to %s", what)
-	case awsCode.MatchString(ae.ErrorCode()):
+	case f.HTTPStatus >= 500 && isAPI:
+		return refuse(http.StatusBadGateway, "aws_error", "AWS failed to %s (%s, HTTP %d); try again", what, ae.ErrorCode(), f.HTTPStatus)
+	case f.HTTPStatus != 0 && !isAPI && errors.As(err, &ae):
+		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (HTTP %d)", what, f.HTTPStatus)
+	case f.HTTPStatus != 0 && !isAPI:
+		return refuse(http.StatusBadGateway, "aws_error", "the endpoint answered HTTP %d to %s, with no AWS error", f.HTTPStatus, what)
+	case isAPI:
 		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (%s)", what, ae.ErrorCode())
 	}
-	return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s", what)
+	return refuse(http.StatusBadGateway, "aws_error", "AWS could not be reached to %s", what)
 }
 
 // nameOf returns the queue name at the end of an ARN.

@@ -13,13 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/server"
@@ -27,11 +26,13 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// Region is one AWS region the dashboard watches and acts on, with its clients.
+// Region is one AWS region the dashboard watches and acts on, with its clients: the collector
+// reads with Clients.SQS and Clients.CloudWatch (nil: no CloudWatch metrics for this region), the
+// actions act with Clients.ActionsSQS, which has a retry quota of its own. SQS and ActionsSQS
+// are required.
 type Region struct {
-	Name       string
-	SQS        *sqs.Client
-	CloudWatch *cloudwatch.Client // nil: no CloudWatch metrics for this region
+	Name string
+	awsconf.Clients
 }
 
 // Config is everything the dashboard needs. DBPath, Listen and at least one Region are required.
@@ -97,7 +98,10 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
 	for _, r := range cfg.Regions {
-		clients[r.Name] = r.SQS
+		if r.SQS == nil || r.ActionsSQS == nil {
+			return nil, fmt.Errorf("app: region %q: the collector's and the actions' SQS clients are required", r.Name)
+		}
+		clients[r.Name] = r.ActionsSQS
 		cr := collector.Region{Name: r.Name, SQS: r.SQS}
 		if r.CloudWatch != nil {
 			cr.CloudWatch = r.CloudWatch

@@ -26,17 +26,17 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 	sim := httptest.NewServer(sqsim.New(sqsim.Options{}))
 	defer sim.Close()
 	ctx := t.Context()
-	sqsClient, cwClient, err := awsconf.Load(ctx, awsconf.Options{Region: "us-east-1", EndpointURL: sim.URL, StaticCredentials: true})
+	clients, err := awsconf.Load(ctx, awsconf.Options{Region: "us-east-1", EndpointURL: sim.URL, StaticCredentials: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqsClient.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-calls")}); err != nil {
+	if _, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-calls")}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := New(ctx, Config{
 		DBPath:  filepath.Join(t.TempDir(), "toolq.db"),
 		Listen:  "127.0.0.1:0",
-		Regions: []Region{{Name: "us-east-1", SQS: sqsClient, CloudWatch: cwClient}},
+		Regions: []Region{{Name: "us-east-1", Clients: clients}},
 		Auth:    auth.Config{Mode: auth.ModeNone},
 	})
 	if err != nil {

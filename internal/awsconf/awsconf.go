@@ -71,18 +71,28 @@ type Options struct {
 // ErrNoRegion is returned when neither Options.Region nor the configuration chain names a region.
 var ErrNoRegion = errors.New("awsconf: no region: set --region or AWS_REGION")
 
-// Load builds an SQS and a CloudWatch client from opts. It reads credentials lazily: a missing
-// credential surfaces on the first call, not here.
-func Load(ctx context.Context, opts Options) (*sqs.Client, *cloudwatch.Client, error) {
+// Clients are the AWS clients of one region. SQS and ActionsSQS are two clients of one
+// configuration, each with a retryer and a retry quota of its own: the collector's retries
+// (against an endpoint answering 500 to every poll, say) can never spend the quota an operator's
+// redrive needs, nor the reverse.
+type Clients struct {
+	SQS        *sqs.Client // the collector's
+	ActionsSQS *sqs.Client // the actions' (move tasks)
+	CloudWatch *cloudwatch.Client
+}
+
+// Load builds a region's clients from opts. It reads credentials lazily: a missing credential
+// surfaces on the first call, not here.
+func Load(ctx context.Context, opts Options) (Clients, error) {
 	cfg, err := LoadConfig(ctx, opts)
 	if err != nil {
-		return nil, nil, err
+		return Clients{}, err
 	}
-	sqsClient := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+	endpoint := func(o *sqs.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
 		}
-	})
+	}
 	cwClient := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
 		switch {
 		case opts.CloudWatchEndpointURL != "":
@@ -91,11 +101,12 @@ func Load(ctx context.Context, opts Options) (*sqs.Client, *cloudwatch.Client, e
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
 		}
 	})
-	return sqsClient, cwClient, nil
+	// cfg.Retryer makes a new retryer for each client built from it.
+	return Clients{SQS: sqs.NewFromConfig(cfg, endpoint), ActionsSQS: sqs.NewFromConfig(cfg, endpoint), CloudWatch: cwClient}, nil
 }
 
 // LoadConfig returns the aws.Config that Load builds its clients from, for callers that need
-// other clients with the same credentials and retry policy (the actions package's SQS client).
+// other clients with the same credentials and retry policy.
 func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	mode, err := retryMode(opts.RetryMode)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -64,10 +65,11 @@ func TestLoadAgainstSimulator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			main.ResetCallCounts()
 			other.ResetCallCounts()
-			sq, cw, err := Load(ctx, tt.opts)
+			clients, err := Load(ctx, tt.opts)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
+			sq, cw := clients.SQS, clients.CloudWatch
 			if _, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q")}); err != nil {
 				t.Fatalf("CreateQueue: %v", err)
 			}
@@ -100,10 +102,11 @@ func TestLoadRetriesThrottlingAndServerErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sim, url := newSim(t)
-			sq, _, err := Load(ctx, Options{EndpointURL: url, StaticCredentials: true, MaxAttempts: 4, MaxBackoff: time.Millisecond})
+			clients, err := Load(ctx, Options{EndpointURL: url, StaticCredentials: true, MaxAttempts: 4, MaxBackoff: time.Millisecond})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
+			sq := clients.SQS
 			sim.SetFault("ListQueues", tt.fault)
 			_, err = sq.ListQueues(ctx, &sqs.ListQueuesInput{})
 			var apiErr smithy.APIError
@@ -139,7 +142,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Load(ctx, tt.opts)
+			_, err := Load(ctx, tt.opts)
 			if err == nil {
 				t.Fatal("Load succeeded, want an error")
 			}
@@ -149,7 +152,43 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 	// A local endpoint needs no region: any will do to sign with.
-	if _, _, err := Load(ctx, Options{EndpointURL: "http://127.0.0.1:1", StaticCredentials: true}); err != nil {
+	if _, err := Load(ctx, Options{EndpointURL: "http://127.0.0.1:1", StaticCredentials: true}); err != nil {
 		t.Errorf("Load with an endpoint and no region: %v", err)
+	}
+}
+
+// TestActionsHaveTheirOwnRetryQuota: an endpoint answering 500 to everything drains the
+// collector's retry quota (its client then fails fast with "retry quota exceeded"), while the
+// actions' client of the same region still retries, so that an operator's redrive gets its
+// attempts.
+func TestActionsHaveTheirOwnRetryQuota(t *testing.T) {
+	ctx := context.Background()
+	sim, url := newSim(t)
+	clients, err := Load(ctx, Options{EndpointURL: url, StaticCredentials: true, MaxAttempts: 3, MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.SetFault("ListMessageMoveTasks", sqsim.Fault{ErrorRate: 1})
+	in := &sqs.ListMessageMoveTasksInput{SourceArn: aws.String("arn:aws:sqs:us-east-1:000000000000:dlq")}
+	drained := false
+	for range 200 {
+		_, err := clients.SQS.ListMessageMoveTasks(ctx, in)
+		var quota ratelimit.QuotaExceededError
+		if errors.As(err, &quota) {
+			drained = true
+			break
+		}
+	}
+	if !drained {
+		t.Fatal("the collector's retry quota never ran out: the test does not test what it says")
+	}
+	sim.ResetCallCounts()
+	_, err = clients.ActionsSQS.ListMessageMoveTasks(ctx, in)
+	var quota ratelimit.QuotaExceededError
+	if errors.As(err, &quota) {
+		t.Fatalf("the actions' client shares the drained quota: %v", err)
+	}
+	if n := sim.CallCount("ListMessageMoveTasks"); n != 3 {
+		t.Errorf("the actions' client made %d attempts, want 3", n)
 	}
 }

@@ -183,3 +183,36 @@ func TestRepeatedFailuresAreStoredOncePerMinuteAndBackedOff(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveTaskPollsBackOffOnServerErrors: an endpoint that answers 500 to every
+// ListMessageMoveTasks is asked less and less often (up to the discovery interval), not every
+// cycle with the SDK's retries each time, which drained the retry quota an operator's redrive
+// shared.
+func TestMoveTaskPollsBackOffOnServerErrors(t *testing.T) {
+	e := newEnv(t)
+	e.createPair("a", "a-dlq", 3)
+	e.createPair("b", "b-dlq", 3)
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	e.sim.SetFault("ListMessageMoveTasks", sqsim.Fault{ErrorRate: 1})
+	e.sim.ResetCallCounts()
+	for range 150 { // 5 minutes, at the running-task cadence
+		must(t, c.PollMoveTasks(e.ctx))
+		e.advance(2 * time.Second)
+	}
+	// Without a backoff: 20 polls of 2 queues, 3 attempts each, 120 in all.
+	attempts := e.sim.CallCount("ListMessageMoveTasks")
+	if attempts > 40 {
+		t.Errorf("%d ListMessageMoveTasks attempts in 5 minutes, want at most 40", attempts)
+	}
+	statuses, err := e.store.OperationStatuses(e.ctx)
+	must(t, err)
+	for _, st := range statuses {
+		if st.Operation != "ListMessageMoveTasks" {
+			continue
+		}
+		if !st.Failing() || st.FailureStatus != 500 || st.BackoffUntil.Before(e.clock.Now()) {
+			t.Errorf("status = %+v, want failing with HTTP 500 and backed off", st)
+		}
+	}
+}

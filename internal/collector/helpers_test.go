@@ -47,7 +47,7 @@ func newEnv(t testing.TB) *env {
 	sim := sqsim.New(sqsim.Options{Clock: clock, Seed: 7})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	sq, cw, err := awsconf.Load(ctx, awsconf.Options{
+	clients, err := awsconf.Load(ctx, awsconf.Options{
 		Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true,
 		// Backoff in real time is not what these tests measure.
 		MaxAttempts: 3, MaxBackoff: time.Millisecond,
@@ -55,7 +55,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatalf("awsconf.Load: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, url: srv.URL, sqs: sq, cw: cw, dir: t.TempDir(), bus: &recorder{}}
+	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, url: srv.URL, sqs: clients.SQS, cw: clients.CloudWatch, dir: t.TempDir(), bus: &recorder{}}
 	e.store = e.openStore()
 	return e
 }

@@ -27,10 +27,11 @@ func TestAgainstKumo(t *testing.T) {
 	ctx := context.Background()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
-	sq, cw, err := awsconf.Load(ctx, awsconf.Options{
+	clients, err := awsconf.Load(ctx, awsconf.Options{
 		Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond,
 	})
 	must(t, err)
+	sq, cw := clients.SQS, clients.CloudWatch
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolq.db"))
 	must(t, err)
 	t.Cleanup(func() { st.Close() })

@@ -20,8 +20,9 @@ func TestSeveralRegionsInOneCollector(t *testing.T) {
 	tokyo := sqsim.New(sqsim.Options{Region: "ap-northeast-1", Clock: e.clock, Seed: 8})
 	srv := httptest.NewServer(tokyo)
 	t.Cleanup(srv.Close)
-	sq, cw, err := awsconf.Load(context.Background(), awsconf.Options{Region: "ap-northeast-1", EndpointURL: srv.URL, StaticCredentials: true, MaxBackoff: time.Millisecond})
+	clients, err := awsconf.Load(context.Background(), awsconf.Options{Region: "ap-northeast-1", EndpointURL: srv.URL, StaticCredentials: true, MaxBackoff: time.Millisecond})
 	must(t, err)
+	sq, cw := clients.SQS, clients.CloudWatch
 	// The same name in another region is another queue.
 	_, err = sq.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: aws.String("web-search")})
 	must(t, err)
