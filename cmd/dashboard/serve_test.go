@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,26 +74,8 @@ func TestServeAgainstSimulator(t *testing.T) {
 				}
 				args = append(args, a)
 			}
-			cfg, log, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, args)
-			if err != nil {
-				t.Fatalf("parseServe: %v", err)
-			}
-			ready := make(chan string, 1)
-			cfg.ready = func(addr string) { ready <- addr }
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- runServe(ctx, cfg, log) }()
-			var base string
-			select {
-			case addr := <-ready:
-				base = "http://" + addr
-			case err := <-done:
-				t.Fatalf("serve ended before it listened: %v", err)
-			case <-time.After(20 * time.Second):
-				t.Fatal("serve did not listen within 20 s")
-			}
-			waitReady(t, base)
+			base, stop := startServe(t, args)
+			defer stop()
 
 			st, err := store.Open(t.Context(), db)
 			if err != nil {
@@ -118,14 +101,8 @@ func TestServeAgainstSimulator(t *testing.T) {
 				})
 			}
 
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("runServe: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("serve did not stop within 20 s of its context's end")
+			if err := stop(); err != nil {
+				t.Fatalf("runServe: %v", err)
 			}
 			if _, err := http.Get(base + "/healthz"); err == nil {
 				t.Error("dashboard still answers after serve stopped")
@@ -213,6 +190,48 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startServe runs `dashboard serve` with args as the command line parses them until it is
+// ready, and returns its base URL and a stop function that ends it and returns what runServe
+// returned (stopping twice is fine).
+func startServe(t *testing.T, args []string) (base string, stop func() error) {
+	t.Helper()
+	cfg, log, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, args)
+	if err != nil {
+		t.Fatalf("parseServe: %v", err)
+	}
+	ready := make(chan string, 1)
+	cfg.ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, log) }()
+	select {
+	case addr := <-ready:
+		base = "http://" + addr
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve ended before it listened: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("serve did not listen within 20 s")
+	}
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(20 * time.Second):
+				result = errors.New("serve did not stop within 20 s of its context's end")
+			}
+		})
+		return result
+	}
+	t.Cleanup(func() { stop() })
+	waitReady(t, base)
+	return base, stop
 }
 
 // storedQueue returns the queue of that name from queues.

@@ -96,6 +96,8 @@ func (s Summary) Text() string {
 	switch {
 	case s.Freshness.UpdatedAt.IsZero():
 		b.WriteString(" (no data yet)")
+	case len(blind) > 0:
+		fmt.Fprintf(&b, " (what it can read is %s old)", humanDuration(time.Duration(s.Freshness.AgeSeconds*float64(time.Second))))
 	case s.Freshness.Stale:
 		fmt.Fprintf(&b, " (STALE: data is %s old)", humanDuration(time.Duration(s.Freshness.AgeSeconds*float64(time.Second))))
 	default:
