@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -44,6 +45,11 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, ref stri
 		return r, fmt.Errorf("redrive panel: destinations: %w", err)
 	}
 	refs := queueRefs(queues)
+	for _, q := range queues {
+		if q.Tier && slices.Contains(d.SourceQueues, q.Name) {
+			r.TierSources = append(r.TierSources, q.Name)
+		}
+	}
 	for _, q := range queues {
 		// SQS refuses a FIFO source with a standard destination and the reverse.
 		if q.FIFO == d.FIFO && q.ARN != d.ARN && !q.Gone {

@@ -233,6 +233,9 @@ type RedriveProps struct {
 	FIFO      bool
 	Visible   int64 // messages a move would take now
 	Sources   []string
+	// TierSources are the sources that are themselves dead-letter queues (tiers): a redrive's
+	// default destination sends messages back there, one step along the chain.
+	TierSources []string
 	// Destinations are the watched queues of the same type a redrive may target.
 	Destinations []string
 	Running      *views.Redrive
