@@ -9,7 +9,9 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // rowNames returns the queue names of the overview's rows, in order: of a page, or of a push.
@@ -401,9 +403,12 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 			form: map[string][]string{"confirm": {"1"}}}, http.StatusForbidden)
 	})
 	t.Run("bad rate", func(t *testing.T) {
-		doc, _ := post(map[string][]string{"max_per_second": {"900"}}, true, http.StatusUnprocessableEntity)
+		doc, _ := post(map[string][]string{"max_per_second": {"900"}, "confirm": {"1"}}, true, http.StatusBadRequest)
 		if !strings.Contains(doc.Find("#redrive-panel .error").Text(), "from 1 to 500") {
 			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		}
+		if v, _ := doc.Find("#redrive-rate").Attr("value"); v != "900" {
+			t.Errorf("the refused rate is not kept in the form: %q", v)
 		}
 	})
 	t.Run("confirmation step", func(t *testing.T) {
@@ -477,6 +482,49 @@ func TestViewerCannotRedrive(t *testing.T) {
 	}
 	if pw.Count(t, "web-search-dlq") != 3 {
 		t.Error("messages moved for a viewer")
+	}
+}
+
+// TestRedriveFormRateIsTheActionsToRefuse: the form hands its rate to the action as typed, as
+// the API does, so the role is checked first and every refusal is audited: a viewer with a bad
+// rate is forbidden, an operator with one is told the rate is invalid.
+func TestRedriveFormRateIsTheActionsToRefuse(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	tests := []struct {
+		name   string
+		token  string
+		actor  string
+		rate   string
+		status int
+		code   string
+	}{
+		{"viewer, not a number", h.viewer, "status-bot", "fast", http.StatusForbidden, "forbidden"},
+		{"viewer, zero", h.viewer, "status-bot", "0", http.StatusForbidden, "forbidden"},
+		{"operator, not a number", h.operator, "ops-bot", "fast", http.StatusBadRequest, "invalid_rate"},
+		{"operator, zero", h.operator, "ops-bot", "0", http.StatusBadRequest, "invalid_rate"},
+		{"operator, too fast", h.operator, "ops-bot", "501", http.StatusBadRequest, "invalid_rate"},
+		{"operator, fractional", h.operator, "ops-bot", "2.5", http.StatusBadRequest, "invalid_rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cookies, csrf := browserSession(t, h, tt.token)
+			form := url.Values{csrfField: {csrf}, "confirm": {"1"}, "max_per_second": {tt.rate}}
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive", body: form.Encode(), cookies: cookies,
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true"}})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, clip(rec.Body.String()))
+			}
+			entries, err := h.w.Store.ListAudit(t.Context(), store.AuditFilter{Limit: 1})
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("audit: %v %+v", err, entries)
+			}
+			if e := entries[0]; e.Actor != tt.actor || e.Result != store.AuditRefused || !strings.HasPrefix(e.Detail, tt.code+":") {
+				t.Errorf("newest audit entry = %+v; want %s refused with %s", e, tt.actor, tt.code)
+			}
+		})
+	}
+	if n := h.w.Count(t, "orders-dlq"); n != 5 {
+		t.Errorf("orders-dlq holds %d; a refused form moved messages", n)
 	}
 }
 
