@@ -211,12 +211,33 @@ func TestSessions(t *testing.T) {
 	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("expired session: %v", err)
 	}
-	// Revoking the token ends its sessions at once.
+	// Signing out ends the session on the server: a copy of the cookie is refused after it,
+	// while another session of the same token goes on.
 	c.t = t0
+	second, _, err := a.Login(ctx, plain, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Logout(ctx, cookie.Value); err != nil {
+		t.Fatalf("Logout: %v", err)
+	}
+	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("session after its sign-out: %v", err)
+	}
+	if err := a.Logout(ctx, cookie.Value); err != nil {
+		t.Errorf("second Logout: %v; want nil", err)
+	}
+	if err := a.Logout(ctx, "forged.value"); err != nil {
+		t.Errorf("Logout of a forged cookie: %v; want nil", err)
+	}
+	if id, err := a.Authenticate(withCookie(second.Value)); err != nil || id.Name != "alice" {
+		t.Errorf("the other session after one sign-out: %+v, %v", id, err)
+	}
+	// Revoking the token ends its sessions at once.
 	if err := auth.RevokeToken(ctx, st, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+	if _, err := a.Authenticate(withCookie(second.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("session of a revoked token: %v", err)
 	}
 	if lc := a.LogoutCookie(false); lc.MaxAge >= 0 || lc.Value != "" {

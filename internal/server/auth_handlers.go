@@ -32,8 +32,16 @@ func (s *Server) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout answers POST /logout (a form with the CSRF token): the session cookie is cleared.
+// logout answers POST /logout (a form with the CSRF token): the session ends on the server, so
+// that no copy of its cookie works any more (its websockets close at their next check), and the
+// cookie is cleared.
 func (s *Server) logout(c echo.Context) error {
+	if cookie, err := c.Cookie(auth.SessionCookie); err == nil && cookie.Value != "" {
+		if err := s.auth.Logout(c.Request().Context(), cookie.Value); err != nil {
+			return err // the session is still open: say so rather than pretend
+		}
+		s.log.Info("logout", "request_id", requestID(c), "remote", c.RealIP())
+	}
 	c.SetCookie(s.auth.LogoutCookie(c.IsTLS()))
 	if s.auth.Mode() == auth.ModeToken {
 		return c.Redirect(http.StatusSeeOther, "/login")
