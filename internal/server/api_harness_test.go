@@ -39,6 +39,9 @@ type harnessConfig struct {
 	// listen and allowInsecure are passed to Options: empty listen skips the listener checks.
 	listen        string
 	allowInsecure bool
+	// sessionKey signs sessions and embed links; default random. A test that must sign a link
+	// the authenticator refuses to make sets it.
+	sessionKey []byte
 }
 
 // trustedProxy is the proxy network of the proxy-mode harness.
@@ -77,7 +80,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	}
 	proxies, _ := auth.ParseProxies([]string{trustedProxy})
 	h.auth, err = auth.New(auth.Config{Mode: cfg.mode, Store: w.Store, TrustedProxies: proxies,
-		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, Now: w.Now})
+		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, SessionKey: cfg.sessionKey, Now: w.Now})
 	if err != nil {
 		t.Fatalf("auth.New: %v", err)
 	}

@@ -153,16 +153,26 @@ func TestEmbeddedViews(t *testing.T) {
 	if doc.Find("nav[aria-label=Main]").Length() != 0 || doc.Find("form.filter").Length() != 0 {
 		t.Error("the embedded overview has chrome")
 	}
-	href, _ := doc.Find("table.queues tbody th a").First().Attr("href")
-	if !strings.Contains(href, "embed=1") || !strings.Contains(href, "embed_token=tok") {
-		t.Errorf("row link %q loses the embed parameters", href)
+	// An overview link opens the overview alone: its rows lead out of the iframe to the whole
+	// queue page, without the link's token, in a new tab.
+	doc.Find("table.queues tbody th a").Each(func(_ int, a *goquery.Selection) {
+		href, _ := a.Attr("href")
+		if strings.Contains(href, "embed") || a.AttrOr("target", "") != "_blank" || a.AttrOr("rel", "") != "noopener" {
+			t.Errorf("row link %s stays in the embedded view", outer(a))
+		}
+	})
+	if sort, _ := doc.Find("table.queues thead th a").First().Attr("href"); !strings.Contains(sort, "embed_token=tok") {
+		t.Errorf("sort link %q loses the embed token", sort)
 	}
 	if ws, _ := doc.Find("[ws-connect]").Attr("ws-connect"); !strings.Contains(ws, "embed_token=tok") {
 		t.Errorf("ws-connect %q loses the embed token", ws)
 	}
-	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1"}, http.StatusOK)
+	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1&embed_token=tok"}, http.StatusOK)
 	if doc.Find("#queue-stats").Length() != 1 || doc.Find("#charts").Length() != 0 {
 		t.Error("the embedded queue card is not the card alone")
+	}
+	if title := doc.Find("h1.card-title a"); strings.Contains(title.AttrOr("href", ""), "embed") || title.AttrOr("target", "") != "_blank" {
+		t.Errorf("the card's title %s stays in the embedded view", outer(title))
 	}
 }
 

@@ -77,7 +77,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 	id := identity(c)
 	switch {
 	case topic == topicOverview:
-		if id.Kind == auth.KindEmbed && id.Scope != "/" {
+		if id.Kind == auth.KindEmbed && id.Scope != auth.EmbedOverview {
 			return sub, errOutOfScope
 		}
 		q, err := textParam(c, "q", 200)
@@ -87,7 +87,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 		sortKey, dir := sortParams(c)
 		sub.View = templates.OverviewProps{Query: q, Sort: sortKey, Dir: dir}.View()
 	case topic == topicAudit:
-		if id.Kind == auth.KindEmbed && id.Scope != "/" && id.Scope != "/audit" {
+		if id.Kind == auth.KindEmbed { // no embed link opens the audit log
 			return sub, errOutOfScope
 		}
 	case strings.HasPrefix(topic, topicQueue):
@@ -102,7 +102,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 			}
 			return sub, err
 		}
-		if id.Kind == auth.KindEmbed && id.Scope != "/" && !s.scopeIsQueue(c, id.Scope, qid) {
+		if id.Kind == auth.KindEmbed && !s.scopeIsQueue(c, id.Scope, qid) {
 			return sub, errOutOfScope
 		}
 		sub.View = templates.QueueProps{Range: templates.RangeByKey(c.QueryParam("range"))}.View()
@@ -115,14 +115,11 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 // errOutOfScope refuses an embed link a topic outside the page it opens.
 var errOutOfScope = newError(http.StatusForbidden, "forbidden", "this embed link does not cover this topic")
 
-// scopeIsQueue reports whether an embed scope ("/queues/<name or ARN>") names the queue qid.
+// scopeIsQueue reports whether an embed scope is the page of the queue qid: only that page's
+// link may follow its topic.
 func (s *Server) scopeIsQueue(c echo.Context, scope string, qid int64) bool {
-	rest, ok := strings.CutPrefix(scope, "/queues/")
+	ref, ok := auth.EmbedQueue(scope)
 	if !ok {
-		return false
-	}
-	ref, err := url.PathUnescape(strings.SplitN(rest, "/", 2)[0])
-	if err != nil {
 		return false
 	}
 	q, err := s.opts.Views.ResolveQueue(c.Request().Context(), ref)

@@ -31,6 +31,10 @@ func OverviewRows() string { return "overview-rows" }
 // QueueRow is one queue's row of the overview table.
 func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(queueID, 10) }
 
+// QueueLink is the link to a queue's page in its overview row. Pushes replace the rows; the
+// link keeps its id, so that keyboard focus on it survives them.
+func QueueLink(queueID int64) string { return "queue-link-" + strconv.FormatInt(queueID, 10) }
+
 // Totals is the overview's totals line.
 func Totals() string { return "totals" }
 
