@@ -25,6 +25,7 @@ type apiHarness struct {
 	srv      *Server
 	registry *prometheus.Registry
 	auth     *auth.Authenticator
+	bus      *events.Bus
 
 	operator, viewer, revoked string // plain tokens
 }
@@ -42,6 +43,9 @@ type harnessConfig struct {
 	// sessionKey signs sessions and embed links; default random. A test that must sign a link
 	// the authenticator refuses to make sets it.
 	sessionKey []byte
+	// websocketRecheck is how often websockets check their credential again; default the
+	// server's.
+	websocketRecheck time.Duration
 }
 
 // trustedProxy is the proxy network of the proxy-mode harness.
@@ -99,12 +103,13 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	if cfg.rateLimit == 0 {
 		cfg.rateLimit = -1 // off unless a test is about it
 	}
+	h.bus = events.NewBus()
 	h.srv, err = New(Options{
-		Views: w.Views, Actions: act, Store: w.Store, Bus: events.NewBus(), Auth: h.auth,
+		Views: w.Views, Actions: act, Store: w.Store, Bus: h.bus, Auth: h.auth,
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure,
-		WebsocketClients: func() int { return 3 },
+		WebsocketClients: func() int { return 3 }, WebsocketRecheck: cfg.websocketRecheck,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

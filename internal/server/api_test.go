@@ -333,10 +333,19 @@ func TestEmbedLinkDiesWithItsToken(t *testing.T) {
 			if rec := h.do(t, apiRequest{target: link.Path}); rec.Code != tt.want {
 				t.Errorf("embedded page: status %d, want %d", rec.Code, tt.want)
 			}
-			ws := "/ws?topic=queue:1&" + link.Path[strings.Index(link.Path, "?")+1:]
-			upgrade := map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}
-			if rec := h.do(t, apiRequest{target: ws, header: upgrade}); tt.revoke && rec.Code != http.StatusUnauthorized {
-				t.Errorf("websocket with a revoked token's link: status %d, want 401", rec.Code)
+			// Its websocket: open while the token lives; told the link ended once it is revoked.
+			srv := httptest.NewServer(h.srv.Handler())
+			defer srv.Close()
+			conn, _, err := dialAs(t, srv, "topic=queue:1&"+link.Path[strings.Index(link.Path, "?")+1:], nil)
+			if err != nil {
+				t.Fatalf("websocket: %v", err)
+			}
+			if tt.revoke {
+				if code := closeCode(t, conn); code != closeLinkEnded {
+					t.Errorf("websocket with a revoked token's link: close code %d, want %d", code, closeLinkEnded)
+				}
+			} else {
+				nextWith(t, conn, "#queue-stats")
 			}
 		})
 	}
