@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -535,6 +536,32 @@ func TestRedriveFormRateIsTheActionsToRefuse(t *testing.T) {
 	}
 	if n := h.w.Count(t, "orders-dlq"); n != 5 {
 		t.Errorf("orders-dlq holds %d; a refused form moved messages", n)
+	}
+}
+
+// TestFreshnessCarriesItsThreshold: the freshness line of a page and of a push says how old the
+// data was when it was rendered and past which age it is stale, for the page to count on its
+// own while no push comes.
+func TestFreshnessCarriesItsThreshold(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	msg, err := pw.srv.hubFreshness(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*goquery.Document{"page": doc, "push": parseFragment(t, msg)} {
+		t.Run(name, func(t *testing.T) {
+			line := d.Find("#freshness")
+			if got := line.AttrOr("data-stale-after", ""); got != "45" {
+				t.Errorf("data-stale-after = %q, want 45 (the views' threshold, in seconds)", got)
+			}
+			if _, err := strconv.ParseFloat(line.AttrOr("data-age", ""), 64); err != nil {
+				t.Errorf("data-age = %q: %v", line.AttrOr("data-age", ""), err)
+			}
+			if line.Find(`[aria-hidden="true"] time.age`).Length() != 1 || line.Find(".visually-hidden").Length() != 1 {
+				t.Errorf("the counted age is not hidden from screen readers, or they get no time instead:\n%s", outer(line))
+			}
+		})
 	}
 }
 

@@ -333,7 +333,7 @@ func (s *Server) hubFreshness(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderBytes(ctx, templates.Freshness(f, true))
+	return renderBytes(ctx, templates.Freshness(f, s.staleAfter(), true))
 }
 
 // startHub starts the websocket hub and subscribes it to the bus.

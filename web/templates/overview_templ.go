@@ -1263,7 +1263,7 @@ func OverviewPush(p OverviewProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = Freshness(p.Freshness, true).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Freshness(p.Freshness, p.StaleAfter, true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -107,6 +107,9 @@ type Page struct {
 	Role      string
 	SignOut   bool   // the user signed in with a session cookie: show a sign-out button
 	Section   string // "overview", "audit": marks the current navigation link
+	// StaleAfter is the server's threshold past which data is stale: the page counts the age of
+	// its freshness line up to it on its own while no push comes.
+	StaleAfter time.Duration
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
 	// Notice is the outcome of the action that led here ("Move task started"), and Alert an

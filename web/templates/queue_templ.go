@@ -2026,7 +2026,7 @@ func QueuePush(p QueueProps, refreshRedrive bool) templ.Component {
 				}
 			}
 		}
-		templ_7745c5c3_Err = Freshness(p.Freshness, true).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Freshness(p.Freshness, p.StaleAfter, true).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
