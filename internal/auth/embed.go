@@ -60,11 +60,11 @@ func ValidEmbedScope(scope string) bool {
 // InEmbedScope reports whether a link for scope covers a GET of path (as http.Request.URL.Path
 // has it, unescaped): its page, which also answers that page's fragments, and the websocket.
 func InEmbedScope(scope, path string) bool {
-	if !ValidEmbedScope(scope) {
-		return false
-	}
-	if path == "/ws" || path == scope {
-		return true
+	switch {
+	case path == "/ws":
+		return ValidEmbedScope(scope)
+	case scope == EmbedOverview:
+		return path == "/"
 	}
 	ref, ok := EmbedQueue(scope)
 	return ok && path == embedQueuePrefix+ref

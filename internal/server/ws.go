@@ -202,8 +202,11 @@ func (s *Server) credentialOf(c echo.Context) credentialCheck {
 			errors.Is(err, auth.ErrNoRole), errors.Is(err, auth.ErrOutOfScope):
 			return code
 		}
-		// The store failed, not the credential: keep the connection and check again later.
-		s.log.Warn("websocket: check the credential", "err", err)
+		// The store failed (or the server is stopping), not the credential: keep the
+		// connection and check again later.
+		if ctx.Err() == nil {
+			s.log.Warn("websocket: check the credential", "err", err)
+		}
 		return 0
 	}
 }
@@ -262,6 +265,7 @@ func (s *Server) writePump(conn *websocket.Conn, c *client) {
 			code := c.credential(ctx)
 			cancel()
 			if code != 0 {
+				s.log.Info("websocket: credential ended", "topic", c.sub.Topic, "close_code", code)
 				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""))
 				return
