@@ -49,20 +49,15 @@ func (n Nav) URL(path string, q url.Values) string {
 	return path + "?" + v.Encode()
 }
 
-// Leave is the Nav of a link from an embedded view to a page its embed link does not open (a
-// link opens its own page alone): no embed parameters, so that the page opens whole, in a new
-// tab (see LeavesEmbed), where the reader's own sign-in applies. Outside an embedded view it
-// changes nothing.
-func (n Nav) Leave() Nav {
-	if !n.Embed {
-		return n
-	}
-	return Nav{}
-}
+// Leave is the Nav of a link from a page to another that its embed link does not open (a link
+// opens its own page alone): no embed parameters, so that the page opens whole, in a new tab
+// (see LeavesEmbed), where the reader's own sign-in applies. Outside an embedded view Nav has
+// no parameters to drop.
+func (n Nav) Leave() Nav { return Nav{} }
 
-// LeavesEmbed reports whether a link made with Leave goes out of an embedded view, and so must
-// open in a new tab rather than in the portal's iframe.
-func (n Nav) LeavesEmbed() bool { return n.Embed }
+// LeavesEmbed reports whether a link made with Leave goes out of an embedded view or a link's
+// page, and so must open in a new tab rather than in the portal's iframe.
+func (n Nav) LeavesEmbed() bool { return n.Embed || n.EmbedToken != "" }
 
 // QueueURL returns the URL of a queue's page, or of a page under it (parts are escaped path
 // segments such as "messages" and a message id). ref is the queue's name, or its ARN when the
