@@ -51,9 +51,13 @@ type Actor struct {
 
 // StartRedriveRequest asks for a move task out of a dead-letter queue.
 type StartRedriveRequest struct {
-	Queue        string // the DLQ's name or ARN
-	Destination  string // name or ARN; empty: each message's original source
-	MaxPerSecond *int   // nil: SQS chooses; else it must be 1..500
+	Queue       string // the DLQ's name or ARN
+	Destination string // name or ARN; empty: each message's original source
+	// MaxPerSecond is the rate as the caller sent it: the form's field, or the API's JSON
+	// number as written. Empty lets SQS choose; anything else must be a whole number from 1 to
+	// MaxRate. The action parses it after the role check, so that a bad rate is refused and
+	// audited like every other refusal, whichever door it came through.
+	MaxPerSecond string
 }
 
 // Error is a refused action: Code is stable for API clients, Message is safe to show.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,9 @@ func TestStartRedriveRefusals(t *testing.T) {
 		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(501)}, "invalid_rate", http.StatusBadRequest},
 		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(-1)}, "invalid_rate", http.StatusBadRequest},
 		{"zero rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(0)}, "invalid_rate", http.StatusBadRequest},
+		{"rate not a number", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "invalid_rate", http.StatusBadRequest},
+		{"fractional rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "2.5"}, "invalid_rate", http.StatusBadRequest},
+		{"viewer with a bad rate", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "forbidden", http.StatusForbidden},
 		{"destination missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "no-such-queue"}, "destination_not_found", http.StatusUnprocessableEntity},
 		{"destination ARN missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: w.ARN("no-such-queue")}, "destination_not_found", http.StatusUnprocessableEntity},
 		{"destination is the DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "orders-dlq"}, "invalid_destination", http.StatusUnprocessableEntity},
@@ -451,4 +455,4 @@ func TestAWSCallsAreCounted(t *testing.T) {
 }
 
 // rate is an optional move rate for a request.
-func rate(n int) *int { return &n }
+func rate(n int) string { return strconv.Itoa(n) }

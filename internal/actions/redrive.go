@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,8 +35,12 @@ func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if req.Destination != "" {
 		a.params["destination"] = clip(req.Destination, 256)
 	}
-	if req.MaxPerSecond != nil {
-		a.params["maxMessagesPerSecond"] = *req.MaxPerSecond
+	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
+		if n, err := strconv.Atoi(raw); err == nil {
+			a.params["maxMessagesPerSecond"] = n
+		} else {
+			a.params["maxMessagesPerSecond"] = clip(raw, 32)
+		}
 	}
 	task, err := s.startRedrive(ctx, actor, req, &a)
 	s.record(ctx, a, err, task.TaskHandle)
@@ -46,8 +51,9 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err := s.checkActor(actor); err != nil {
 		return store.MoveTask{}, err
 	}
-	if r := req.MaxPerSecond; r != nil && (*r < 1 || *r > MaxRate) {
-		return store.MoveTask{}, refuse(http.StatusBadRequest, "invalid_rate", "the rate must be from 1 to %d messages per second", MaxRate)
+	rate, err := parseRate(req.MaxPerSecond)
+	if err != nil {
+		return store.MoveTask{}, err
 	}
 	q, err := s.resolveDLQ(ctx, req.Queue)
 	a.queue = q
@@ -75,9 +81,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if destARN != "" {
 		in.DestinationArn = aws.String(destARN)
 	}
-	rate := 0 // the store's "SQS chooses"
-	if req.MaxPerSecond != nil {
-		rate = *req.MaxPerSecond
+	if rate > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(rate))
 	}
 	out, err := tasks.client.StartMessageMoveTask(ctx, in)
@@ -99,6 +103,21 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return t.TaskHandle == handle || !slices.ContainsFunc(tasks.live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
 	}
 	return s.storeTask(ctx, tasks.client, q, ours, started), nil
+}
+
+// parseRate reads a move task's rate as the caller sent it: 0 (the store's "SQS chooses") for
+// an empty one, else a whole number from 1 to MaxRate.
+func parseRate(raw string) (int, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxRate {
+		return 0, refuse(http.StatusBadRequest, "invalid_rate",
+			"the rate must be a whole number of messages per second from 1 to %d, or empty to let SQS choose", MaxRate)
+	}
+	return n, nil
 }
 
 // CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt.

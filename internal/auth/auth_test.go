@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,12 +212,33 @@ func TestSessions(t *testing.T) {
 	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("expired session: %v", err)
 	}
-	// Revoking the token ends its sessions at once.
+	// Signing out ends the session on the server: a copy of the cookie is refused after it,
+	// while another session of the same token goes on.
 	c.t = t0
+	second, _, err := a.Login(ctx, plain, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Logout(ctx, cookie.Value); err != nil {
+		t.Fatalf("Logout: %v", err)
+	}
+	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("session after its sign-out: %v", err)
+	}
+	if err := a.Logout(ctx, cookie.Value); err != nil {
+		t.Errorf("second Logout: %v; want nil", err)
+	}
+	if err := a.Logout(ctx, "forged.value"); err != nil {
+		t.Errorf("Logout of a forged cookie: %v; want nil", err)
+	}
+	if id, err := a.Authenticate(withCookie(second.Value)); err != nil || id.Name != "alice" {
+		t.Errorf("the other session after one sign-out: %+v, %v", id, err)
+	}
+	// Revoking the token ends its sessions at once.
 	if err := auth.RevokeToken(ctx, st, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Authenticate(withCookie(cookie.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
+	if _, err := a.Authenticate(withCookie(second.Value)); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("session of a revoked token: %v", err)
 	}
 	if lc := a.LogoutCookie(false); lc.MaxAge >= 0 || lc.Value != "" {
@@ -291,7 +313,11 @@ func TestEmbedLinks(t *testing.T) {
 		wantErr error
 	}{
 		{"the page", http.MethodGet, "/queues/orders-dlq?embed=1", tok, nil},
-		{"a page under it", http.MethodGet, "/queues/orders-dlq/messages?embed=1", tok, nil},
+		{"the page's fragment", http.MethodGet, "/queues/orders-dlq?embed=1&range=7d", tok, nil},
+		{"its messages", http.MethodGet, "/queues/orders-dlq/messages?embed=1", tok, auth.ErrOutOfScope},
+		{"a message's body", http.MethodGet, "/queues/orders-dlq/messages/m-1?embed=1", tok, auth.ErrOutOfScope},
+		{"its export", http.MethodGet, "/queues/orders-dlq/messages.csv", tok, auth.ErrOutOfScope},
+		{"its redrive panel", http.MethodGet, "/queues/orders-dlq/redrive", tok, auth.ErrOutOfScope},
 		{"the websocket", http.MethodGet, "/ws?topic=queue:1", tok, nil},
 		{"another queue", http.MethodGet, "/queues/orders", tok, auth.ErrOutOfScope},
 		{"a prefix of another name", http.MethodGet, "/queues/orders-dlq-2", tok, auth.ErrOutOfScope},
@@ -299,7 +325,10 @@ func TestEmbedLinks(t *testing.T) {
 		{"the API", http.MethodGet, "/api/v1/queues", overview, auth.ErrOutOfScope},
 		{"metrics", http.MethodGet, "/metrics", overview, auth.ErrOutOfScope},
 		{"a POST", http.MethodPost, "/queues/orders-dlq/redrive", tok, auth.ErrOutOfScope},
-		{"overview link, queue page", http.MethodGet, "/queues/orders", overview, nil},
+		{"overview link, the overview", http.MethodGet, "/?embed=1&sort=name", overview, nil},
+		{"overview link, a queue page", http.MethodGet, "/queues/orders", overview, auth.ErrOutOfScope},
+		{"overview link, the audit log", http.MethodGet, "/audit", overview, auth.ErrOutOfScope},
+		{"overview link, an export", http.MethodGet, "/queues/orders-dlq/messages.json", overview, auth.ErrOutOfScope},
 		{"forged", http.MethodGet, "/queues/orders-dlq", tok[:len(tok)-2] + "xx", auth.ErrInvalidCredentials},
 	}
 	for _, tt := range tests {
@@ -324,13 +353,51 @@ func TestEmbedLinks(t *testing.T) {
 	if _, err := a.Authenticate(r); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("expired embed link: %v", err)
 	}
-	for _, bad := range []string{"queues", "/a?b", "/x|y"} {
+	for _, bad := range []string{"queues", "/a?b", "/x|y", "/audit", "/queues/", "/queues/orders-dlq/messages", "/queues/orders-dlq/messages/m-1", "/queues/a%2Fb", "/metrics"} {
 		if _, _, err := a.EmbedToken(bad, time.Hour); err == nil {
 			t.Errorf("EmbedToken(%q) accepted", bad)
 		}
 	}
 	if _, _, err := a.EmbedToken("/", 31*24*time.Hour); err == nil {
 		t.Error("a 31-day embed link accepted")
+	}
+}
+
+// TestEmbedScope is the rule itself: which scopes exist and which paths each covers.
+func TestEmbedScope(t *testing.T) {
+	arn := "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+	tests := []struct {
+		scope string
+		valid bool
+		ref   string   // the queue of a queue scope
+		opens []string // paths it covers; every other path of the list below is refused
+	}{
+		{"/", true, "", []string{"/", "/ws"}},
+		{"/queues/orders-dlq", true, "orders-dlq", []string{"/queues/orders-dlq", "/ws"}},
+		{auth.EmbedQueueScope(arn), true, arn, []string{"/queues/" + arn, "/ws"}},
+		{"/queues/orders-dlq/messages/m-1", false, "", nil},
+		{"/queues/orders-dlq/messages", false, "", nil},
+		{"/audit", false, "", nil},
+		{"/queues/", false, "", nil},
+		{"", false, "", nil},
+	}
+	paths := []string{"/", "/ws", "/audit", "/metrics", "/api/v1/queues", "/queues/orders-dlq", "/queues/orders",
+		"/queues/orders-dlq/messages", "/queues/orders-dlq/messages/m-1", "/queues/orders-dlq/messages.json",
+		"/queues/orders-dlq/messages.csv", "/queues/orders-dlq/redrive", "/queues/" + arn, "/queues/orders-dlq-2", "/login"}
+	for _, tt := range tests {
+		t.Run(tt.scope, func(t *testing.T) {
+			if got := auth.ValidEmbedScope(tt.scope); got != tt.valid {
+				t.Errorf("ValidEmbedScope = %v, want %v", got, tt.valid)
+			}
+			if ref, ok := auth.EmbedQueue(tt.scope); ref != tt.ref || ok != (tt.ref != "") {
+				t.Errorf("EmbedQueue = %q, %v; want %q", ref, ok, tt.ref)
+			}
+			for _, p := range paths {
+				if got, want := auth.InEmbedScope(tt.scope, p), slices.Contains(tt.opens, p); got != want {
+					t.Errorf("InEmbedScope(%q) = %v, want %v", p, got, want)
+				}
+			}
+		})
 	}
 }
 

@@ -3,7 +3,10 @@ package auth
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -16,13 +19,17 @@ import (
 // SessionCookie is the browser session cookie of token mode.
 const SessionCookie = "toolq_session"
 
-// sessionPurpose separates session signatures from the key's other uses.
-const sessionPurpose = "session/v1"
+// sessionPurpose separates session signatures from the key's other uses. v2 cookies name a
+// session the store can end; v1 cookies (a token id and an expiry alone) are no longer accepted.
+const sessionPurpose = "session/v2"
 
-// Login checks a plain token typed into the login form and returns the session cookie to set:
-// HttpOnly, SameSite=Lax, holding a signed, expiring reference to the token's id (never the
-// token itself). secure marks it Secure (the request came over TLS). The error is
-// ErrInvalidCredentials for a bad token.
+// sessionIDBytes is the entropy of a session id: 128 random bits.
+const sessionIDBytes = 16
+
+// Login checks a plain token typed into the login form, opens a session of it in the store and
+// returns the session cookie to set: HttpOnly, SameSite=Lax, holding a signed, expiring reference
+// to the token's id and the session's random id (never the token itself). secure marks it Secure
+// (the request came over TLS). The error is ErrInvalidCredentials for a bad token.
 func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*http.Cookie, Identity, error) {
 	if a.store == nil {
 		return nil, Identity{}, ErrInvalidCredentials
@@ -36,8 +43,14 @@ func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*
 		return nil, Identity{}, a.lookupError(err)
 	}
 	a.touch(ctx, t)
-	expires := a.now().Add(a.sessionTTL)
-	payload := []byte(fmt.Sprintf("%d|%d", t.ID, expires.Unix()))
+	now := a.now()
+	expires := now.Add(a.sessionTTL)
+	sid := make([]byte, sessionIDBytes)
+	_, _ = rand.Read(sid)
+	if err := a.store.CreateSession(ctx, t.ID, sessionHash(sid), now, expires); err != nil {
+		return nil, Identity{}, fmt.Errorf("auth: open a session: %w", err)
+	}
+	payload := []byte(fmt.Sprintf("%d|%d|%s", t.ID, expires.Unix(), enc(sid)))
 	value := enc(payload) + "." + enc(a.sign(sessionPurpose, payload))
 	c := &http.Cookie{
 		Name:     SessionCookie,
@@ -50,6 +63,21 @@ func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*
 		SameSite: http.SameSiteLaxMode,
 	}
 	return c, Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
+}
+
+// Logout ends the session a cookie value names, on the server: the cookie, and every copy of it,
+// is refused from then on. A value that names no open session (forged, expired, already ended)
+// is no error: there is nothing left to end. Only a store failure is.
+func (a *Authenticator) Logout(ctx context.Context, value string) error {
+	sess, ok := a.parseSession(value)
+	if !ok || a.store == nil {
+		return nil
+	}
+	err := a.store.EndSession(ctx, sessionHash(sess.id), a.now())
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("auth: end the session: %w", err)
+	}
+	return nil
 }
 
 // LogoutCookie returns the cookie that ends a browser session.
@@ -66,28 +94,55 @@ func (a *Authenticator) LogoutCookie(secure bool) *http.Cookie {
 	}
 }
 
-// fromSession checks a session cookie: its signature, its expiry, and that its token is still
-// live, so that revoking a token ends its sessions at once.
+// fromSession checks a session cookie: its signature, its expiry, and that the store still
+// holds it open (not signed out) for a live token, so that a sign-out or revoking the token ends
+// it at once.
 func (a *Authenticator) fromSession(ctx context.Context, value string) (Identity, error) {
-	payload, ok := a.open(sessionPurpose, value)
-	if !ok {
+	sess, ok := a.parseSession(value)
+	if !ok || !a.now().Before(sess.expires) || a.store == nil {
 		return Identity{}, ErrInvalidCredentials
 	}
-	idText, expText, ok := strings.Cut(string(payload), "|")
-	if !ok {
-		return Identity{}, ErrInvalidCredentials
-	}
-	id, err1 := strconv.ParseInt(idText, 10, 64)
-	exp, err2 := strconv.ParseInt(expText, 10, 64)
-	if err1 != nil || err2 != nil || !a.now().Before(time.Unix(exp, 0)) {
-		return Identity{}, ErrInvalidCredentials
-	}
-	t, err := a.liveToken(ctx, id)
+	t, err := a.store.SessionToken(ctx, sessionHash(sess.id), a.now())
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, a.lookupError(err)
+	}
+	if t.ID != sess.tokenID {
+		return Identity{}, ErrInvalidCredentials
 	}
 	a.touch(ctx, t)
 	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
+}
+
+// sessionRef is what a session cookie holds.
+type sessionRef struct {
+	tokenID int64
+	expires time.Time
+	id      []byte // the random session id; the store keeps its SHA-256
+}
+
+// parseSession checks a session cookie's signature and reads it.
+func (a *Authenticator) parseSession(value string) (sessionRef, bool) {
+	payload, ok := a.open(sessionPurpose, value)
+	if !ok {
+		return sessionRef{}, false
+	}
+	parts := strings.Split(string(payload), "|")
+	if len(parts) != 3 {
+		return sessionRef{}, false
+	}
+	tokenID, err1 := strconv.ParseInt(parts[0], 10, 64)
+	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
+	id, err3 := base64.RawURLEncoding.DecodeString(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || len(id) != sessionIDBytes {
+		return sessionRef{}, false
+	}
+	return sessionRef{tokenID: tokenID, expires: time.Unix(exp, 0), id: id}, true
+}
+
+// sessionHash is how the store knows a session: the SHA-256 of its random id.
+func sessionHash(id []byte) []byte {
+	h := sha256.Sum256(id)
+	return h[:]
 }
 
 // liveToken returns the token with the store id, or ErrInvalidCredentials when it is unknown or

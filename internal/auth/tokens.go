@@ -44,13 +44,17 @@ func looksLikeToken(plain string) bool {
 	return strings.HasPrefix(plain, TokenPrefix) && len(plain) <= 128
 }
 
-// TokenStore is what the token functions need of the store.
+// TokenStore is what the token functions and the browser sessions need of the store.
 type TokenStore interface {
 	CreateToken(ctx context.Context, name, role string, hash []byte, at time.Time) (store.Token, error)
 	TokenByHash(ctx context.Context, hash []byte) (store.Token, error)
 	TouchToken(ctx context.Context, id int64, at time.Time) error
 	ListTokens(ctx context.Context) ([]store.Token, error)
 	RevokeToken(ctx context.Context, name string, at time.Time) error
+
+	CreateSession(ctx context.Context, tokenID int64, hash []byte, at, expires time.Time) error
+	SessionToken(ctx context.Context, hash []byte, at time.Time) (store.Token, error)
+	EndSession(ctx context.Context, hash []byte, at time.Time) error
 }
 
 // tokenName is what a token may be called: it appears in the audit log as the actor.

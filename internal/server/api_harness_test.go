@@ -25,6 +25,7 @@ type apiHarness struct {
 	srv      *Server
 	registry *prometheus.Registry
 	auth     *auth.Authenticator
+	bus      *events.Bus
 
 	operator, viewer, revoked string // plain tokens
 }
@@ -39,6 +40,12 @@ type harnessConfig struct {
 	// listen and allowInsecure are passed to Options: empty listen skips the listener checks.
 	listen        string
 	allowInsecure bool
+	// sessionKey signs sessions and embed links; default random. A test that must sign a link
+	// the authenticator refuses to make sets it.
+	sessionKey []byte
+	// websocketRecheck is how often websockets check their credential again; default the
+	// server's.
+	websocketRecheck time.Duration
 }
 
 // trustedProxy is the proxy network of the proxy-mode harness.
@@ -77,7 +84,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	}
 	proxies, _ := auth.ParseProxies([]string{trustedProxy})
 	h.auth, err = auth.New(auth.Config{Mode: cfg.mode, Store: w.Store, TrustedProxies: proxies,
-		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, Now: w.Now})
+		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, SessionKey: cfg.sessionKey, Now: w.Now})
 	if err != nil {
 		t.Fatalf("auth.New: %v", err)
 	}
@@ -96,12 +103,13 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	if cfg.rateLimit == 0 {
 		cfg.rateLimit = -1 // off unless a test is about it
 	}
+	h.bus = events.NewBus()
 	h.srv, err = New(Options{
-		Views: w.Views, Actions: act, Store: w.Store, Bus: events.NewBus(), Auth: h.auth,
+		Views: w.Views, Actions: act, Store: w.Store, Bus: h.bus, Auth: h.auth,
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure,
-		WebsocketClients: func() int { return 3 },
+		WebsocketClients: func() int { return 3 }, WebsocketRecheck: cfg.websocketRecheck,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

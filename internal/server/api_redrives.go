@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -18,9 +20,19 @@ type redriveList struct {
 // optional (an empty body moves every message back to its original source at SQS's pace).
 type startRedriveRequest struct {
 	Destination string `json:"destination"`
-	// MaxMessagesPerSecond is a pointer so that an explicit 0 is refused rather than read as
-	// "let SQS choose", which is what leaving the field out means.
-	MaxMessagesPerSecond *int `json:"maxMessagesPerSecond"`
+	// MaxMessagesPerSecond stays the JSON value as written, handed to the action as text: the
+	// action refuses anything but a whole number from 1 to 500 (an explicit 0, 2.5, "fast") after
+	// its role check, and audits it, as it does the form's field. Leaving the field out, or null,
+	// lets SQS choose.
+	MaxMessagesPerSecond json.RawMessage `json:"maxMessagesPerSecond"`
+}
+
+// rawRate is the text of a JSON rate for the action: empty when it was left out or null.
+func rawRate(v json.RawMessage) string {
+	if s := string(bytes.TrimSpace(v)); s != "null" {
+		return s
+	}
+	return ""
 }
 
 // listRedrives answers GET /api/v1/queues/{queue}/redrives, newest first.
@@ -53,7 +65,7 @@ func (s *Server) startRedrive(c echo.Context) error {
 	task, err := s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
 		Queue:        ref,
 		Destination:  body.Destination,
-		MaxPerSecond: body.MaxMessagesPerSecond, // the action checks 1..500 and audits a refusal
+		MaxPerSecond: rawRate(body.MaxMessagesPerSecond), // the action checks 1..500 and audits a refusal
 	})
 	if err != nil {
 		return err

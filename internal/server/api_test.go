@@ -190,15 +190,15 @@ func TestAPIBadInput(t *testing.T) {
 		{"audit before junk", "GET", "/api/v1/audit?before=-1", "", 400, "invalid_parameter"},
 		{"malformed JSON", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":`, 400, "invalid_json"},
 		{"not an object", "POST", "/api/v1/queues/orders-dlq/redrives", `[1,2]`, 400, "invalid_json"},
-		{"wrong type", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":"fast"}`, 400, "invalid_json"},
+		{"rate not a number", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":"fast"}`, 400, "invalid_rate"},
 		{"unknown field", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"orders","force":true}`, 400, "unknown_field"},
 		{"two objects", "POST", "/api/v1/queues/orders-dlq/redrives", `{}{}`, 400, "invalid_json"},
 		{"huge body", "POST", "/api/v1/queues/orders-dlq/redrives", huge, 413, "body_too_large"},
 		{"rate out of range", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":501}`, 400, "invalid_rate"},
 		{"rate zero", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":0}`, 400, "invalid_rate"},
 		{"rate negative", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":-5}`, 400, "invalid_rate"},
-		{"rate fractional", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":2.5}`, 400, "invalid_json"},
-		{"rate huge", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1e30}`, 400, "invalid_json"},
+		{"rate fractional", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":2.5}`, 400, "invalid_rate"},
+		{"rate huge", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1e30}`, 400, "invalid_rate"},
 		{"destination of another type", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"calls.fifo"}`, 422, "destination_type_mismatch"},
 		{"destination unknown", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"nope"}`, 422, "destination_not_found"},
 		{"destination junk", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"../x"}`, 422, "destination_not_found"},
@@ -333,10 +333,19 @@ func TestEmbedLinkDiesWithItsToken(t *testing.T) {
 			if rec := h.do(t, apiRequest{target: link.Path}); rec.Code != tt.want {
 				t.Errorf("embedded page: status %d, want %d", rec.Code, tt.want)
 			}
-			ws := "/ws?topic=queue:1&" + link.Path[strings.Index(link.Path, "?")+1:]
-			upgrade := map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}
-			if rec := h.do(t, apiRequest{target: ws, header: upgrade}); tt.revoke && rec.Code != http.StatusUnauthorized {
-				t.Errorf("websocket with a revoked token's link: status %d, want 401", rec.Code)
+			// Its websocket: open while the token lives; told the link ended once it is revoked.
+			srv := httptest.NewServer(h.srv.Handler())
+			defer srv.Close()
+			conn, _, err := dialAs(t, srv, "topic=queue:1&"+link.Path[strings.Index(link.Path, "?")+1:], nil)
+			if err != nil {
+				t.Fatalf("websocket: %v", err)
+			}
+			if tt.revoke {
+				if code := closeCode(t, conn); code != closeLinkEnded {
+					t.Errorf("websocket with a revoked token's link: close code %d, want %d", code, closeLinkEnded)
+				}
+			} else {
+				nextWith(t, conn, "#queue-stats")
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -32,8 +33,16 @@ func (s *Server) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// logout answers POST /logout (a form with the CSRF token): the session cookie is cleared.
+// logout answers POST /logout (a form with the CSRF token): the session ends on the server, so
+// that no copy of its cookie works any more (its websockets close at their next check), and the
+// cookie is cleared.
 func (s *Server) logout(c echo.Context) error {
+	if cookie, err := c.Cookie(auth.SessionCookie); err == nil && cookie.Value != "" {
+		if err := s.auth.Logout(c.Request().Context(), cookie.Value); err != nil {
+			return err // the session is still open: say so rather than pretend
+		}
+		s.log.Info("logout", "request_id", requestID(c), "remote", c.RealIP())
+	}
 	c.SetCookie(s.auth.LogoutCookie(c.IsTLS()))
 	if s.auth.Mode() == auth.ModeToken {
 		return c.Redirect(http.StatusSeeOther, "/login")
@@ -78,9 +87,9 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 	if err := decodeJSON(c, &body, false); err != nil {
 		return err
 	}
-	scope, ok := embedScope(body.Path)
-	if !ok {
-		return newError(http.StatusBadRequest, "invalid_path", `path must be "/?embed=1" or "/queues/NAME?embed=1"`)
+	scope, err := s.embedScope(c.Request().Context(), body.Path)
+	if err != nil {
+		return err
 	}
 	ttl := defaultEmbedTTL
 	if body.TTLSeconds != 0 {
@@ -103,22 +112,35 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 	})
 }
 
-// embedScope checks an embed link's path and returns the scope to sign: "/" or "/queues/REF"
-// (REF escaped as in the page's URL).
-func embedScope(path string) (string, bool) {
+// errInvalidEmbedPath refuses a path no embed link can open.
+var errInvalidEmbedPath = newError(http.StatusBadRequest, "invalid_path", `path must be "/?embed=1" or "/queues/NAME?embed=1"`)
+
+// embedScope checks the page an embed link is asked for and returns the scope to sign: the
+// overview or a watched queue's page, by auth's one rule (auth.ValidEmbedScope), so that no link
+// is made that the authenticator would not open, or would open more than.
+func (s *Server) embedScope(ctx context.Context, path string) (string, error) {
 	u, err := url.Parse(path)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" {
-		return "", false
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" || u.User != nil {
+		return "", errInvalidEmbedPath
 	}
-	if q := u.Query(); len(q) > 1 || (len(q) == 1 && q.Get("embed") != "1") {
-		return "", false
+	if q := u.Query(); len(q) > 1 || (len(q) == 1 && q.Get("embed") != "1") || len(q["embed"]) > 1 {
+		return "", errInvalidEmbedPath
 	}
-	if u.Path == "/" {
-		return "/", true
+	scope := u.EscapedPath()
+	if !auth.ValidEmbedScope(scope) {
+		return "", errInvalidEmbedPath
 	}
-	ref, ok := strings.CutPrefix(u.Path, "/queues/")
-	if !ok || !validQueueRef(ref) {
-		return "", false
+	ref, isQueue := auth.EmbedQueue(scope)
+	if !isQueue {
+		return scope, nil
 	}
-	return "/queues/" + url.PathEscape(ref), true
+	if !validQueueRef(ref) {
+		return "", errInvalidEmbedPath
+	}
+	// A link to a queue nobody watches would open a 404; an ambiguous name, a queue the link
+	// could not follow on its websocket.
+	if _, err := s.opts.Views.ResolveQueue(ctx, ref); err != nil {
+		return "", err
+	}
+	return auth.EmbedQueueScope(ref), nil
 }

@@ -88,6 +88,13 @@ func TestLogin(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie+"=;") {
 		t.Errorf("logout: %d %v", rec.Code, rec.Header())
 	}
+	// The session ended on the server: a copy of its cookie taken before the sign-out is refused.
+	if rec := h.do(t, apiRequest{target: "/api/v1/queues", cookies: cookies}); rec.Code != http.StatusUnauthorized {
+		t.Errorf("API with the signed-out session's cookie: %d, want 401", rec.Code)
+	}
+	if rec := h.do(t, apiRequest{target: "/queues/orders-dlq", cookies: cookies}); rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/login") {
+		t.Errorf("page with the signed-out session's cookie: %d %q, want 303 to /login", rec.Code, rec.Header().Get("Location"))
+	}
 }
 
 // TestEveryBrowserChangeNeedsCSRF walks the router: every non-API route that changes state

@@ -48,10 +48,14 @@ type kindSet map[events.Kind]bool
 // push carries everything, the charts included.
 const kindConnect events.Kind = "connect"
 
-// Close codes sent to browsers; htmx-ext-ws reconnects after both.
+// Close codes sent to browsers. htmx-ext-ws reconnects after the first two; the last two end a
+// connection whose credential has ended, for good: app.js says so ("signed out", "link expired")
+// and nothing reconnects with a dead credential.
 const (
 	closeServiceRestart = 1012 // the server is shutting down
 	closeTryAgainLater  = 1013 // the client was too slow and was dropped
+	closeSignedOut      = 4001 // the session was signed out or expired, or its token revoked
+	closeLinkEnded      = 4002 // the embed link expired, or the token that made it was revoked
 )
 
 // client is one websocket connection's place in the hub. The hub goroutine alone sends on and
@@ -62,6 +66,8 @@ type client struct {
 	closeCode int
 	// release gives back the connection's place in its identity's quota when it ends.
 	release func()
+	// credential checks again, in the write pump, the credential the connection was opened with.
+	credential credentialCheck
 }
 
 // hubOptions configure a hub. Render and Freshness are required.

@@ -199,6 +199,9 @@ func (s *Server) authFailure(c echo.Context, err error) error {
 		return err // the store failed: a 500, not the client's fault
 	}
 	req := c.Request()
+	if req.URL.Path == "/ws" && isWebsocket(req) && !errors.Is(err, auth.ErrUntrustedProxy) {
+		return s.closeEndedWebsocket(c)
+	}
 	if !wantsJSON(c) && s.auth.Mode() == auth.ModeToken && req.Method == http.MethodGet && !isWebsocket(req) {
 		if _, cerr := req.Cookie(auth.SessionCookie); cerr == nil {
 			c.SetCookie(s.auth.LogoutCookie(c.IsTLS())) // expired or revoked: stop sending it

@@ -153,6 +153,6 @@ func (s *Server) overviewPush(ctx context.Context, sub subscription) ([]byte, er
 	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, sortKey, dir), Sort: sortKey, Dir: dir, Query: q}
 	p.Nav = sub.Nav
 	p.Now = s.opts.Now().UTC()
-	p.Freshness = ov.Freshness
+	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()
 	return renderBytes(ctx, templates.OverviewPush(p))
 }

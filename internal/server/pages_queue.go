@@ -136,7 +136,7 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, sub subscription,
 	if _, err := s.opts.Views.ResolveQueue(ctx, ref); errors.Is(err, views.ErrAmbiguous) {
 		ref = q.ARN
 	}
-	page := templates.Page{Nav: sub.Nav, Now: s.opts.Now().UTC()}
+	page := templates.Page{Nav: sub.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
 	p, err := s.queueProps(ctx, ref, page, auth.Identity{}, !sub.Nav.Embed)
 	if err != nil {
 		return nil, err

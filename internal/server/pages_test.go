@@ -4,12 +4,15 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // rowNames returns the queue names of the overview's rows, in order: of a page, or of a push.
@@ -151,16 +154,26 @@ func TestEmbeddedViews(t *testing.T) {
 	if doc.Find("nav[aria-label=Main]").Length() != 0 || doc.Find("form.filter").Length() != 0 {
 		t.Error("the embedded overview has chrome")
 	}
-	href, _ := doc.Find("table.queues tbody th a").First().Attr("href")
-	if !strings.Contains(href, "embed=1") || !strings.Contains(href, "embed_token=tok") {
-		t.Errorf("row link %q loses the embed parameters", href)
+	// An overview link opens the overview alone: its rows lead out of the iframe to the whole
+	// queue page, without the link's token, in a new tab.
+	doc.Find("table.queues tbody th a").Each(func(_ int, a *goquery.Selection) {
+		href, _ := a.Attr("href")
+		if strings.Contains(href, "embed") || a.AttrOr("target", "") != "_blank" || a.AttrOr("rel", "") != "noopener" {
+			t.Errorf("row link %s stays in the embedded view", outer(a))
+		}
+	})
+	if sort, _ := doc.Find("table.queues thead th a").First().Attr("href"); !strings.Contains(sort, "embed_token=tok") {
+		t.Errorf("sort link %q loses the embed token", sort)
 	}
 	if ws, _ := doc.Find("[ws-connect]").Attr("ws-connect"); !strings.Contains(ws, "embed_token=tok") {
 		t.Errorf("ws-connect %q loses the embed token", ws)
 	}
-	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1"}, http.StatusOK)
+	doc, _ = pw.page(t, request{path: "/queues/web-search?embed=1&embed_token=tok"}, http.StatusOK)
 	if doc.Find("#queue-stats").Length() != 1 || doc.Find("#charts").Length() != 0 {
 		t.Error("the embedded queue card is not the card alone")
+	}
+	if title := doc.Find("h1.card-title a"); strings.Contains(title.AttrOr("href", ""), "embed") || title.AttrOr("target", "") != "_blank" {
+		t.Errorf("the card's title %s stays in the embedded view", outer(title))
 	}
 }
 
@@ -401,9 +414,12 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 			form: map[string][]string{"confirm": {"1"}}}, http.StatusForbidden)
 	})
 	t.Run("bad rate", func(t *testing.T) {
-		doc, _ := post(map[string][]string{"max_per_second": {"900"}}, true, http.StatusUnprocessableEntity)
+		doc, _ := post(map[string][]string{"max_per_second": {"900"}, "confirm": {"1"}}, true, http.StatusBadRequest)
 		if !strings.Contains(doc.Find("#redrive-panel .error").Text(), "from 1 to 500") {
 			t.Errorf("panel:\n%s", outer(doc.Find("#redrive-panel")))
+		}
+		if v, _ := doc.Find("#redrive-rate").Attr("value"); v != "900" {
+			t.Errorf("the refused rate is not kept in the form: %q", v)
 		}
 	})
 	t.Run("confirmation step", func(t *testing.T) {
@@ -477,6 +493,75 @@ func TestViewerCannotRedrive(t *testing.T) {
 	}
 	if pw.Count(t, "web-search-dlq") != 3 {
 		t.Error("messages moved for a viewer")
+	}
+}
+
+// TestRedriveFormRateIsTheActionsToRefuse: the form hands its rate to the action as typed, as
+// the API does, so the role is checked first and every refusal is audited: a viewer with a bad
+// rate is forbidden, an operator with one is told the rate is invalid.
+func TestRedriveFormRateIsTheActionsToRefuse(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	tests := []struct {
+		name   string
+		token  string
+		actor  string
+		rate   string
+		status int
+		code   string
+	}{
+		{"viewer, not a number", h.viewer, "status-bot", "fast", http.StatusForbidden, "forbidden"},
+		{"viewer, zero", h.viewer, "status-bot", "0", http.StatusForbidden, "forbidden"},
+		{"operator, not a number", h.operator, "ops-bot", "fast", http.StatusBadRequest, "invalid_rate"},
+		{"operator, zero", h.operator, "ops-bot", "0", http.StatusBadRequest, "invalid_rate"},
+		{"operator, too fast", h.operator, "ops-bot", "501", http.StatusBadRequest, "invalid_rate"},
+		{"operator, fractional", h.operator, "ops-bot", "2.5", http.StatusBadRequest, "invalid_rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cookies, csrf := browserSession(t, h, tt.token)
+			form := url.Values{csrfField: {csrf}, "confirm": {"1"}, "max_per_second": {tt.rate}}
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive", body: form.Encode(), cookies: cookies,
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true"}})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, clip(rec.Body.String()))
+			}
+			entries, err := h.w.Store.ListAudit(t.Context(), store.AuditFilter{Limit: 1})
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("audit: %v %+v", err, entries)
+			}
+			if e := entries[0]; e.Actor != tt.actor || e.Result != store.AuditRefused || !strings.HasPrefix(e.Detail, tt.code+":") {
+				t.Errorf("newest audit entry = %+v; want %s refused with %s", e, tt.actor, tt.code)
+			}
+		})
+	}
+	if n := h.w.Count(t, "orders-dlq"); n != 5 {
+		t.Errorf("orders-dlq holds %d; a refused form moved messages", n)
+	}
+}
+
+// TestFreshnessCarriesItsThreshold: the freshness line of a page and of a push says how old the
+// data was when it was rendered and past which age it is stale, for the page to count on its
+// own while no push comes.
+func TestFreshnessCarriesItsThreshold(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	msg, err := pw.srv.hubFreshness(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*goquery.Document{"page": doc, "push": parseFragment(t, msg)} {
+		t.Run(name, func(t *testing.T) {
+			line := d.Find("#freshness")
+			if got := line.AttrOr("data-stale-after", ""); got != "45" {
+				t.Errorf("data-stale-after = %q, want 45 (the views' threshold, in seconds)", got)
+			}
+			if _, err := strconv.ParseFloat(line.AttrOr("data-age", ""), 64); err != nil {
+				t.Errorf("data-age = %q: %v", line.AttrOr("data-age", ""), err)
+			}
+			if line.Find(`[aria-hidden="true"] time.age`).Length() != 1 || line.Find(".visually-hidden").Length() != 1 {
+				t.Errorf("the counted age is not hidden from screen readers, or they get no time instead:\n%s", outer(line))
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -78,8 +79,12 @@ func (s *Server) page(c echo.Context, title, section, topic string) templates.Pa
 		s.log.Warn("page: read freshness", "request_id", requestID(c), "err", err)
 	}
 	p.Freshness = fr
+	p.StaleAfter = s.staleAfter()
 	return p
 }
+
+// staleAfter is the age past which data is stale, which pages count up to on their own.
+func (s *Server) staleAfter() time.Duration { return s.opts.Views.Thresholds().StaleAfter }
 
 // renderErrorPage answers a browser request that failed: a full page, or for an HTMX request a
 // fragment shown in the page's alert area. msg is already safe to show.

@@ -57,6 +57,10 @@ type Options struct {
 	// WebsocketClients overrides how the websocket clients gauge is read; nil reads the
 	// server's own hub.
 	WebsocketClients func() int
+	// WebsocketRecheck is how often a live websocket checks again the credential it was opened
+	// with (session cookie, embed link, Bearer token), so that a sign-out, a revoked token or an
+	// expired link ends it (default 15s).
+	WebsocketRecheck time.Duration
 	// RateLimit is the sustained requests per second allowed to each identity on /api (default
 	// 10; negative turns the limit off); RateBurst the burst above it (default 40).
 	RateLimit float64
@@ -100,6 +104,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.RateLimit == 0 {
 		opts.RateLimit = 10
+	}
+	if opts.WebsocketRecheck <= 0 {
+		opts.WebsocketRecheck = 15 * time.Second
 	}
 	if opts.RateBurst <= 0 {
 		opts.RateBurst = 40

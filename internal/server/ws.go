@@ -42,6 +42,7 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	if !ok {
 		return errTooManyWebsockets
 	}
+	credential := s.credentialOf(c) // before the upgrade, while the request is whole
 	upgrader := websocket.Upgrader{
 		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
@@ -58,6 +59,7 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	}
 	cl := s.hub.newClient(sub)
 	cl.release = release
+	cl.credential = credential
 	if err := s.hub.attach(cl, 2); err != nil {
 		release()
 		_ = conn.WriteControl(websocket.CloseMessage,
@@ -77,7 +79,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 	id := identity(c)
 	switch {
 	case topic == topicOverview:
-		if id.Kind == auth.KindEmbed && id.Scope != "/" {
+		if id.Kind == auth.KindEmbed && id.Scope != auth.EmbedOverview {
 			return sub, errOutOfScope
 		}
 		q, err := textParam(c, "q", 200)
@@ -87,7 +89,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 		sortKey, dir := sortParams(c)
 		sub.View = templates.OverviewProps{Query: q, Sort: sortKey, Dir: dir}.View()
 	case topic == topicAudit:
-		if id.Kind == auth.KindEmbed && id.Scope != "/" && id.Scope != "/audit" {
+		if id.Kind == auth.KindEmbed { // no embed link opens the audit log
 			return sub, errOutOfScope
 		}
 	case strings.HasPrefix(topic, topicQueue):
@@ -102,7 +104,7 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 			}
 			return sub, err
 		}
-		if id.Kind == auth.KindEmbed && id.Scope != "/" && !s.scopeIsQueue(c, id.Scope, qid) {
+		if id.Kind == auth.KindEmbed && !s.scopeIsQueue(c, id.Scope, qid) {
 			return sub, errOutOfScope
 		}
 		sub.View = templates.QueueProps{Range: templates.RangeByKey(c.QueryParam("range"))}.View()
@@ -115,14 +117,11 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 // errOutOfScope refuses an embed link a topic outside the page it opens.
 var errOutOfScope = newError(http.StatusForbidden, "forbidden", "this embed link does not cover this topic")
 
-// scopeIsQueue reports whether an embed scope ("/queues/<name or ARN>") names the queue qid.
+// scopeIsQueue reports whether an embed scope is the page of the queue qid: only that page's
+// link may follow its topic.
 func (s *Server) scopeIsQueue(c echo.Context, scope string, qid int64) bool {
-	rest, ok := strings.CutPrefix(scope, "/queues/")
+	ref, ok := auth.EmbedQueue(scope)
 	if !ok {
-		return false
-	}
-	ref, err := url.PathUnescape(strings.SplitN(rest, "/", 2)[0])
-	if err != nil {
 		return false
 	}
 	q, err := s.opts.Views.ResolveQueue(c.Request().Context(), ref)
@@ -179,16 +178,98 @@ func sourceMatches(src string, origin *url.URL) bool {
 	return strings.EqualFold(host, origin.Host)
 }
 
-// writePump sends the hub's messages and pings to one connection; it alone writes to it.
+// credentialCheck checks again the credential a websocket was opened with: the close code to
+// end the connection with, or 0 while the credential holds.
+type credentialCheck func(ctx context.Context) int
+
+// credentialTimeout bounds one check of a websocket's credential (a store read).
+const credentialTimeout = 5 * time.Second
+
+// credentialOf returns the check of the request's credential: the request is authenticated
+// again as it came (its cookies, Authorization header and embed link), with the server's clock,
+// so that signing out, revoking the token or the link's expiry ends the connection.
+func (s *Server) credentialOf(c echo.Context) credentialCheck {
+	r := c.Request()
+	saved := &http.Request{Method: http.MethodGet, URL: new(url.URL), Header: r.Header.Clone(), Host: r.Host, RemoteAddr: r.RemoteAddr}
+	*saved.URL = *r.URL
+	code := credentialEndCode(identity(c))
+	return func(ctx context.Context) int {
+		_, err := s.auth.Authenticate(saved.WithContext(ctx))
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, auth.ErrNoCredentials), errors.Is(err, auth.ErrInvalidCredentials), errors.Is(err, auth.ErrUntrustedProxy),
+			errors.Is(err, auth.ErrNoRole), errors.Is(err, auth.ErrOutOfScope):
+			return code
+		}
+		// The store failed (or the server is stopping), not the credential: keep the
+		// connection and check again later.
+		if ctx.Err() == nil {
+			s.log.Warn("websocket: check the credential", "err", err)
+		}
+		return 0
+	}
+}
+
+// credentialEndCode is the close code that tells a page its credential ended.
+func credentialEndCode(id auth.Identity) int {
+	if id.Kind == auth.KindEmbed {
+		return closeLinkEnded
+	}
+	return closeSignedOut
+}
+
+// closeEndedWebsocket answers a websocket handshake whose credential is missing or no longer
+// valid (a page reconnecting after a restart, after its session or link ended meanwhile): the
+// handshake is accepted and the connection closed at once with closeSignedOut or closeLinkEnded,
+// which the page understands and does not retry. A refused handshake (401) would look to the
+// browser like a network failure, and htmx-ext-ws would retry it forever.
+func (s *Server) closeEndedWebsocket(c echo.Context) error {
+	code := closeSignedOut
+	if c.QueryParam(auth.EmbedParam) != "" {
+		code = closeLinkEnded
+	}
+	upgrader := websocket.Upgrader{
+		CheckOrigin: s.allowedOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			http.Error(w, http.StatusText(status), status)
+		},
+	}
+	conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has answered
+	}
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(writeWait))
+	return conn.Close()
+}
+
+// writePump sends the hub's messages and pings to one connection; it alone writes to it. It
+// also checks the connection's credential every WebsocketRecheck and ends the connection when
+// the credential has ended.
 func (s *Server) writePump(conn *websocket.Conn, c *client) {
 	ticker := time.NewTicker(pingPeriod)
+	recheck := time.NewTicker(s.opts.WebsocketRecheck)
 	defer func() {
 		ticker.Stop()
+		recheck.Stop()
 		_ = conn.Close()
 		s.hub.pumpDone()
 	}()
 	for {
 		select {
+		case <-recheck.C:
+			if c.credential == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(s.hub.ctx, credentialTimeout) // cut short by shutdown
+			code := c.credential(ctx)
+			cancel()
+			if code != 0 {
+				s.log.Info("websocket: credential ended", "topic", c.sub.Topic, "close_code", code)
+				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""))
+				return
+			}
 		case msg, ok := <-c.send:
 			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 			if !ok {
@@ -256,7 +337,7 @@ func (s *Server) hubFreshness(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renderBytes(ctx, templates.Freshness(f, true))
+	return renderBytes(ctx, templates.Freshness(f, s.staleAfter(), true))
 }
 
 // startHub starts the websocket hub and subscribes it to the bus.

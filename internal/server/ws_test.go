@@ -228,10 +228,29 @@ func TestWebsocketEmbedScope(t *testing.T) {
 			}
 		})
 	}
+	// Without credentials the page is told it is signed out, and nothing reconnects.
 	t.Run("no credentials", func(t *testing.T) {
-		_, res, err := dial(t, srv, "topic=overview", srv.URL)
-		if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
-			t.Errorf("err %v, want 401", err)
+		conn, _, err := dial(t, srv, "topic=overview", srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := closeCode(t, conn); code != closeSignedOut {
+			t.Errorf("close code %d, want %d", code, closeSignedOut)
+		}
+	})
+	t.Run("no credentials, foreign origin", func(t *testing.T) {
+		_, res, err := dial(t, srv, "topic=overview", "https://evil.example")
+		if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+			t.Errorf("err %v, want 403", err)
+		}
+	})
+	t.Run("forged link", func(t *testing.T) {
+		conn, _, err := dial(t, srv, url.Values{"topic": {topicOverview}, "embed": {"1"}, "embed_token": {"forged.token"}}.Encode(), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := closeCode(t, conn); code != closeLinkEnded {
+			t.Errorf("close code %d, want %d", code, closeLinkEnded)
 		}
 	})
 }

@@ -2,13 +2,142 @@
 (function () {
   "use strict";
 
+  // Close codes of a websocket whose credential ended (internal/server/hub.go). htmx-ext-ws does
+  // not reconnect after them, and the page says why it stopped.
+  var closeSignedOut = 4001;
+  var closeLinkEnded = 4002;
+
   // Mark the document while the live connection is down, so the stylesheet can say so.
   function setLive(up) {
     document.documentElement.classList.toggle("ws-down", !up);
   }
   document.addEventListener("htmx:wsOpen", function () { setLive(true); });
-  document.addEventListener("htmx:wsClose", function () { setLive(false); });
+  document.addEventListener("htmx:wsClose", function (e) {
+    setLive(false);
+    var code = e.detail && e.detail.event ? e.detail.event.code : 0;
+    if (code === closeSignedOut || code === closeLinkEnded) {
+      credentialEnded(code);
+    }
+  });
   document.addEventListener("htmx:wsError", function () { setLive(false); });
+
+  // credentialEnded says, in the page's alert area, that live updates stopped for good: the
+  // session was signed out or expired, or the embed link expired or was withdrawn.
+  function credentialEnded(code) {
+    document.documentElement.classList.add("ws-ended");
+    var flash = document.getElementById("flash");
+    if (!flash || flash.querySelector(".ws-ended-note")) {
+      return;
+    }
+    var p = document.createElement("p");
+    p.className = "error ws-ended-note";
+    if (code === closeLinkEnded) {
+      p.textContent = "This link has expired or was withdrawn: the view no longer updates. Ask for a new link.";
+    } else {
+      p.textContent = "You are signed out: this page no longer updates. ";
+      var again = document.createElement("a");
+      again.href = location.pathname + location.search; // the page itself leads to the sign-in
+      again.textContent = "Sign in again";
+      p.appendChild(again);
+    }
+    flash.appendChild(p);
+  }
+
+  // Freshness: between the pushes that replace the line, count its age up every second from the
+  // age it was rendered with (data-age, in seconds) and mark it stale past the server's threshold
+  // (data-stale-after), also when no push comes any more because the websocket is down. The
+  // browser's own clock only measures the time since the line arrived: no clock skew counts.
+  function duration(s) {
+    // As web/templates.Duration writes it.
+    s = Math.round(s);
+    if (s < 60) { return s + " s"; }
+    if (s < 3600) { return Math.floor(s / 60) + " min"; }
+    if (s < 86400) {
+      var m = Math.floor((s % 3600) / 60);
+      return Math.floor(s / 3600) + " h" + (m > 0 ? " " + m + " min" : "");
+    }
+    var h = Math.floor((s % 86400) / 3600);
+    return Math.floor(s / 86400) + " d" + (h > 0 ? " " + h + " h" : "");
+  }
+
+  function countFreshness() {
+    var line = document.getElementById("freshness");
+    if (!line) {
+      return;
+    }
+    var age0 = parseFloat(line.getAttribute("data-age"));
+    var staleAfter = parseFloat(line.getAttribute("data-stale-after"));
+    var shown = line.querySelector("time.age");
+    if (!shown || isNaN(age0) || isNaN(staleAfter)) {
+      return;
+    }
+    if (line.toolqSince === undefined) {
+      line.toolqSince = performance.now(); // a new line: pushes replace the element
+    }
+    var age = age0 + (performance.now() - line.toolqSince) / 1000;
+    var text = duration(age);
+    if (shown.textContent !== text) {
+      shown.textContent = text;
+    }
+    if (age > staleAfter && !line.classList.contains("stale")) {
+      line.classList.add("stale");
+      if (!line.querySelector(".stale-note")) {
+        var note = document.createElement("strong");
+        note.className = "stale-note";
+        note.textContent = "(stale: no update for over " + duration(staleAfter) + ")";
+        line.appendChild(note);
+      }
+    }
+  }
+  setInterval(countFreshness, 1000);
+  document.addEventListener("DOMContentLoaded", countFreshness);
+
+  // Focus across pushes: a push replaces whole sections by id (the overview's table body, say),
+  // and the browser moves focus to <body> when the focused element goes with them. Remember the
+  // focused element's id (and an input's caret and selection) before each push and give focus
+  // back to the element with that id after it. htmx's own swaps do the same for elements with
+  // an id.
+  var focused = null;
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    var el = document.activeElement;
+    focused = null;
+    if (!el || el === document.body || !el.id) {
+      return;
+    }
+    focused = { id: el.id, start: null, end: null, direction: null };
+    try {
+      if (typeof el.selectionStart === "number") {
+        focused.start = el.selectionStart;
+        focused.end = el.selectionEnd;
+        focused.direction = el.selectionDirection;
+      }
+    } catch (err) {
+      // inputs without a selection (type=number, checkbox) throw here: nothing to keep.
+    }
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var was = focused;
+    focused = null;
+    if (!was) {
+      return;
+    }
+    var el = document.getElementById(was.id);
+    if (!el || el === document.activeElement) {
+      return;
+    }
+    var active = document.activeElement;
+    if (active && active !== document.body && document.body.contains(active)) {
+      return; // focus moved somewhere on purpose meanwhile
+    }
+    el.focus({ preventScroll: true });
+    if (was.start !== null && typeof el.setSelectionRange === "function") {
+      try {
+        el.setSelectionRange(was.start, was.end, was.direction || "none");
+      } catch (err) {
+        // the element that came back takes no selection
+      }
+    }
+  });
 
   // A push is rendered once for a whole group of subscribers; should it carry an element this
   // page lacks (a section that appeared since the page loaded, such as a queue's sample), htmx

@@ -49,6 +49,16 @@ func (n Nav) URL(path string, q url.Values) string {
 	return path + "?" + v.Encode()
 }
 
+// Leave is the Nav of a link from a page to another that its embed link does not open (a link
+// opens its own page alone): no embed parameters, so that the page opens whole, in a new tab
+// (see LeavesEmbed), where the reader's own sign-in applies. Outside an embedded view Nav has
+// no parameters to drop.
+func (n Nav) Leave() Nav { return Nav{} }
+
+// LeavesEmbed reports whether a link made with Leave goes out of an embedded view or a link's
+// page, and so must open in a new tab rather than in the portal's iframe.
+func (n Nav) LeavesEmbed() bool { return n.Embed || n.EmbedToken != "" }
+
 // QueueURL returns the URL of a queue's page, or of a page under it (parts are escaped path
 // segments such as "messages" and a message id). ref is the queue's name, or its ARN when the
 // name is ambiguous.
@@ -92,6 +102,9 @@ type Page struct {
 	Role      string
 	SignOut   bool   // the user signed in with a session cookie: show a sign-out button
 	Section   string // "overview", "audit": marks the current navigation link
+	// StaleAfter is the server's threshold past which data is stale: the page counts the age of
+	// its freshness line up to it on its own while no push comes.
+	StaleAfter time.Duration
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
 	// Notice is the outcome of the action that led here ("Move task started"), and Alert an

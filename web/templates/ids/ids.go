@@ -34,6 +34,10 @@ func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(qu
 // Sight is the overview's list of what toolq could not read in its last cycles.
 func Sight() string { return "sight" }
 
+// QueueLink is the link to a queue's page in its overview row. Pushes replace the rows; the
+// link keeps its id, so that keyboard focus on it survives them.
+func QueueLink(queueID int64) string { return "queue-link-" + strconv.FormatInt(queueID, 10) }
+
 // Totals is the overview's totals line.
 func Totals() string { return "totals" }
 
