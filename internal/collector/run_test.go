@@ -41,6 +41,20 @@ func TestRunStartsEveryLoopAtOnce(t *testing.T) {
 			t.Fatalf("no %v event within 30 s of start", want)
 		}
 	}
+	// Discovery's QueuesChanged can come before the attribute cycle has finished: wait for each
+	// loop's first finished run, then stop.
+	for _, kind := range []string{store.RunDiscovery, store.RunAttributes, store.RunPeek} {
+		for {
+			if _, err := e.store.LatestRun(e.ctx, kind); err == nil {
+				break
+			}
+			select {
+			case <-deadline:
+				t.Fatalf("no finished %s run within 30 s of start", kind)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -49,11 +63,6 @@ func TestRunStartsEveryLoopAtOnce(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return after cancel")
-	}
-	for _, kind := range []string{store.RunDiscovery, store.RunAttributes, store.RunPeek} {
-		if _, err := e.store.LatestRun(e.ctx, kind); err != nil {
-			t.Errorf("no finished %s run: %v", kind, err)
-		}
 	}
 	if n := counter(t, reg, "toolq_peek_receives_total", "queue", "web-search-dlq"); n < 1 {
 		t.Errorf("toolq_peek_receives_total{queue=web-search-dlq} = %v", n)
