@@ -48,9 +48,10 @@ func errQueueDoesNotExist() *apiError {
 		"The specified queue does not exist.")
 }
 
-func errQueueNameExists(name string) *apiError {
+// errQueueNameExists names the attribute whose value differs, as SQS does.
+func errQueueNameExists(attribute string) *apiError {
 	return newAPIError(http.StatusBadRequest, "QueueNameExists", "QueueAlreadyExists",
-		"A queue already exists with the same name and a different value for attribute(s) of %s.", name)
+		"A queue already exists with the same name and a different value for attribute %s", attribute)
 }
 
 func errQueueDeletedRecently() *apiError {

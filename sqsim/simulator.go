@@ -115,7 +115,8 @@ func (s *Simulator) Run(ctx context.Context) {
 // Tick does all time-driven work up to Clock.Now(): messages whose delay or
 // visibility timeout ended become receivable (and waiting long polls look
 // again), expired messages are dropped, move tasks progress and the
-// per-minute gauges are sampled. Every request calls it first.
+// per-minute gauges are sampled and alarms evaluated. Every request calls
+// it first.
 func (s *Simulator) Tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,6 +141,7 @@ func (s *Simulator) tick() {
 		q.compact()
 	}
 	s.progressMoveTasks(now)
+	s.evaluateAlarms(now)
 	if wake {
 		s.notify()
 	}

@@ -46,6 +46,9 @@ type message struct {
 	// deletes the message.
 	receipt      string
 	dlqSourceARN string
+	// visibilityChanges counts ChangeMessageVisibility calls, so that a
+	// receive attempt can tell that its messages were modified.
+	visibilityChanges int
 
 	// gone marks a message deleted, expired, purged or moved away, for
 	// holders of stale pointers such as move tasks.
@@ -422,6 +425,7 @@ func (s *Simulator) changeVisibility(q *queue, handle string, timeout *int32, no
 		return errMessageNotInflight()
 	}
 	m.visibleAt = now.Add(time.Duration(*timeout) * time.Second)
+	m.visibilityChanges++
 	if *timeout == 0 {
 		s.notify()
 	} else {
