@@ -277,6 +277,13 @@ func (s *Simulator) metricSeries(q metricQuery, start, end time.Time, descending
 	var values []float64
 	first, last := minuteOf(start), minuteOf(end.Add(-time.Nanosecond))
 	step := q.period / 60
+	// Only the minutes the queue keeps can hold data: a range of years
+	// costs no more than its last 15 days.
+	kept, keptLast := queue.metrics.first, queue.metrics.first+int64(len(queue.metrics.minutes))-1
+	if first < kept {
+		first += (kept - first) / step * step
+	}
+	last = min(last, keptLast)
 	for bucket := first; bucket <= last; bucket += step {
 		var agg statistic
 		for m := bucket; m < bucket+step && m <= last; m++ {

@@ -107,9 +107,9 @@ func errPurgeQueueInProgress(name string) *apiError {
 		"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
 }
 
-func errEmptyBatchRequest() *apiError {
+func errEmptyBatchRequest(entryName string) *apiError {
 	return newAPIError(http.StatusBadRequest, "EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest",
-		"There should be at least one entry in the request.")
+		"There should be at least one %s in the request.", entryName)
 }
 
 func errTooManyEntriesInBatchRequest(n int) *apiError {
