@@ -1,4 +1,5 @@
-// Package sqsim is an in-memory Amazon SQS and CloudWatch simulator.
+// Package sqsim is an in-memory Amazon SQS and CloudWatch simulator, with
+// the parts of EventBridge and Lambda that feed and drain SQS queues.
 //
 // A Simulator is an http.Handler that stock AWS clients use unchanged. It
 // serves each service in every protocol its current and older clients
@@ -18,6 +19,10 @@
 //     botocore 1.43.
 //   - CloudWatch over the Query protocol (Action=<Op>&Version=2010-08-01):
 //     older botocore and CLIs.
+//   - EventBridge over AWS JSON 1.1 (X-Amz-Target: AWSEvents.<Op>):
+//     service/eventbridge.
+//   - Lambda over REST-JSON (/2015-03-31/functions/...,
+//     /2015-03-31/event-source-mappings/...): service/lambda.
 //
 // A Query request names its service by Version or, without one, by its
 // Action (the two services share no operation name). A request that names
@@ -34,6 +39,38 @@
 // AWS/SQS CloudWatch metrics, which it derives from its own minute-by-minute
 // activity. Errors carry AWS's shapes and query-compatible codes, so the SDK
 // returns its typed errors (for example *types.QueueDoesNotExist).
+//
+// # EventBridge and Lambda
+//
+// EventBridge: CreateEventBus, DescribeEventBus, DeleteEventBus,
+// ListEventBuses, PutRule, DescribeRule, DeleteRule, ListRules,
+// PutTargets, RemoveTargets, ListTargetsByRule and PutEvents. Every
+// account has the default bus. PutEvents delivers each event, in
+// EventBridge's envelope (version, id, detail-type, source, account, time,
+// region, resources, detail), to the SQS targets of the enabled rules of
+// its bus whose event pattern matches it: exact values and the prefix,
+// suffix, equals-ignore-case, anything-but, exists and numeric filters,
+// nested under detail and the other fields; a target's Input or InputPath
+// ($.a.b) replaces the body, and a FIFO target gets its SqsParameters'
+// MessageGroupId and the event id as deduplication id. A delivery that fails
+// goes to the target's DeadLetterConfig queue, its body the event, with the
+// message attributes EventBridge sets: RULE_ARN, TARGET_ARN, ERROR_CODE
+// (NO_RESOURCE for a missing queue, SDK_CLIENT_ERROR when the queue refused
+// the message, for example an event larger than its MaximumMessageSize),
+// ERROR_MESSAGE (SQS's error text) and RETRY_ATTEMPTS (0: these are the
+// failures EventBridge does not retry, so EXHAUSTED_RETRY_CONDITION is
+// never set). Without a DLQ the event is dropped. Targets other than SQS
+// queues, and scheduled rules, are kept as configuration only.
+//
+// Lambda: CreateFunction, GetFunction, GetFunctionConfiguration,
+// DeleteFunction, CreateEventSourceMapping, GetEventSourceMapping,
+// ListEventSourceMappings (by EventSourceArn and FunctionName),
+// UpdateEventSourceMapping and DeleteEventSourceMapping, for SQS event
+// sources, with Lambda's validation (batch size and window, FIFO limits,
+// MaximumConcurrency 2 to 1000, one mapping per queue and function). Code is
+// never run and mappings poll nothing: they are what a dashboard reads to
+// judge a queue's consumers. A mapping whose queue or function has gone
+// reports it in LastProcessingResult ("PROBLEM: ..."), as Lambda does.
 //
 // # Time
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/smithy-go/encoding/cbor"
 )
 
@@ -43,6 +44,12 @@ func (s *Simulator) fingerprint() string {
 		fmt.Fprintf(&b, "alarm %s %s\n", name, a.state)
 	}
 	fmt.Fprintf(&b, "tasks %d\n", len(s.tasks))
+	for name, bus := range s.buses {
+		for rule, r := range bus.rules {
+			fmt.Fprintf(&b, "rule %s/%s %s targets=%d\n", name, rule, r.state, len(r.targets))
+		}
+	}
+	fmt.Fprintf(&b, "functions %d mappings %d\n", len(s.functions), len(s.mappings))
 	return b.String()
 }
 
@@ -63,7 +70,12 @@ func TestMalformedRequestsChangeNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	eb := h.eventBridge()
+	if _, err := eb.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: aws.String("r"), EventPattern: aws.String(`{"source":["x"]}`)}); err != nil {
+		t.Fatal(err)
+	}
 	deleteQueue := `{"QueueUrl":"` + qURL + `"}`
+	deleteRule := `{"Name":"r"}`
 	deleteAlarms := `{"AlarmNames":["a"]}`
 	deleteForm := url.Values{"QueueUrl": {qURL}}.Encode()
 
@@ -127,6 +139,15 @@ func TestMalformedRequestsChangeNothing(t *testing.T) {
 		{"form as text/plain", request{"POST", "/", "", "text/plain", "Action=PurgeQueue&" + deleteForm}, "xml"},
 		{"form without content type", request{"POST", "/", "", "", "Action=DeleteQueue&" + deleteForm}, "xml"},
 		{"queue URL path with a lower-case Action", formReq("/000000000000/q", "Action=purgequeue"), "xml"},
+		// AWS JSON 1.1, EventBridge.
+		{"EventBridge operation in lower case", request{"POST", "/", "AWSEvents.deleteRule", "application/x-amz-json-1.1", deleteRule}, "json11"},
+		{"EventBridge target without prefix", request{"POST", "/", "DeleteRule", "application/x-amz-json-1.1", deleteRule}, "json"},
+		{"EventBridge as AWS JSON 1.0", request{"POST", "/", "AWSEvents.DeleteRule", "application/x-amz-json-1.0", deleteRule}, "json11"},
+		{"SQS operation under EventBridge's prefix", request{"POST", "/", "AWSEvents.DeleteQueue", "application/x-amz-json-1.1", deleteQueue}, "json11"},
+		// REST-JSON, Lambda.
+		{"Lambda unknown path", request{"DELETE", "/2015-03-31/queues/q", "", "", ""}, "lambda"},
+		{"Lambda wrong method", request{"PATCH", "/2015-03-31/event-source-mappings", "", "application/json", `{}`}, "lambda"},
+		{"Lambda body not JSON", request{"POST", "/2015-03-31/functions", "", "text/plain", `{"FunctionName":"f","Role":"r"}`}, "lambda"},
 		// Smithy RPC v2 CBOR.
 		{"CBOR operation in lower case", cborReq("deleteAlarms", "application/cbor"), "cbor"},
 		{"SQS operation over CBOR", cborReq("DeleteQueue", "application/cbor"), "cbor"},
@@ -170,6 +191,16 @@ func TestMalformedRequestsChangeNothing(t *testing.T) {
 				}
 				if resp.Header.Get("Content-Type") != "application/x-amz-json-1.0" || !strings.Contains(resp.Header.Get("X-Amzn-Query-Error"), ";Sender") {
 					t.Errorf("headers %v", resp.Header)
+				}
+			case "json11", "lambda":
+				var e struct {
+					Type string `json:"__type"`
+				}
+				if err := json.Unmarshal(body, &e); err != nil || e.Type == "" {
+					t.Errorf("not a JSON error with __type: %s", body)
+				}
+				if tt.shape == "lambda" && resp.Header.Get("X-Amzn-Errortype") == "" {
+					t.Errorf("no X-Amzn-Errortype: %v", resp.Header)
 				}
 			case "xml":
 				var e struct {

@@ -32,8 +32,9 @@ type request struct {
 	senderID string
 }
 
-// ServeHTTP answers SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2
-// CBOR, AWS JSON 1.0 or Query) requests. Every request first does the
+// ServeHTTP answers SQS (AWS JSON 1.0 or Query), CloudWatch (RPC v2
+// CBOR, AWS JSON 1.0 or Query), EventBridge (AWS JSON 1.1) and Lambda
+// (REST-JSON) requests. Every request first does the
 // time-driven work (Tick). A request that names no operation of these
 // services exactly is refused in its protocol's error shape, before
 // anything is read or changed.
@@ -47,6 +48,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveSQS(w, r, rc, strings.TrimPrefix(target, sqsTargetPrefix))
 	case strings.HasPrefix(target, cloudWatchTargetPrefix):
 		s.serveCloudWatchJSON(w, r, rc, strings.TrimPrefix(target, cloudWatchTargetPrefix))
+	case strings.HasPrefix(target, eventBridgeTargetPrefix):
+		s.serveEventBridge(w, r, rc, strings.TrimPrefix(target, eventBridgeTargetPrefix))
+	case strings.HasPrefix(r.URL.Path, lambdaPathPrefix):
+		s.serveLambda(w, r, rc)
 	case target != "" || r.Header.Get("Content-Type") == "application/x-amz-json-1.0":
 		// A JSON request for no service here (or without its target): in
 		// the shape of the protocol the client chose, and no operation
