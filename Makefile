@@ -26,11 +26,14 @@ test: templ-check $(CLIENTS)/node_modules/.installed ## everything CI runs: gene
 
 # The simulator's third-party client suites (sqsim/clients_test.go) run the JavaScript SDK from
 # these pinned packages. npm ci installs them when node_modules is missing or older than the
-# lockfile; without npm the suite skips (and fails under CI=true, where .ci/run installs npm).
+# lockfile. Without npm, or when npm ci fails (offline), the suite skips with the reason, and
+# fails under CI=true, where .ci/run has installed npm.
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json
-	@if command -v npm >/dev/null; then \
-		(cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error) && touch $@; \
-	else echo "npm not found: the JavaScript SDK client suite will skip" >&2; fi
+	@if ! command -v npm >/dev/null; then \
+		echo "npm not found: the JavaScript SDK client suite will skip" >&2; \
+	elif (cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error); then \
+		touch $@; \
+	else echo "npm ci failed in $(CLIENTS): the JavaScript SDK client suite will skip" >&2; fi
 
 # templ generate -check fails when a *_templ.go file does not match its .templ source. It is
 # skipped until the first .templ file exists.
