@@ -10,6 +10,8 @@ BIN     := bin/dashboard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The npm packages of the simulator's third-party client suites.
+CLIENTS := sqsim/testdata/clients
 
 .PHONY: help run test templ-check bench build generate lint docker clean
 
@@ -19,8 +21,19 @@ help: ## list the targets
 run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no AWS account
 	$(GO) run ./cmd/dashboard demo
 
-test: templ-check ## everything CI runs: generated code up to date, all tests with the race detector
+test: templ-check $(CLIENTS)/node_modules/.installed ## everything CI runs: generated code up to date, all tests with the race detector
 	$(GO) test -race -count=1 ./...
+
+# The simulator's third-party client suites (sqsim/clients_test.go) run the JavaScript SDK from
+# these pinned packages. npm ci installs them when node_modules is missing or older than the
+# lockfile. Without npm, or when npm ci fails (offline), the suite skips with the reason, and
+# fails under CI=true, where .ci/run has installed npm.
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json
+	@if ! command -v npm >/dev/null; then \
+		echo "npm not found: the JavaScript SDK client suite will skip" >&2; \
+	elif (cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error); then \
+		touch $@; \
+	else echo "npm ci failed in $(CLIENTS): the JavaScript SDK client suite will skip" >&2; fi
 
 # templ generate -check fails when a *_templ.go file does not match its .templ source. It is
 # skipped until the first .templ file exists.
@@ -47,4 +60,4 @@ docker: ## the container image, tagged toolq
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t toolq .
 
 clean: ## remove what the build left
-	rm -rf bin
+	rm -rf bin $(CLIENTS)/node_modules

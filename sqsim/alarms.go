@@ -1,28 +1,73 @@
 package sqsim
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/smithy-go/encoding/cbor"
 )
 
-// alarm is a metric alarm as PutMetricAlarm configured it. The simulator
-// stores alarms so that a client can ask whether one exists; it does not
-// evaluate them, so their state stays INSUFFICIENT_DATA.
+// Alarm states, as DescribeAlarms reports them.
+const (
+	alarmOK               = "OK"
+	alarmAlarm            = "ALARM"
+	alarmInsufficientData = "INSUFFICIENT_DATA"
+)
+
+// alarm is a metric alarm as PutMetricAlarm configured it, and the state
+// its last evaluation left.
+//
+// Alarms are evaluated on the simulator's clock at the first Tick of every
+// minute, against the simulator's own AWS/SQS metrics, over the last
+// EvaluationPeriods periods that ended by then (periods are aligned to
+// multiples of Period since the epoch). A newly created alarm is
+// INSUFFICIENT_DATA until the first minute after its creation.
 type alarm struct {
 	name      string
 	updatedAt time.Time
 	// config holds the alarm's settings, re-encoded as DescribeAlarms
 	// returns them.
 	config cbor.Map
+
+	// What evaluation needs of config.
+	namespace, metric, queueName string
+	statistic                    string // empty for an extended statistic
+	period                       int64  // seconds
+	evaluationPeriods            int64
+	datapointsToAlarm            int64
+	threshold                    float64
+	hasThreshold                 bool
+	comparison                   string
+	treatMissingData             string
+
+	state           string
+	stateReason     string
+	stateReasonData string
+	stateUpdatedAt  time.Time
+	// evaluatedMinute is the minute of the last evaluation.
+	evaluatedMinute int64
 }
 
 var comparisonOperators = []string{
 	"GreaterThanOrEqualToThreshold", "GreaterThanThreshold", "LessThanThreshold", "LessThanOrEqualToThreshold",
 	"LessThanLowerOrGreaterThanUpperThreshold", "LessThanLowerThreshold", "GreaterThanUpperThreshold",
 }
+
+// comparisonPhrases are the words AWS's state reasons use for the
+// operators the simulator evaluates.
+var comparisonPhrases = map[string]string{
+	"GreaterThanOrEqualToThreshold": "greater than or equal to",
+	"GreaterThanThreshold":          "greater than",
+	"LessThanThreshold":             "less than",
+	"LessThanOrEqualToThreshold":    "less than or equal to",
+}
+
+var treatMissingDataValues = []string{"breaching", "notBreaching", "ignore", "missing"}
 
 func (s *Simulator) alarmARN(name string) string {
 	return "arn:aws:cloudwatch:" + s.region + ":" + s.accountID + ":alarm:" + name
@@ -45,8 +90,9 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 	for _, key := range []string{"OKActions", "AlarmActions", "InsufficientDataActions"} {
 		config[key] = cborStrings(in.strings(in.m, key))
 	}
-	if v, ok := in.float(in.m, "Threshold"); ok {
-		config["Threshold"] = cbor.Float64(v)
+	threshold, hasThreshold := in.float(in.m, "Threshold")
+	if hasThreshold {
+		config["Threshold"] = cbor.Float64(threshold)
 	}
 	actionsEnabled := true
 	if v, ok := in.boolean(in.m, "ActionsEnabled"); ok {
@@ -54,15 +100,23 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 	}
 	config["ActionsEnabled"] = cbor.Bool(actionsEnabled)
 	dims := cbor.List{}
-	for _, d := range in.structures(in.m, "Dimensions") {
+	queueName := ""
+	dimensions := in.structures(in.m, "Dimensions")
+	for _, d := range dimensions {
 		n, _ := in.str(d, "Name")
 		v, _ := in.str(d, "Value")
 		dims = append(dims, cbor.Map{"Name": cbor.String(n), "Value": cbor.String(v)})
+		if n == "QueueName" && len(dimensions) == 1 {
+			queueName = v
+		}
 	}
 	config["Dimensions"] = dims
 	op, _ := in.str(in.m, "ComparisonOperator")
 	evaluationPeriods, _ := in.integer(in.m, "EvaluationPeriods")
+	datapointsToAlarm, hasDatapoints := in.integer(in.m, "DatapointsToAlarm")
 	period, hasPeriod := in.integer(in.m, "Period")
+	statistic, _ := in.str(in.m, "Statistic")
+	treatMissing, hasTreatMissing := in.str(in.m, "TreatMissingData")
 	if in.err != nil {
 		return nil, in.err
 	}
@@ -75,14 +129,215 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 		return nil, errCWInvalidParameterValue("Invalid value %s for ComparisonOperator.", truncate(op, 60))
 	case evaluationPeriods < 1:
 		return nil, errCWInvalidParameterValue("The parameter EvaluationPeriods must be greater than or equal to 1.")
+	case hasDatapoints && (datapointsToAlarm < 1 || datapointsToAlarm > evaluationPeriods):
+		return nil, errCWInvalidParameterValue("DatapointsToAlarm must be between 1 and the EvaluationPeriods (%d).", evaluationPeriods)
 	case config["MetricName"] != nil && !hasPeriod:
 		return nil, errCWMissingParameter("Period")
 	case hasPeriod && period != 10 && period != 30 && (period < 60 || period%60 != 0):
 		return nil, errCWInvalidParameterValue("The parameter Period must be 10, 30 or a multiple of 60.")
+	case statistic != "" && !slices.Contains(statistics, statistic):
+		return nil, errCWInvalidParameterValue("Invalid value %s for Statistic.", truncate(statistic, 60))
+	case hasTreatMissing && !slices.Contains(treatMissingDataValues, treatMissing):
+		return nil, errCWInvalidParameterValue("Invalid value %s for TreatMissingData: use breaching, notBreaching, ignore or missing.", truncate(treatMissing, 60))
+	}
+	if !hasDatapoints {
+		datapointsToAlarm = evaluationPeriods
 	}
 	config["ComparisonOperator"] = cbor.String(op)
-	s.alarms[name] = &alarm{name: name, updatedAt: s.clock.Now(), config: config}
+	now := s.clock.Now()
+	a := s.alarms[name]
+	if a == nil {
+		// An update keeps the state; a new alarm starts without one.
+		a = &alarm{
+			name:            name,
+			state:           alarmInsufficientData,
+			stateReason:     "Unchecked: Initial alarm creation",
+			stateUpdatedAt:  now,
+			evaluatedMinute: minuteOf(now),
+		}
+		s.alarms[name] = a
+	}
+	a.updatedAt, a.config = now, config
+	a.namespace, _ = in.str(in.m, "Namespace")
+	a.metric, _ = in.str(in.m, "MetricName")
+	a.queueName, a.statistic, a.comparison = queueName, statistic, op
+	a.period, a.evaluationPeriods, a.datapointsToAlarm = max(period, 60), evaluationPeriods, datapointsToAlarm
+	a.threshold, a.hasThreshold = threshold, hasThreshold
+	a.treatMissingData = treatMissing
+	if a.treatMissingData == "" {
+		a.treatMissingData = "missing"
+	}
 	return cbor.Map{}, nil
+}
+
+// evaluateAlarms evaluates every alarm not yet evaluated in now's minute.
+func (s *Simulator) evaluateAlarms(now time.Time) {
+	cur := minuteOf(now)
+	for _, a := range s.alarms {
+		if a.evaluatedMinute >= cur {
+			continue
+		}
+		a.evaluatedMinute = cur
+		s.evaluate(a, now)
+	}
+}
+
+// datapoint is one period's value of an alarm's metric.
+type datapoint struct {
+	at    time.Time
+	value float64
+}
+
+// evaluate sets a's state from its metric over its evaluation range, as
+// CloudWatch does for M out of N datapoints and TreatMissingData. The
+// reason and its timestamp change only with the state.
+func (s *Simulator) evaluate(a *alarm, now time.Time) {
+	phrase, known := comparisonPhrases[a.comparison]
+	if !known || a.statistic == "" || !a.hasThreshold || a.metric == "" {
+		// Extended statistics, anomaly bands and metric math are not
+		// simulated: such an alarm keeps its state.
+		return
+	}
+	period := time.Duration(a.period) * time.Second
+	end := time.Unix(now.Unix()/a.period*a.period, 0).UTC()
+	start := end.Add(-time.Duration(a.evaluationPeriods) * period)
+	q := metricQuery{namespace: a.namespace, metric: a.metric, queueName: a.queueName, period: a.period, stat: a.statistic}
+	times, values := s.metricSeries(q, start, end, true)
+	var points []datapoint // newest first
+	for i := range times {
+		points = append(points, datapoint{at: times[i], value: values[i]})
+	}
+	missing := int(a.evaluationPeriods) - len(points)
+	breaching := 0
+	for _, p := range points {
+		if a.breaches(p.value) {
+			breaching++
+		}
+	}
+	switch a.treatMissingData {
+	case "breaching":
+		breaching += missing
+	case "ignore":
+		if len(points) == 0 {
+			return
+		}
+	}
+	state := alarmOK
+	switch {
+	case int64(breaching) >= a.datapointsToAlarm:
+		state = alarmAlarm
+	case len(points) == 0 && a.treatMissingData == "missing":
+		state = alarmInsufficientData
+	}
+	if state == a.state {
+		return
+	}
+	a.state = state
+	a.stateUpdatedAt = now
+	a.stateReason = a.reason(state, phrase, points, breaching, missing)
+	a.stateReasonData = a.reasonData(now, start, points)
+}
+
+func (a *alarm) breaches(v float64) bool {
+	switch a.comparison {
+	case "GreaterThanOrEqualToThreshold":
+		return v >= a.threshold
+	case "GreaterThanThreshold":
+		return v > a.threshold
+	case "LessThanThreshold":
+		return v < a.threshold
+	case "LessThanOrEqualToThreshold":
+		return v <= a.threshold
+	}
+	return false
+}
+
+// reason words a state change as CloudWatch does, for example "Threshold
+// Crossed: 1 datapoint [3.0 (02/03/26 10:01:00)] was greater than or equal
+// to the threshold (1.0)."
+func (a *alarm) reason(state, phrase string, points []datapoint, breaching, missing int) string {
+	n := int(a.evaluationPeriods)
+	if state == alarmInsufficientData {
+		if n == 1 {
+			return "Insufficient Data: 1 datapoint was unknown."
+		}
+		return fmt.Sprintf("Insufficient Data: %d datapoints were unknown.", n)
+	}
+	shown := make([]string, len(points))
+	for i, p := range points {
+		shown[i] = javaDouble(p.value) + " (" + p.at.UTC().Format("02/01/06 15:04:05") + ")"
+	}
+	list := "[" + strings.Join(shown, ", ") + "]"
+	if len(points) == 0 {
+		return fmt.Sprintf("Threshold Crossed: no datapoints were received for %d periods and %d missing datapoints were treated as [%s].",
+			n, missing, map[bool]string{true: "Breaching", false: "NonBreaching"}[state == alarmAlarm])
+	}
+	not := ""
+	if state == alarmOK {
+		not = "not "
+	}
+	if n == 1 {
+		return fmt.Sprintf("Threshold Crossed: 1 datapoint %s was %s%s the threshold (%s).", list, not, phrase, javaDouble(a.threshold))
+	}
+	count := breaching
+	transition := "OK -> ALARM"
+	if state == alarmOK {
+		count = len(points) - min(breaching, len(points))
+		transition = "ALARM -> OK"
+	}
+	verb := "were"
+	if count == 1 {
+		verb = "was"
+	}
+	return fmt.Sprintf("Threshold Crossed: %d out of the last %d datapoints %s %s %s%s the threshold (%s) (minimum %d datapoint%s for %s transition).",
+		count, n, list, verb, not, phrase, javaDouble(a.threshold), a.datapointsToAlarm, plural(a.datapointsToAlarm), transition)
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// reasonData is the StateReasonData JSON CloudWatch attaches to a
+// threshold alarm's state.
+func (a *alarm) reasonData(now, start time.Time, points []datapoint) string {
+	const layout = "2006-01-02T15:04:05.000+0000"
+	type evaluated struct {
+		Timestamp string  `json:"timestamp"`
+		Value     float64 `json:"value"`
+	}
+	data := struct {
+		Version             string      `json:"version"`
+		QueryDate           string      `json:"queryDate"`
+		StartDate           string      `json:"startDate"`
+		Statistic           string      `json:"statistic"`
+		Period              int64       `json:"period"`
+		RecentDatapoints    []float64   `json:"recentDatapoints"`
+		Threshold           float64     `json:"threshold"`
+		EvaluatedDatapoints []evaluated `json:"evaluatedDatapoints"`
+	}{
+		Version: "1.0", QueryDate: now.UTC().Format(layout), StartDate: start.UTC().Format(layout),
+		Statistic: a.statistic, Period: a.period, Threshold: a.threshold,
+		RecentDatapoints: []float64{}, EvaluatedDatapoints: []evaluated{},
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		data.RecentDatapoints = append(data.RecentDatapoints, points[i].value)
+	}
+	for _, p := range points {
+		data.EvaluatedDatapoints = append(data.EvaluatedDatapoints, evaluated{Timestamp: p.at.UTC().Format(layout), Value: p.value})
+	}
+	b, _ := json.Marshal(data)
+	return string(b)
+}
+
+// javaDouble formats v as the Java services print a double: 1.0, 2.5.
+func javaDouble(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e7 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
@@ -101,6 +356,9 @@ func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
 	if hasMax && (maxRecords < 1 || maxRecords > 100) {
 		return nil, errCWInvalidParameterValue("The parameter MaxRecords must be between 1 and 100.")
 	}
+	if state != "" && state != alarmOK && state != alarmAlarm && state != alarmInsufficientData {
+		return nil, errCWInvalidParameterValue("Invalid value %s for StateValue.", truncate(state, 60))
+	}
 	if !hasMax {
 		maxRecords = 50
 	}
@@ -109,9 +367,9 @@ func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
 		return out, nil
 	}
 	var matched []string
-	for name := range s.alarms {
+	for name, a := range s.alarms {
 		if (len(names) == 0 || slices.Contains(names, name)) && strings.HasPrefix(name, prefix) &&
-			(state == "" || state == "INSUFFICIENT_DATA") && name > token {
+			(state == "" || state == a.state) && name > token {
 			matched = append(matched, name)
 		}
 	}
@@ -127,9 +385,13 @@ func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
 			"AlarmName":                          cbor.String(a.name),
 			"AlarmArn":                           cbor.String(s.alarmARN(a.name)),
 			"AlarmConfigurationUpdatedTimestamp": cborTime(a.updatedAt),
-			"StateValue":                         cbor.String("INSUFFICIENT_DATA"),
-			"StateReason":                        cbor.String("Unchecked: Initial alarm creation"),
-			"StateUpdatedTimestamp":              cborTime(a.updatedAt),
+			"StateValue":                         cbor.String(a.state),
+			"StateReason":                        cbor.String(a.stateReason),
+			"StateUpdatedTimestamp":              cborTime(a.stateUpdatedAt),
+			"StateTransitionedTimestamp":         cborTime(a.stateUpdatedAt),
+		}
+		if a.stateReasonData != "" {
+			m["StateReasonData"] = cbor.String(a.stateReasonData)
 		}
 		for k, v := range a.config {
 			m[k] = v
@@ -138,6 +400,38 @@ func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
 	}
 	out["MetricAlarms"] = list
 	return out, nil
+}
+
+// setAlarmState sets an alarm's state until its next evaluation, as
+// CloudWatch's SetAlarmState does for testing alarm actions.
+func (s *Simulator) setAlarmState(in *cborInput) (cbor.Map, *apiError) {
+	name, _ := in.str(in.m, "AlarmName")
+	state, _ := in.str(in.m, "StateValue")
+	reason, hasReason := in.str(in.m, "StateReason")
+	data, _ := in.str(in.m, "StateReasonData")
+	if in.err != nil {
+		return nil, in.err
+	}
+	switch {
+	case name == "":
+		return nil, errCWMissingParameter("AlarmName")
+	case !hasReason:
+		return nil, errCWMissingParameter("StateReason")
+	case state != alarmOK && state != alarmAlarm && state != alarmInsufficientData:
+		return nil, errCWInvalidParameterValue("Invalid value %s for StateValue.", truncate(state, 60))
+	case data != "" && !json.Valid([]byte(data)):
+		return nil, newAPIError(400, "InvalidFormatFault", "InvalidFormat", "StateReasonData is not valid JSON.")
+	}
+	a := s.alarms[name]
+	if a == nil {
+		return nil, newAPIError(404, "ResourceNotFound", "ResourceNotFound", "The alarm %s does not exist.", truncate(name, 255))
+	}
+	now := s.clock.Now()
+	if a.state != state {
+		a.stateUpdatedAt = now
+	}
+	a.state, a.stateReason, a.stateReasonData = state, reason, data
+	return cbor.Map{}, nil
 }
 
 func (s *Simulator) deleteAlarms(in *cborInput) (cbor.Map, *apiError) {

@@ -3,18 +3,35 @@ package sqsim
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aws/smithy-go/encoding/cbor"
 )
 
-// cborInput reads the members of a decoded RPC v2 CBOR input structure.
-// A member of the wrong type makes the whole request malformed, which the
-// first failed read records and err returns.
+// cborInput reads the members of a decoded CloudWatch input structure.
+// Inputs of every protocol are decoded into the same CBOR values (see
+// cloudwatch_protocols.go); the protocol says how scalars travel. A member
+// of the wrong type makes the whole request malformed, which the first
+// failed read records and err returns.
 type cborInput struct {
-	m   cbor.Map
-	err *apiError
+	m     cbor.Map
+	err   *apiError
+	proto cwProtocol
 }
+
+// cwProtocol is one of the wire protocols CloudWatch serves.
+type cwProtocol int
+
+const (
+	// protoCBOR is Smithy RPC v2 CBOR: typed scalars, timestamps as tag 1.
+	protoCBOR cwProtocol = iota
+	// protoJSON is AWS JSON 1.0: JSON scalars, timestamps as epoch seconds.
+	protoJSON
+	// protoQuery is the Query protocol: every scalar is text, timestamps in
+	// ISO 8601.
+	protoQuery
+)
 
 func newCBORInput(body []byte) (*cborInput, *apiError) {
 	if len(body) == 0 {
@@ -69,6 +86,9 @@ func (in *cborInput) integer(m cbor.Map, key string) (int64, bool) {
 		return 0, false
 	}
 	n, err := cbor.AsInt64(v)
+	if text, ok := v.(cbor.String); ok && in.proto == protoQuery {
+		n, err = strconv.ParseInt(string(text), 10, 64)
+	}
 	if err != nil {
 		in.fail(key, "an integer")
 		return 0, false
@@ -82,6 +102,9 @@ func (in *cborInput) float(m cbor.Map, key string) (float64, bool) {
 		return 0, false
 	}
 	f, err := cbor.AsFloat64(v)
+	if text, ok := v.(cbor.String); ok && in.proto == protoQuery {
+		f, err = strconv.ParseFloat(string(text), 64)
+	}
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		in.fail(key, "a finite number")
 		return 0, false
@@ -95,6 +118,10 @@ func (in *cborInput) boolean(m cbor.Map, key string) (bool, bool) {
 		return false, false
 	}
 	b, ok := v.(cbor.Bool)
+	if text, isText := v.(cbor.String); isText && in.proto == protoQuery {
+		parsed, err := strconv.ParseBool(string(text))
+		b, ok = cbor.Bool(parsed), err == nil
+	}
 	if !ok {
 		in.fail(key, "a boolean")
 		return false, false
@@ -107,7 +134,18 @@ func (in *cborInput) timestamp(m cbor.Map, key string) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	t, err := cbor.AsTime(v)
+	var t time.Time
+	var err error
+	switch in.proto {
+	case protoCBOR:
+		t, err = cbor.AsTime(v)
+	case protoJSON:
+		var secs float64
+		secs, err = cbor.AsFloat64(v)
+		t = time.UnixMilli(int64(math.Round(secs * 1e3)))
+	case protoQuery:
+		t, err = parseQueryTime(v)
+	}
 	if err != nil {
 		in.fail(key, "a timestamp")
 		return time.Time{}, false
@@ -121,6 +159,10 @@ func (in *cborInput) list(m cbor.Map, key string) (cbor.List, bool) {
 		return nil, false
 	}
 	l, ok := v.(cbor.List)
+	if text, isText := v.(cbor.String); isText && text == "" && in.proto == protoQuery {
+		// The Query protocol sends an empty list as the bare name.
+		l, ok = cbor.List{}, true
+	}
 	if !ok {
 		in.fail(key, "a list")
 		return nil, false

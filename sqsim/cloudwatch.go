@@ -26,8 +26,13 @@ var cloudWatchOperations = map[string]cwOperation{
 	"PutMetricAlarm": (*Simulator).putMetricAlarm,
 	"DescribeAlarms": (*Simulator).describeAlarms,
 	"DeleteAlarms":   (*Simulator).deleteAlarms,
+	"SetAlarmState":  (*Simulator).setAlarmState,
+	// GetMetricStatistics is the older way to read the same points.
+	"GetMetricStatistics": (*Simulator).getMetricStatistics,
 }
 
+// serveCloudWatch answers an RPC v2 CBOR request, the protocol of
+// aws-sdk-go-v2's service/cloudwatch.
 func (s *Simulator) serveCloudWatch(w http.ResponseWriter, r *http.Request, rc *request) {
 	op, ok := strings.CutPrefix(r.URL.Path, cloudWatchPathPrefix)
 	defer s.recoverPanic(w, op, writeCBORError)
@@ -35,9 +40,12 @@ func (s *Simulator) serveCloudWatch(w http.ResponseWriter, r *http.Request, rc *
 		writeCBORError(w, errInvalidAction(r.Method+" "+r.URL.Path))
 		return
 	}
-	handler, ok := cloudWatchOperations[op]
-	if !ok {
+	if _, known := cloudWatchOperations[op]; !known {
 		writeCBORError(w, errInvalidAction(op))
+		return
+	}
+	if !hasMediaType(r, "application/cbor") {
+		writeCBORError(w, errUnsupportedMediaType(r.Header.Get("Content-Type")))
 		return
 	}
 	body, err := readBody(w, r)
@@ -50,15 +58,7 @@ func (s *Simulator) serveCloudWatch(w http.ResponseWriter, r *http.Request, rc *
 		writeCBORError(w, err)
 		return
 	}
-	if err := s.serveFaults(rc.ctx, op, errCWThrottling, errCWInternal); err != nil {
-		writeCBORError(w, err)
-		return
-	}
-	s.mu.Lock()
-	s.tick()
-	out, err := handler(s, in)
-	s.mu.Unlock()
-	s.log.Debug("sqsim: request", "service", "cloudwatch", "operation", op, "error", errorCode(err))
+	out, err := s.runCloudWatch(rc, "cbor", op, in)
 	if err != nil {
 		writeCBORError(w, err)
 		return
@@ -67,6 +67,21 @@ func (s *Simulator) serveCloudWatch(w http.ResponseWriter, r *http.Request, rc *
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
 	w.WriteHeader(http.StatusOK)
 	w.Write(cbor.Encode(out))
+}
+
+// runCloudWatch runs a known operation on its decoded input, whatever the
+// protocol: faults first, then the handler under the lock after the
+// time-driven work.
+func (s *Simulator) runCloudWatch(rc *request, protocol, op string, in *cborInput) (cbor.Map, *apiError) {
+	if err := s.serveFaults(rc.ctx, op, errCWThrottling, errCWInternal); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.tick()
+	out, err := cloudWatchOperations[op](s, in)
+	s.mu.Unlock()
+	s.log.Debug("sqsim: request", "service", "cloudwatch", "protocol", protocol, "operation", op, "error", errorCode(err))
+	return out, err
 }
 
 func writeCBORError(w http.ResponseWriter, e *apiError) {
@@ -262,6 +277,13 @@ func (s *Simulator) metricSeries(q metricQuery, start, end time.Time, descending
 	var values []float64
 	first, last := minuteOf(start), minuteOf(end.Add(-time.Nanosecond))
 	step := q.period / 60
+	// Only the minutes the queue keeps can hold data: a range of years
+	// costs no more than its last 15 days.
+	kept, keptLast := queue.metrics.first, queue.metrics.first+int64(len(queue.metrics.minutes))-1
+	if first < kept {
+		first += (kept - first) / step * step
+	}
+	last = min(last, keptLast)
 	for bucket := first; bucket <= last; bucket += step {
 		var agg statistic
 		for m := bucket; m < bucket+step && m <= last; m++ {
@@ -297,6 +319,73 @@ func (st statistic) statistic(name string) float64 {
 	default:
 		return st.count
 	}
+}
+
+// getMetricStatistics answers GetMetricStatistics from the same
+// per-minute data as GetMetricData: one datapoint per period with data,
+// carrying each statistic asked for.
+func (s *Simulator) getMetricStatistics(in *cborInput) (cbor.Map, *apiError) {
+	q := metricQuery{id: "m", returnData: true}
+	q.namespace, _ = in.str(in.m, "Namespace")
+	q.metric, _ = in.str(in.m, "MetricName")
+	dims := in.structures(in.m, "Dimensions")
+	if len(dims) == 1 {
+		if name, _ := in.str(dims[0], "Name"); name == "QueueName" {
+			q.queueName, _ = in.str(dims[0], "Value")
+		}
+	}
+	start, hasStart := in.timestamp(in.m, "StartTime")
+	end, hasEnd := in.timestamp(in.m, "EndTime")
+	q.period, _ = in.integer(in.m, "Period")
+	stats := in.strings(in.m, "Statistics")
+	extended := in.strings(in.m, "ExtendedStatistics")
+	if in.err != nil {
+		return nil, in.err
+	}
+	switch {
+	case q.namespace == "":
+		return nil, errCWMissingParameter("Namespace")
+	case q.metric == "":
+		return nil, errCWMissingParameter("MetricName")
+	case !hasStart:
+		return nil, errCWMissingParameter("StartTime")
+	case !hasEnd:
+		return nil, errCWMissingParameter("EndTime")
+	case !start.Before(end):
+		return nil, errCWInvalidParameterValue("The parameter StartTime must be less than the parameter EndTime.")
+	case q.period <= 0 || q.period%60 != 0:
+		return nil, errCWInvalidParameterValue("The parameter Period must be a multiple of 60.")
+	case len(stats) == 0 && len(extended) == 0:
+		return nil, errCWMissingParameter("Statistics")
+	case len(extended) > 0:
+		return nil, errCWInvalidParameterValue("Extended statistics are not supported by this simulator.")
+	}
+	for _, st := range stats {
+		if !slices.Contains(statistics, st) {
+			return nil, errCWInvalidParameterValue("The parameter Statistics.member.1 must be a value in the set [ Average, Sum, SampleCount, Maximum, Minimum ].")
+		}
+	}
+	byTime := map[int64]cbor.Map{}
+	var order []int64
+	for _, st := range stats {
+		q.stat = st
+		times, values := s.metricSeries(q, start, end, false)
+		for i, t := range times {
+			p := byTime[t.Unix()]
+			if p == nil {
+				p = cbor.Map{"Timestamp": cborTime(t), "Unit": cbor.String(sqsMetrics[q.metric])}
+				byTime[t.Unix()] = p
+				order = append(order, t.Unix())
+			}
+			p[st] = cbor.Float64(values[i])
+		}
+	}
+	slices.Sort(order)
+	points := cbor.List{}
+	for _, t := range order {
+		points = append(points, byTime[t])
+	}
+	return cbor.Map{"Label": cbor.String(q.metric), "Datapoints": points}, nil
 }
 
 // listMetrics lists the AWS/SQS metrics of the existing queues.

@@ -1,15 +1,37 @@
-// Package sqsim is an in-memory Amazon SQS and CloudWatch simulator.
+// Package sqsim is an in-memory Amazon SQS and CloudWatch simulator, with
+// the parts of EventBridge and Lambda that feed and drain SQS queues.
 //
-// A Simulator is an http.Handler that the stock aws-sdk-go-v2 clients use
-// unchanged: service/sqs speaks AWS JSON 1.0 to it (POST / with
-// X-Amz-Target: AmazonSQS.<Operation>) and service/cloudwatch speaks Smithy
-// RPC v2 CBOR (POST /service/GraniteServiceVersion20100801/operation/<Op>).
-// Older SQS clients (botocore and the aws CLI before late 2023, Debian 12's
-// aws CLI 2.9 among them) speak SQS's Query protocol, form-encoded
-// Action=<Operation> answered in XML; the simulator serves it too, with the
-// same operations. CloudWatch's Query protocol is not served.
-// Point the clients' BaseEndpoint at an httptest.Server wrapping the
-// simulator and give them static credentials; signatures are not checked.
+// A Simulator is an http.Handler that stock AWS clients use unchanged. It
+// serves each service in every protocol its current and older clients
+// speak, on one endpoint:
+//
+//   - SQS over AWS JSON 1.0 (POST / with X-Amz-Target: AmazonSQS.<Op>):
+//     aws-sdk-go-v2's service/sqs, the JavaScript SDK v3, botocore 1.43 and
+//     so boto3 and the aws CLI 1.x.
+//   - SQS over the Query protocol (form-encoded Action=<Op>, answered in
+//     XML): botocore and the aws CLI before late 2023, Debian 12's
+//     python3-boto3 and awscli 2.9 among them.
+//   - CloudWatch over Smithy RPC v2 CBOR (POST
+//     /service/GraniteServiceVersion20100801/operation/<Op>): aws-sdk-go-v2's
+//     service/cloudwatch since v1.53.
+//   - CloudWatch over AWS JSON 1.0 (X-Amz-Target:
+//     GraniteServiceVersion20100801.<Op>): the JavaScript SDK v3 and
+//     botocore 1.43.
+//   - CloudWatch over the Query protocol (Action=<Op>&Version=2010-08-01):
+//     older botocore and CLIs.
+//   - EventBridge over AWS JSON 1.1 (X-Amz-Target: AWSEvents.<Op>):
+//     service/eventbridge.
+//   - Lambda over REST-JSON (/2015-03-31/functions/...,
+//     /2015-03-31/event-source-mappings/...): service/lambda.
+//
+// A Query request names its service by Version or, without one, by its
+// Action (the two services share no operation name). A request that names
+// no operation exactly (an X-Amz-Target without its service's prefix, an
+// unknown or miscased operation, Action given twice with different values,
+// a body of the wrong content type) is refused in its protocol's error
+// shape, before anything is read or changed. Point the clients' endpoint at
+// an httptest.Server wrapping the simulator and give them static
+// credentials; signatures are not checked.
 //
 // The simulator follows what AWS documents: standard and FIFO queues,
 // visibility timeouts, delays, retention, dead-letter queues with
@@ -17,6 +39,38 @@
 // AWS/SQS CloudWatch metrics, which it derives from its own minute-by-minute
 // activity. Errors carry AWS's shapes and query-compatible codes, so the SDK
 // returns its typed errors (for example *types.QueueDoesNotExist).
+//
+// # EventBridge and Lambda
+//
+// EventBridge: CreateEventBus, DescribeEventBus, DeleteEventBus,
+// ListEventBuses, PutRule, DescribeRule, DeleteRule, ListRules,
+// PutTargets, RemoveTargets, ListTargetsByRule and PutEvents. Every
+// account has the default bus. PutEvents delivers each event, in
+// EventBridge's envelope (version, id, detail-type, source, account, time,
+// region, resources, detail), to the SQS targets of the enabled rules of
+// its bus whose event pattern matches it: exact values and the prefix,
+// suffix, equals-ignore-case, anything-but, exists and numeric filters,
+// nested under detail and the other fields; a target's Input or InputPath
+// ($.a.b) replaces the body, and a FIFO target gets its SqsParameters'
+// MessageGroupId and the event id as deduplication id. A delivery that fails
+// goes to the target's DeadLetterConfig queue, its body the event, with the
+// message attributes EventBridge sets: RULE_ARN, TARGET_ARN, ERROR_CODE
+// (NO_RESOURCE for a missing queue, SDK_CLIENT_ERROR when the queue refused
+// the message, for example an event larger than its MaximumMessageSize),
+// ERROR_MESSAGE (SQS's error text) and RETRY_ATTEMPTS (0: these are the
+// failures EventBridge does not retry, so EXHAUSTED_RETRY_CONDITION is
+// never set). Without a DLQ the event is dropped. Targets other than SQS
+// queues, and scheduled rules, are kept as configuration only.
+//
+// Lambda: CreateFunction, GetFunction, GetFunctionConfiguration,
+// DeleteFunction, CreateEventSourceMapping, GetEventSourceMapping,
+// ListEventSourceMappings (by EventSourceArn and FunctionName),
+// UpdateEventSourceMapping and DeleteEventSourceMapping, for SQS event
+// sources, with Lambda's validation (batch size and window, FIFO limits,
+// MaximumConcurrency 2 to 1000, one mapping per queue and function). Code is
+// never run and mappings poll nothing: they are what a dashboard reads to
+// judge a queue's consumers. A mapping whose queue or function has gone
+// reports it in LastProcessingResult ("PROBLEM: ..."), as Lambda does.
 //
 // # Time
 //
@@ -47,5 +101,21 @@
 //     sampled at the first Tick of each minute and reported for that minute;
 //     counters (NumberOfMessagesSent and the like) are summed per minute of
 //     the clock. History is kept for MetricHistory (15 days).
-//   - ReceiveRequestAttemptId is accepted and ignored.
+//   - A FIFO receive with a ReceiveRequestAttemptId is remembered for five
+//     minutes: a retry with the same id gets the same messages and receipt
+//     handles, their visibility timeout started afresh, unless one of them
+//     was deleted, received again or had its visibility changed. Standard
+//     queues ignore the id, as SQS does.
+//   - SenderId is a principal id derived from the request's access key id
+//     (PrincipalID), or the account id for unsigned requests.
+//   - Alarms are evaluated at the first Tick of each minute against the
+//     simulator's own metrics, over the last EvaluationPeriods whole periods
+//     (aligned to multiples of Period), honouring DatapointsToAlarm and
+//     TreatMissingData; state, reason, reason data and the state's
+//     timestamps change as CloudWatch's do. Since a minute's gauge is
+//     sampled when that minute begins and read once it has ended, a message
+//     arriving in a DLQ turns an ApproximateNumberOfMessagesVisible alarm
+//     to ALARM one to two minutes later, and a NumberOfMessagesSent alarm
+//     within one. Alarms with extended statistics, metric math or anomaly
+//     bands are stored but keep their state.
 package sqsim

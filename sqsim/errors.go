@@ -48,9 +48,10 @@ func errQueueDoesNotExist() *apiError {
 		"The specified queue does not exist.")
 }
 
-func errQueueNameExists(name string) *apiError {
+// errQueueNameExists names the attribute whose value differs, as SQS does.
+func errQueueNameExists(attribute string) *apiError {
 	return newAPIError(http.StatusBadRequest, "QueueNameExists", "QueueAlreadyExists",
-		"A queue already exists with the same name and a different value for attribute(s) of %s.", name)
+		"A queue already exists with the same name and a different value for attribute %s", attribute)
 }
 
 func errQueueDeletedRecently() *apiError {
@@ -106,9 +107,9 @@ func errPurgeQueueInProgress(name string) *apiError {
 		"Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
 }
 
-func errEmptyBatchRequest() *apiError {
+func errEmptyBatchRequest(entryName string) *apiError {
 	return newAPIError(http.StatusBadRequest, "EmptyBatchRequest", "AWS.SimpleQueueService.EmptyBatchRequest",
-		"There should be at least one entry in the request.")
+		"There should be at least one %s in the request.", entryName)
 }
 
 func errTooManyEntriesInBatchRequest(n int) *apiError {

@@ -30,11 +30,21 @@ import (
 // queryNamespace is the XML namespace of SQS's Query responses.
 const queryNamespace = "http://queue.amazonaws.com/doc/2012-11-05/"
 
-// serveSQSQuery answers one Query-protocol request.
-func (s *Simulator) serveSQSQuery(w http.ResponseWriter, r *http.Request, rc *request) {
+// sqsQueryVersion is the Version parameter of SQS's Query protocol.
+const sqsQueryVersion = "2012-11-05"
+
+// serveQuery answers one Query-protocol request, SQS's or CloudWatch's: the
+// Version parameter names the service, or else the Action does (no
+// operation name is shared). Parameters may travel in a form-encoded body,
+// in the URL, or both, but an Action or Version in both must agree.
+func (s *Simulator) serveQuery(w http.ResponseWriter, r *http.Request, rc *request) {
 	body, err := readBody(w, r)
 	if err != nil {
 		writeQueryError(w, err)
+		return
+	}
+	if len(body) > 0 && !hasMediaType(r, "application/x-www-form-urlencoded") {
+		writeQueryError(w, errUnsupportedMediaType(r.Header.Get("Content-Type")))
 		return
 	}
 	params, perr := url.ParseQuery(string(body))
@@ -42,19 +52,47 @@ func (s *Simulator) serveSQSQuery(w http.ResponseWriter, r *http.Request, rc *re
 		writeQueryError(w, errMalformedQueryString(perr.Error()))
 		return
 	}
-	// Parameters may also travel in the URL, as in a GET.
-	for k, v := range r.URL.Query() {
-		if _, ok := params[k]; !ok {
-			params[k] = v
-		}
-	}
-	op := params.Get("Action")
-	defer s.recoverPanic(w, op, writeQueryError)
-	handler, ok := sqsOperations[op]
-	if !ok {
-		writeQueryError(w, errInvalidAction(op))
+	urlParams, perr := url.ParseQuery(r.URL.RawQuery)
+	if perr != nil {
+		writeQueryError(w, errMalformedQueryString(perr.Error()))
 		return
 	}
+	for k, v := range urlParams {
+		if _, ok := params[k]; !ok {
+			params[k] = v
+			continue
+		}
+		if (k == "Action" || k == "Version") && !slices.Equal(params[k], v) {
+			writeQueryError(w, errInvalidAction(fmt.Sprintf("%s given twice: %s and %s", k, strings.Join(params[k], ","), strings.Join(v, ","))))
+			return
+		}
+	}
+	if len(params["Action"]) > 1 || len(params["Version"]) > 1 {
+		writeQueryError(w, errInvalidAction("Action or Version given more than once"))
+		return
+	}
+	op, version := params.Get("Action"), params.Get("Version")
+	_, isSQS := sqsOperations[op]
+	_, isCloudWatch := cloudWatchOperations[op]
+	switch {
+	case isSQS && (version == "" || version == sqsQueryVersion):
+		s.serveSQSQuery(w, r, rc, op, params)
+	case isCloudWatch && (version == "" || version == cloudWatchQueryVersion):
+		s.serveCloudWatchQuery(w, rc, op, params)
+	case isCloudWatch:
+		writeCloudWatchQueryError(w, errInvalidAction(op+" in version "+version))
+	case version != "":
+		writeQueryError(w, errInvalidAction(op+" in version "+version))
+	default:
+		writeQueryError(w, errInvalidAction(op))
+	}
+}
+
+// serveSQSQuery answers one SQS Query-protocol request for the known
+// operation op.
+func (s *Simulator) serveSQSQuery(w http.ResponseWriter, r *http.Request, rc *request, op string, params url.Values) {
+	defer s.recoverPanic(w, op, writeQueryError)
+	handler := sqsOperations[op]
 	// Clients of the original API post to the queue's own URL instead of
 	// naming it in a parameter.
 	if !params.Has("QueueUrl") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 1 {

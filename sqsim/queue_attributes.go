@@ -261,11 +261,9 @@ func (s *Simulator) parseRedrivePolicy(value, queueName string, fifo bool) (*red
 	if target.name == queueName {
 		return nil, invalid("Dead letter target cannot be the queue itself.")
 	}
-	if fifo && !target.attrs.fifo {
-		return nil, errInvalidParameterValue("The dead-letter queue of a FIFO queue must also be a FIFO queue.")
-	}
-	if !fifo && target.attrs.fifo {
-		return nil, errInvalidParameterValue("The dead-letter queue of a standard queue must also be a standard queue.")
+	if fifo != target.attrs.fifo {
+		// SQS's own text, its double full stop included.
+		return nil, invalid("Dead-letter queue must be same type of queue as the source..")
 	}
 	if !target.attrs.redriveAllow.allows(s.queueARN(queueName)) {
 		return nil, invalid("Queue " + s.queueARN(queueName) + " is not allowed to use " + target.arn + " as its dead-letter queue by the target's RedriveAllowPolicy.")

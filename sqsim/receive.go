@@ -56,6 +56,8 @@ type receiveRequest struct {
 	wait       time.Duration
 	system     []string // system attributes to return
 	attributes []string // MessageAttributeNames
+	// attemptID is the ReceiveRequestAttemptId of a FIFO receive.
+	attemptID string
 }
 
 func (s *Simulator) parseReceive(q *queue, in *receiveMessageInput) (receiveRequest, *apiError) {
@@ -79,6 +81,15 @@ func (s *Simulator) parseReceive(q *queue, in *receiveMessageInput) (receiveRequ
 			return r, errInvalidParameterValue("Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.", *w)
 		}
 		r.wait = time.Duration(*w) * time.Second
+	}
+	if id := in.ReceiveRequestAttemptId; id != "" {
+		if !fifoIDPattern.MatchString(id) {
+			return r, errInvalidParameterValue("Value %s for parameter ReceiveRequestAttemptId is invalid. Reason: ReceiveRequestAttemptId can only include alphanumeric and punctuation characters. 1 to 128 in length.", truncate(id, 200))
+		}
+		// Standard queues ignore it, as SQS does.
+		if q.attrs.fifo {
+			r.attemptID = id
+		}
 	}
 	// AttributeNames is the deprecated spelling; both are honoured.
 	for _, name := range slices.Concat(in.AttributeNames, in.MessageSystemAttributeNames) {
@@ -110,6 +121,11 @@ func (s *Simulator) receiveMessage(rc *request, in *receiveMessageInput) (any, *
 		s.mu.Unlock()
 		return nil, err
 	}
+	if got := q.retryAttempt(&req, s.clock.Now()); got != nil {
+		out := s.renderReceived(q, got, &req)
+		s.mu.Unlock()
+		return out, nil
+	}
 	deadline := s.clock.Now().Add(req.wait)
 	realWait := req.wait
 	if !s.realTime {
@@ -129,6 +145,7 @@ func (s *Simulator) receiveMessage(rc *request, in *receiveMessageInput) (any, *
 			return receiveMessageOutput{}, nil
 		}
 		got := s.receive(q, &req, now)
+		q.rememberAttempt(&req, got, now)
 		if len(got) > 0 || final || req.wait == 0 || !now.Before(deadline) {
 			out := s.renderReceived(q, got, &req)
 			if len(got) == 0 {
@@ -288,4 +305,77 @@ func (m *message) systemAttribute(name string, fifo bool) (string, bool) {
 		return *m.traceHeader.StringValue, true
 	}
 	return "", false
+}
+
+// receiveAttempt is what a FIFO receive with a ReceiveRequestAttemptId
+// returned, so that a retry with the same id gets the same messages and
+// receipt handles.
+type receiveAttempt struct {
+	messages []*message
+	receipts []string
+	// visibilityChanges of each message when it was received.
+	visibilityChanges []int
+	expires           time.Time
+}
+
+// attemptWindow is how long SQS honours a ReceiveRequestAttemptId.
+const attemptWindow = 5 * time.Minute
+
+// retryAttempt answers a retried FIFO receive: within five minutes of a
+// receive with the same attempt id, and while none of its messages was
+// deleted, received again or had its visibility changed, the same messages
+// with the same receipt handles, their visibility timeout started afresh.
+// It returns nil when the receive is not such a retry.
+func (q *queue) retryAttempt(req *receiveRequest, now time.Time) []*message {
+	if req.attemptID == "" {
+		return nil
+	}
+	a, ok := q.attempts[req.attemptID]
+	if !ok {
+		return nil
+	}
+	valid := now.Before(a.expires)
+	for i, m := range a.messages {
+		if m.gone || m.receipt != a.receipts[i] || m.visibilityChanges != a.visibilityChanges[i] {
+			valid = false
+		}
+	}
+	if !valid {
+		delete(q.attempts, req.attemptID)
+		return nil
+	}
+	visibility := time.Duration(q.attrs.visibilityTimeout) * time.Second
+	if req.visibility != nil {
+		visibility = *req.visibility
+	}
+	for _, m := range a.messages {
+		m.inFlight = true
+		m.visibleAt = now.Add(visibility)
+		if visibility > 0 {
+			q.noteInvisibleUntil(m.visibleAt)
+		}
+	}
+	return a.messages
+}
+
+// rememberAttempt records a FIFO receive that returned messages under its
+// attempt id, dropping expired records now and then so that the table
+// stays as small as five minutes of receives.
+func (q *queue) rememberAttempt(req *receiveRequest, got []*message, now time.Time) {
+	if req.attemptID == "" || len(got) == 0 {
+		return
+	}
+	if len(q.attempts) >= 256 && len(q.attempts)%256 == 0 {
+		for id, a := range q.attempts {
+			if !now.Before(a.expires) {
+				delete(q.attempts, id)
+			}
+		}
+	}
+	a := &receiveAttempt{messages: got, expires: now.Add(attemptWindow)}
+	for _, m := range got {
+		a.receipts = append(a.receipts, m.receipt)
+		a.visibilityChanges = append(a.visibilityChanges, m.visibilityChanges)
+	}
+	q.attempts[req.attemptID] = a
 }

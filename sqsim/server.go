@@ -3,6 +3,8 @@ package sqsim
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,29 +26,49 @@ type request struct {
 	ctx context.Context
 	// baseURL is the scheme and host the client called, for queue URLs.
 	baseURL string
-	// senderID is the SenderId of messages sent in this request: the access
-	// key id from the signature, as close as the simulator gets to the
-	// caller's identity.
+	// senderID is the SenderId of messages sent in this request: a
+	// principal id derived from the access key id of the signature (see
+	// senderID).
 	senderID string
 }
 
-// ServeHTTP answers SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2
-// CBOR) requests. Every request first does the time-driven work (Tick).
+// ServeHTTP answers SQS (AWS JSON 1.0 or Query), CloudWatch (RPC v2
+// CBOR, AWS JSON 1.0 or Query), EventBridge (AWS JSON 1.1) and Lambda
+// (REST-JSON) requests. Every request first does the
+// time-driven work (Tick). A request that names no operation of these
+// services exactly is refused in its protocol's error shape, before
+// anything is read or changed.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: s.senderID(r)}
+	target := r.Header.Get("X-Amz-Target")
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/service/"):
 		s.serveCloudWatch(w, r, rc)
-	case r.Header.Get("X-Amz-Target") != "":
-		s.serveSQS(w, r, rc)
+	case strings.HasPrefix(target, sqsTargetPrefix):
+		s.serveSQS(w, r, rc, strings.TrimPrefix(target, sqsTargetPrefix))
+	case strings.HasPrefix(target, cloudWatchTargetPrefix):
+		s.serveCloudWatchJSON(w, r, rc, strings.TrimPrefix(target, cloudWatchTargetPrefix))
+	case strings.HasPrefix(target, eventBridgeTargetPrefix):
+		s.serveEventBridge(w, r, rc, strings.TrimPrefix(target, eventBridgeTargetPrefix))
+	case strings.HasPrefix(r.URL.Path, lambdaPathPrefix):
+		s.serveLambda(w, r, rc)
+	case target != "" || r.Header.Get("Content-Type") == "application/x-amz-json-1.0":
+		// A JSON request for no service here (or without its target): in
+		// the shape of the protocol the client chose, and no operation
+		// guessed from a bare name.
+		writeSQSError(w, errInvalidAction(target))
 	case r.Method == http.MethodPost || r.URL.Query().Has("Action"):
 		// The Query protocol (Action=... form-encoded or in the URL) of
 		// older SDKs and CLIs, Debian's aws CLI 2.9 among them.
-		s.serveSQSQuery(w, r, rc)
+		s.serveQuery(w, r, rc)
 	default:
-		http.Error(w, "sqsim: SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2 CBOR) endpoint", http.StatusNotFound)
+		http.Error(w, "sqsim: SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2 CBOR, AWS JSON 1.0 or Query) endpoint", http.StatusNotFound)
 	}
 }
+
+// sqsTargetPrefix starts the X-Amz-Target of every AWS JSON 1.0 SQS
+// request.
+const sqsTargetPrefix = "AmazonSQS."
 
 func baseURL(r *http.Request) string {
 	scheme := "http"
@@ -56,8 +78,12 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// senderID takes the access key id from a SigV4 Authorization header
-// ("AWS4-HMAC-SHA256 Credential=AKID/date/region/service/aws4_request, ...").
+// senderID returns the SenderId of a request's messages. SQS gives the
+// caller's principal id (an IAM user's AIDA..., a role's AROA...:session),
+// not the access key id; the simulator knows no principals, so it derives a
+// stable IAM-user-like id from the access key id of a SigV4 Authorization
+// header ("AWS4-HMAC-SHA256 Credential=AKID/date/region/service/..."), and
+// uses the account id, the root principal's id, for unsigned requests.
 func (s *Simulator) senderID(r *http.Request) string {
 	auth := r.Header.Get("Authorization")
 	_, cred, ok := strings.Cut(auth, "Credential=")
@@ -68,7 +94,16 @@ func (s *Simulator) senderID(r *http.Request) string {
 	if key == "" || len(key) > 128 {
 		return s.accountID
 	}
-	return key
+	return PrincipalID(key)
+}
+
+// PrincipalID is the principal id the simulator reports as the SenderId
+// of messages sent with the access key id accessKeyID: "AIDA" and 17
+// characters of base32 drawn from a SHA-256 of the key, as an IAM user's id
+// looks.
+func PrincipalID(accessKeyID string) string {
+	sum := sha256.Sum256([]byte(accessKeyID))
+	return "AIDA" + base32.StdEncoding.EncodeToString(sum[:])[:17]
 }
 
 // readBody reads the whole body up to maxRequestBody.
@@ -153,18 +188,15 @@ func decodeJSON(body []byte, v any) *apiError {
 	return nil
 }
 
-func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request) {
-	op, _ := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+// serveSQS answers an AWS JSON 1.0 request whose X-Amz-Target names
+// operation op.
+func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request, op string) {
 	defer s.recoverPanic(w, op, writeSQSError)
-	if r.Method != http.MethodPost {
-		writeSQSError(w, errInvalidAction(r.Method+" "+op))
+	if err := checkJSONRequest(r, op, sqsOperations); err != nil {
+		writeSQSError(w, err)
 		return
 	}
-	handler, ok := sqsOperations[op]
-	if !ok {
-		writeSQSError(w, errInvalidAction(op))
-		return
-	}
+	handler := sqsOperations[op]
 	body, err := readBody(w, r)
 	if err != nil {
 		writeSQSError(w, err)

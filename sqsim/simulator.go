@@ -28,7 +28,8 @@ type Options struct {
 	MaxRealWait time.Duration
 }
 
-// Simulator is an in-memory SQS and CloudWatch endpoint. It is safe for
+// Simulator is an in-memory SQS and CloudWatch endpoint, with the parts of
+// EventBridge and Lambda that describe a queue's producers and consumers. It is safe for
 // concurrent use. Create it with New and serve it with an http.Server or
 // httptest.NewServer.
 type Simulator struct {
@@ -45,8 +46,14 @@ type Simulator struct {
 	deletedAt map[string]time.Time // recently deleted queue names
 	tasks     map[string]*moveTask // by task handle
 	alarms    map[string]*alarm    // by alarm name
-	ids       *rand.Rand           // message ids, receipt handles
-	nextID    uint64
+	// EventBridge buses by name, Lambda functions by name, event source
+	// mappings by UUID (mappingOrder keeps their creation order).
+	buses        map[string]*eventBus
+	functions    map[string]*lambdaFunction
+	mappings     map[string]*eventSourceMapping
+	mappingOrder []string
+	ids          *rand.Rand // message ids, receipt handles
+	nextID       uint64
 	// changed is closed, and replaced, whenever a message may have become
 	// receivable, so that waiting long polls look again.
 	changed chan struct{}
@@ -71,6 +78,9 @@ func New(opts Options) *Simulator {
 		deletedAt:   make(map[string]time.Time),
 		tasks:       make(map[string]*moveTask),
 		alarms:      make(map[string]*alarm),
+		buses:       make(map[string]*eventBus),
+		functions:   make(map[string]*lambdaFunction),
+		mappings:    make(map[string]*eventSourceMapping),
 		ids:         rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
 		changed:     make(chan struct{}),
 		ticked:      make(chan struct{}),
@@ -93,6 +103,7 @@ func New(opts Options) *Simulator {
 	}
 	s.stats.init(opts.Seed)
 	s.lastGaugeMinute = minuteOf(s.clock.Now()) - 1
+	s.buses[defaultEventBus] = s.newEventBus(defaultEventBus, "", s.clock.Now())
 	return s
 }
 
@@ -115,7 +126,8 @@ func (s *Simulator) Run(ctx context.Context) {
 // Tick does all time-driven work up to Clock.Now(): messages whose delay or
 // visibility timeout ended become receivable (and waiting long polls look
 // again), expired messages are dropped, move tasks progress and the
-// per-minute gauges are sampled. Every request calls it first.
+// per-minute gauges are sampled and alarms evaluated. Every request calls
+// it first.
 func (s *Simulator) Tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,6 +152,7 @@ func (s *Simulator) tick() {
 		q.compact()
 	}
 	s.progressMoveTasks(now)
+	s.evaluateAlarms(now)
 	if wake {
 		s.notify()
 	}

@@ -46,6 +46,9 @@ type message struct {
 	// deletes the message.
 	receipt      string
 	dlqSourceARN string
+	// visibilityChanges counts ChangeMessageVisibility calls, so that a
+	// receive attempt can tell that its messages were modified.
+	visibilityChanges int
 
 	// gone marks a message deleted, expired, purged or moved away, for
 	// holders of stale pointers such as move tasks.
@@ -231,7 +234,7 @@ func (s *Simulator) sendMessageBatch(rc *request, in *sendMessageBatchInput) (an
 	if err != nil {
 		return nil, err
 	}
-	if err := validateBatch(in.Entries, func(e *sendEntry) string { return e.Id }); err != nil {
+	if err := validateBatch("SendMessageBatchRequestEntry", in.Entries, func(e *sendEntry) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	total := 0
@@ -258,10 +261,11 @@ var batchEntryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 
 // validateBatch applies the rules every batch request shares: 1 to 10
 // entries with distinct, well-formed ids. A batch that breaks them fails as a
-// whole, before any entry is acted on.
-func validateBatch[E any](entries []E, id func(*E) string) *apiError {
+// whole, before any entry is acted on. entryName is the entries' shape name,
+// which SQS's messages use.
+func validateBatch[E any](entryName string, entries []E, id func(*E) string) *apiError {
 	if len(entries) == 0 {
-		return errEmptyBatchRequest()
+		return errEmptyBatchRequest(entryName)
 	}
 	if len(entries) > 10 {
 		return errTooManyEntriesInBatchRequest(len(entries))
@@ -381,7 +385,7 @@ func (s *Simulator) deleteMessageBatch(rc *request, in *deleteMessageBatchInput)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateBatch(in.Entries, func(e *deleteMessageInput) string { return e.Id }); err != nil {
+	if err := validateBatch("DeleteMessageBatchRequestEntry", in.Entries, func(e *deleteMessageInput) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
@@ -422,6 +426,7 @@ func (s *Simulator) changeVisibility(q *queue, handle string, timeout *int32, no
 		return errMessageNotInflight()
 	}
 	m.visibleAt = now.Add(time.Duration(*timeout) * time.Second)
+	m.visibilityChanges++
 	if *timeout == 0 {
 		s.notify()
 	} else {
@@ -451,7 +456,7 @@ func (s *Simulator) changeMessageVisibilityBatch(rc *request, in *changeVisibili
 	if err != nil {
 		return nil, err
 	}
-	if err := validateBatch(in.Entries, func(e *changeVisibilityInput) string { return e.Id }); err != nil {
+	if err := validateBatch("ChangeMessageVisibilityBatchRequestEntry", in.Entries, func(e *changeVisibilityInput) string { return e.Id }); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()

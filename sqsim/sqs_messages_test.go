@@ -56,7 +56,7 @@ func TestSendReceiveDelete(t *testing.T) {
 		"ApproximateReceiveCount":          "1",
 		"SentTimestamp":                    strconv.FormatInt(t0.UnixMilli(), 10),
 		"ApproximateFirstReceiveTimestamp": strconv.FormatInt(t0.Add(2*time.Second).UnixMilli(), 10),
-		"SenderId":                         "AKIDTEST",
+		"SenderId":                         "AIDAVNXCXWDHDUWG24DTE", // PrincipalID("AKIDTEST")
 	}
 	for k, v := range wantAttrs {
 		if m.Attributes[k] != v {

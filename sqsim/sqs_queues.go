@@ -30,8 +30,10 @@ type queue struct {
 	nextWake   time.Time
 	nextExpiry time.Time
 
-	dedup     map[string]dedupRecord // FIFO deduplication window
-	sequence  uint64                 // last FIFO sequence number
+	dedup map[string]dedupRecord // FIFO deduplication window
+	// attempts remembers FIFO receives by ReceiveRequestAttemptId.
+	attempts  map[string]*receiveAttempt
+	sequence  uint64 // last FIFO sequence number
 	lastPurge time.Time
 
 	metrics queueMetrics
@@ -249,12 +251,14 @@ func (s *Simulator) createQueue(rc *request, in *createQueueInput) (any, *apiErr
 		return nil, err
 	}
 	if existing := s.queues[in.QueueName]; existing != nil {
-		// CreateQueue is idempotent when every given attribute matches.
-		for name := range in.Attributes {
+		// CreateQueue is idempotent when every given attribute matches;
+		// the error names the first that does not, in name order.
+		names := slices.Sorted(maps.Keys(in.Attributes))
+		for _, name := range names {
 			want, _ := candidate.attributeValue(name, now)
 			got, _ := existing.attributeValue(name, now)
 			if want != got {
-				return nil, errQueueNameExists(in.QueueName)
+				return nil, errQueueNameExists(name)
 			}
 		}
 		return queueURLOutput{QueueUrl: s.queueURL(rc, existing)}, nil
@@ -271,6 +275,7 @@ func (s *Simulator) createQueue(rc *request, in *createQueueInput) (any, *apiErr
 	q.createdAt, q.modifiedAt = now, now
 	q.byID = make(map[string]*message)
 	q.dedup = make(map[string]dedupRecord)
+	q.attempts = make(map[string]*receiveAttempt)
 	q.metrics.start(now)
 	s.queues[q.name] = q
 	s.log.Debug("sqsim: queue created", "queue", q.name)

@@ -65,6 +65,10 @@ func TestCreateQueueIsIdempotent(t *testing.T) {
 	if !errors.As(err, &exists) || exists.ErrorCode() != "QueueAlreadyExists" {
 		t.Fatalf("CreateQueue with other attributes: %v, want QueueNameExists with code QueueAlreadyExists", err)
 	}
+	// SQS names the attribute, not the queue.
+	if want := "A queue already exists with the same name and a different value for attribute VisibilityTimeout"; exists.ErrorMessage() != want {
+		t.Errorf("message %q, want %q", exists.ErrorMessage(), want)
+	}
 }
 
 func TestDeleteQueueThenRecreate(t *testing.T) {
@@ -208,8 +212,9 @@ func TestRedrivePolicyValidation(t *testing.T) {
 		{name: "string count", queue: src, policy: `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":"5"}`},
 		{name: "fifo to fifo", queue: fifoSrc, policy: `{"deadLetterTargetArn":"` + fifoDLQARN + `","maxReceiveCount":2}`},
 		{name: "fifo to standard", queue: fifoSrc, policy: `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":2}`,
-			wantCode: "InvalidParameterValue", wantMsg: "The dead-letter queue of a FIFO queue must also be a FIFO queue."},
-		{name: "standard to fifo", queue: src, policy: `{"deadLetterTargetArn":"` + fifoDLQARN + `","maxReceiveCount":2}`, wantCode: "InvalidParameterValue"},
+			wantCode: "InvalidParameterValue", wantMsg: "Value {\"deadLetterTargetArn\":\"" + dlqARN + "\",\"maxReceiveCount\":2} for parameter RedrivePolicy is invalid. Reason: Dead-letter queue must be same type of queue as the source.."},
+		{name: "standard to fifo", queue: src, policy: `{"deadLetterTargetArn":"` + fifoDLQARN + `","maxReceiveCount":2}`,
+			wantCode: "InvalidParameterValue", wantMsg: "Value {\"deadLetterTargetArn\":\"" + fifoDLQARN + "\",\"maxReceiveCount\":2} for parameter RedrivePolicy is invalid. Reason: Dead-letter queue must be same type of queue as the source.."},
 		{name: "missing dlq", queue: src, policy: `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":2}`, wantCode: "InvalidParameterValue"},
 		{name: "count zero", queue: src, policy: `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":0}`, wantCode: "InvalidParameterValue"},
 		{name: "count too high", queue: src, policy: `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":1001}`, wantCode: "InvalidParameterValue"},

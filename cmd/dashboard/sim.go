@@ -57,6 +57,15 @@ func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("sim: listen: %w", err)
 	}
+	return serveSim(ctx, cfg, sim, ln, log)
+}
+
+// serveSim serves sim on ln until ctx ends or serving fails, which stops the simulator's
+// clock loop and the traffic too, so that a broken listener ends the command instead of
+// leaving it waiting for a signal.
+func serveSim(ctx context.Context, cfg simConfig, sim *sqsim.Simulator, ln net.Listener, log *slog.Logger) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	endpoint := endpointURL(ln.Addr())
 	srv := newSimServer(sim)
 	serveErr := make(chan error, 1)
@@ -68,17 +77,22 @@ func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
 	if cfg.traffic {
 		client, err := newSimClient(ctx, endpoint, cfg.region)
 		if err != nil {
+			stop()
+			loops.Wait()
 			return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
 		}
 		loops.Go(func() { runTraffic(ctx, client, cfg.seed, log) })
 	}
 
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
 		err = fmt.Errorf("sim: serve: %w", err)
+		log.Error("simulator stopped serving", "err", err)
 	}
 	// The loops end with ctx; the traffic's requests are canceled before the server closes.
+	stop()
 	loops.Wait()
 	return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
 }

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +111,46 @@ func TestSimBadFault(t *testing.T) {
 	}
 	if bytes.Contains([]byte(stderr), []byte("simulator listening")) {
 		t.Error("the simulator listened despite a bad --fault")
+	}
+}
+
+// brokenListener accepts nothing: its Accept fails at once with a permanent error, as a
+// listener whose socket was closed under it does.
+type brokenListener struct {
+	net.Listener
+}
+
+func (l brokenListener) Accept() (net.Conn, error) {
+	return nil, errors.New("accept: the listener broke")
+}
+
+// TestSimEndsWhenItsListenerFails checks that `dashboard sim` returns the serving error
+// when its listener fails, with or without traffic, instead of waiting for a signal that
+// may never come.
+func TestSimEndsWhenItsListenerFails(t *testing.T) {
+	for _, withTraffic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("traffic=%v", withTraffic), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			sim, err := newSimulator("us-east-1", 1, "", log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			cfg := simConfig{region: "us-east-1", seed: 1, traffic: withTraffic}
+			go func() { done <- serveSim(t.Context(), cfg, sim, brokenListener{ln}, log) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "the listener broke") {
+					t.Errorf("err = %v, want the listener's error", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("sim still running 20s after its listener failed")
+			}
+		})
 	}
 }
