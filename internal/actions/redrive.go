@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
@@ -291,23 +292,20 @@ func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) 
 	if !plausibleRef(ref) {
 		return "", refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination must be a queue name or ARN")
 	}
-	arn, fifo, err := s.lookupDestination(ctx, dlq, ref)
+	destARN, fifo, err := s.lookupDestination(ctx, dlq, ref)
 	if err != nil {
 		return "", err
 	}
-	if arn == dlq.ARN {
+	if destARN == dlq.ARN {
 		return "", refuse(http.StatusUnprocessableEntity, "invalid_destination", "the destination must differ from the dead-letter queue")
 	}
 	if fifo != dlq.FIFO {
 		return "", refuse(http.StatusUnprocessableEntity, "destination_type_mismatch",
 			"%s is a %s queue and %s a %s queue; a redrive needs two queues of the same type",
-			dlq.Name, queueType(dlq.FIFO), nameOf(arn), queueType(fifo))
+			dlq.Name, queueType(dlq.FIFO), arn.QueueName(destARN), queueType(fifo))
 	}
-	return arn, nil
+	return destARN, nil
 }
-
-// queueARNParts matches an SQS queue ARN: partition, region, account, name.
-var queueARNParts = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_.-]{1,80})$`)
 
 // lookupDestination finds a destination's ARN and type: among the watched queues first, then in
 // SQS (a queue toolq does not watch is still a valid destination).
@@ -324,12 +322,12 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		return "", false, fmt.Errorf("actions: resolve destination: %w", err)
 	}
 	region, account, name := dlq.Region, "", ref
-	if strings.HasPrefix(ref, "arn:") {
-		m := queueARNParts.FindStringSubmatch(ref)
-		if m == nil {
+	if arn.IsARN(ref) {
+		a, err := arn.ParseQueue(ref)
+		if err != nil {
 			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination is not an SQS queue ARN")
 		}
-		region, account, name = m[1], m[2], m[3]
+		region, account, name = a.Region, a.Account, a.Name
 	}
 	client, err := s.client(region)
 	if err != nil {
@@ -412,7 +410,7 @@ func checkRedriveAllowed(dlq store.Queue) error {
 func namesOf(arns []string) []string {
 	names := make([]string, len(arns))
 	for i, a := range arns {
-		names[i] = nameOf(a)
+		names[i] = arn.QueueName(a)
 	}
 	return names
 }
@@ -442,14 +440,6 @@ func (s *Service) awsError(ctx context.Context, what string, err error) error {
 		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (%s)", what, ae.ErrorCode())
 	}
 	return refuse(http.StatusBadGateway, "aws_error", "AWS could not be reached to %s", what)
-}
-
-// nameOf returns the queue name at the end of an ARN.
-func nameOf(arn string) string {
-	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
-		return arn[i+1:]
-	}
-	return arn
 }
 
 func queueType(fifo bool) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/safetext"
@@ -313,9 +314,9 @@ func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 		if target == "" || watched {
 			continue
 		}
-		a, ok := parseQueueARN(target)
-		r := c.regionNamed(a.region)
-		if !ok || r == nil {
+		a, err := arn.ParseQueue(target)
+		r := c.regionNamed(a.Region)
+		if err != nil || r == nil {
 			k := skipKey{op: "DeadLetterQueueNotWatched", queueID: q.id}
 			if !c.skipping(k) {
 				c.mu.Lock()
@@ -327,9 +328,9 @@ func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 			continue
 		}
 		var out *sqs.GetQueueUrlOutput
-		err := c.call(ctx, cy, r, opGetQueueURL, q, func(ctx context.Context) error {
+		err = c.call(ctx, cy, r, opGetQueueURL, q, func(ctx context.Context) error {
 			var err error
-			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.name), QueueOwnerAWSAccountId: aws.String(a.account)})
+			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name), QueueOwnerAWSAccountId: aws.String(a.Account)})
 			return err
 		})
 		if err != nil || out.QueueUrl == nil {

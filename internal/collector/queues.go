@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -218,34 +219,17 @@ func accountFromURL(u string) string {
 	return parts[len(parts)-2]
 }
 
-// queueARN is an SQS ARN split into its parts: arn:PARTITION:sqs:REGION:ACCOUNT:NAME.
-type queueARN struct {
-	partition, region, account, name string
-}
-
-func parseQueueARN(s string) (queueARN, bool) {
-	parts := strings.SplitN(s, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
-		return queueARN{}, false
-	}
-	return queueARN{partition: parts[1], region: parts[3], account: parts[4], name: parts[5]}, true
-}
-
-func (a queueARN) String() string {
-	return "arn:" + a.partition + ":sqs:" + a.region + ":" + a.account + ":" + a.name
-}
-
 // sourceARNFromURL derives the ARN of a dead-letter source queue from its URL. Sources share
 // the partition and region of their dead-letter queue (SQS requires it), so the DLQ's ARN
 // supplies what the URL does not say.
 func sourceARNFromURL(dlqARN, sourceURL string) string {
-	a, ok := parseQueueARN(dlqARN)
-	if !ok {
+	a, err := arn.ParseQueue(dlqARN)
+	if err != nil {
 		return ""
 	}
-	a.name = queueNameFromURL(sourceURL)
+	a.Name = queueNameFromURL(sourceURL)
 	if acct := accountFromURL(sourceURL); acct != "" {
-		a.account = acct
+		a.Account = acct
 	}
 	return a.String()
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,12 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/actions"
-)
-
-// queueName is what SQS allows as a queue name; queueARN an SQS queue ARN in any partition.
-var (
-	queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
-	queueARN  = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:[a-z0-9-]{1,32}:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
+	"github.com/toolq/toolq/internal/arn"
 )
 
 // queueParam returns the {queue} path parameter: a queue name or an ARN, which clients may
@@ -30,21 +24,10 @@ var (
 // escaped slashes, "..", control characters — is refused before it reaches the views.
 func queueParam(c echo.Context) (string, error) {
 	ref, err := url.PathUnescape(c.Param("queue"))
-	if err != nil || !validQueueRef(ref) {
+	if err != nil || len(ref) > 256 || !arn.ValidQueueRef(ref) {
 		return "", newError(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or an SQS queue ARN")
 	}
 	return ref, nil
-}
-
-// validQueueRef reports whether ref is a queue name or an SQS queue ARN.
-func validQueueRef(ref string) bool {
-	if len(ref) > 256 {
-		return false
-	}
-	if strings.HasPrefix(ref, "arn:") {
-		return queueARN.MatchString(ref)
-	}
-	return queueName.MatchString(ref)
 }
 
 // textParam returns a query parameter that is free text (a tool name, a cursor), bounded and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/auth"
 )
 
@@ -134,7 +135,7 @@ func (s *Server) embedScope(ctx context.Context, path string) (string, error) {
 	if !isQueue {
 		return scope, nil
 	}
-	if !validQueueRef(ref) {
+	if !arn.ValidQueueRef(ref) {
 		return "", errInvalidEmbedPath
 	}
 	// A link to a queue nobody watches would open a 404; an ambiguous name, a queue the link

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"github.com/toolq/toolq/internal/arn"
+
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -199,7 +201,7 @@ func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names
 	if m.DeadLetterSourceARN != "" {
 		out.DeadLetterSource = names[m.DeadLetterSourceARN]
 		if out.DeadLetterSource == "" {
-			out.DeadLetterSource = nameFromARN(m.DeadLetterSourceARN)
+			out.DeadLetterSource = arn.QueueName(m.DeadLetterSourceARN)
 		}
 	}
 	for _, a := range m.Attributes {

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"github.com/toolq/toolq/internal/arn"
+
 	"cmp"
 	"context"
 	"errors"
@@ -159,7 +161,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		sum.MaxReceiveCount = &n
 	}
 	if q.DeadLetterTargetARN != "" {
-		name := nameFromARN(q.DeadLetterTargetARN)
+		name := arn.QueueName(q.DeadLetterTargetARN)
 		if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok {
 			name = dlq.Name
 			if a, ok := snap.latest[dlq.ID]; ok {

@@ -7,9 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -47,7 +47,7 @@ func (s *Service) ResolveQueue(ctx context.Context, ref string) (store.Queue, er
 	if ref == "" {
 		return store.Queue{}, fmt.Errorf("views: empty queue reference: %w", ErrNotFound)
 	}
-	if strings.HasPrefix(ref, "arn:") {
+	if arn.IsARN(ref) {
 		q, err := s.store.GetQueueByARN(ctx, ref)
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Queue{}, fmt.Errorf("views: queue %q: %w", ref, ErrNotFound)
@@ -78,12 +78,4 @@ func timePtr(t time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-// nameFromARN returns the last colon-separated field of an ARN: the queue name of an SQS ARN.
-func nameFromARN(arn string) string {
-	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
-		return arn[i+1:]
-	}
-	return arn
 }

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"github.com/toolq/toolq/internal/arn"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -132,7 +134,7 @@ func (s Summary) Text() string {
 			fmt.Fprintf(&b, "… and %d more redrives\n", len(s.RunningRedrives)-i)
 			break
 		}
-		fmt.Fprintf(&b, "REDRIVE %s: %d/%d moved (%.0f%%)", nameFromARN(r.SourceARN), r.Moved, r.ToMove, r.Percent)
+		fmt.Fprintf(&b, "REDRIVE %s: %d/%d moved (%.0f%%)", arn.QueueName(r.SourceARN), r.Moved, r.ToMove, r.Percent)
 		if r.SecondsLeft != nil {
 			fmt.Fprintf(&b, ", about %s left", humanDuration(time.Duration(math.Ceil(*r.SecondsLeft))*time.Second))
 		}

@@ -11,9 +11,9 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates/ids"
 )
@@ -362,7 +362,7 @@ func QueueLinks(p QueueProps) templ.Component {
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-						if strings.HasPrefix(q, "arn:") {
+						if arn.IsARN(q) {
 							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<code>")
 							if templ_7745c5c3_Err != nil {
 								return templ_7745c5c3_Err
@@ -440,7 +440,7 @@ func QueueLinks(p QueueProps) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if strings.HasPrefix(src, "arn:") {
+					if arn.IsARN(src) {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "<code>")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
