@@ -29,7 +29,6 @@ import (
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
-	"github.com/toolq/toolq/internal/views"
 )
 
 // Audit action names.
@@ -82,26 +81,20 @@ type SQSAPI interface {
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
-// Store is the part of the store the actions use.
+// Store is the part of the store the actions use: they resolve the queue an action names once,
+// with ResolveQueue (store.ErrNotFound, store.ErrAmbiguous), and audit every attempt.
 type Store interface {
+	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
 	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
 	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
 }
 
-// QueueResolver finds a watched queue by name or ARN (views.ErrNotFound, views.ErrAmbiguous);
-// *views.Service is one.
-type QueueResolver interface {
-	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
-}
-
-// Options configure a Service. Clients, Store and Views are required.
+// Options configure a Service. Clients and Store are required.
 type Options struct {
 	// Clients are the SQS clients by region; a queue's own region's client acts on it.
 	Clients map[string]SQSAPI
 	Store   Store
-	// Views resolves queue names and ARNs as the pages do (*views.Service).
-	Views QueueResolver
 	// Publisher tells the live pages about new tasks and audit entries. Default events.Discard.
 	Publisher events.Publisher
 	// ReadOnly refuses every action (403 read_only), still audited.
@@ -117,7 +110,6 @@ type Options struct {
 type Service struct {
 	clients  map[string]SQSAPI
 	store    Store
-	queues   QueueResolver
 	pub      events.Publisher
 	readOnly bool
 	now      func() time.Time
@@ -128,15 +120,14 @@ type Service struct {
 	locks map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
 }
 
-// New returns a Service. It panics when Store or Views is missing, a wiring mistake.
+// New returns a Service. It panics when Store is missing, a wiring mistake.
 func New(opts Options) *Service {
-	if opts.Store == nil || opts.Views == nil {
-		panic("actions: Options.Store and Options.Views are required")
+	if opts.Store == nil {
+		panic("actions: Options.Store is required")
 	}
 	s := &Service{
 		clients:  make(map[string]SQSAPI, len(opts.Clients)),
 		store:    opts.Store,
-		queues:   opts.Views,
 		pub:      opts.Publisher,
 		readOnly: opts.ReadOnly,
 		now:      opts.Now,
@@ -301,11 +292,11 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 	if !plausibleRef(ref) {
 		return store.Queue{}, refuse(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or ARN")
 	}
-	q, err := s.queues.ResolveQueue(ctx, ref)
+	q, err := s.store.ResolveQueue(ctx, ref)
 	switch {
-	case errors.Is(err, views.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return store.Queue{}, refuse(http.StatusNotFound, "queue_not_found", "no watched queue has that name or ARN")
-	case errors.Is(err, views.ErrAmbiguous):
+	case errors.Is(err, store.ErrAmbiguous):
 		return store.Queue{}, refuse(http.StatusConflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
 	case err != nil:
 		return store.Queue{}, fmt.Errorf("actions: resolve %q: %w", ref, err)

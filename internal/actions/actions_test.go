@@ -104,7 +104,7 @@ func TestStartRedriveRefusals(t *testing.T) {
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
 	readOnly := w.Actions(actions.Options{ReadOnly: true})
-	noClient := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{}, Store: w.Store, Views: w.Views, Now: w.Now})
+	noClient := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{}, Store: w.Store, Now: w.Now})
 
 	tests := []struct {
 		name   string
@@ -380,7 +380,7 @@ func TestActionsWhenAWSIsDown(t *testing.T) {
 		Region: actionstest.Region, BaseEndpoint: aws.String(down.URL), Retryer: aws.NopRetryer{},
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 	})
-	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: client}, Store: w.Store, Views: w.Views, Now: w.Now})
+	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: client}, Store: w.Store, Now: w.Now})
 	tests := []struct {
 		name string
 		do   func() error

@@ -16,7 +16,6 @@ import (
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/store"
-	"github.com/toolq/toolq/internal/views"
 )
 
 // TestKumoWithoutMoveTasks runs a redrive against kumo, an emulator nobody here wrote, which has
@@ -57,7 +56,7 @@ func TestKumoWithoutMoveTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": client}, Store: st, Views: views.New(views.Options{Store: st})})
+	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": client}, Store: st})
 	_, err = svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "jobs-dlq"})
 	wantRefusal(t, err, "aws_error", http.StatusBadGateway)
 	t.Logf("kumo: %v", err)

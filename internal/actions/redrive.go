@@ -21,7 +21,6 @@ import (
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
-	"github.com/toolq/toolq/internal/views"
 )
 
 // listLag is how long a task we just started may be missing from ListMessageMoveTasks (which is
@@ -310,15 +309,15 @@ func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) 
 // lookupDestination finds a destination's ARN and type: among the watched queues first, then in
 // SQS (a queue toolq does not watch is still a valid destination).
 func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref string) (string, bool, error) {
-	q, err := s.queues.ResolveQueue(ctx, ref)
+	q, err := s.store.ResolveQueue(ctx, ref)
 	switch {
 	case err == nil && !q.Gone():
 		return q.ARN, q.FIFO, nil
 	case err == nil:
 		return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination %s no longer exists", q.Name)
-	case errors.Is(err, views.ErrAmbiguous):
+	case errors.Is(err, store.ErrAmbiguous):
 		return "", false, refuse(http.StatusUnprocessableEntity, "destination_ambiguous", "several queues have that name; give the destination's ARN")
-	case !errors.Is(err, views.ErrNotFound):
+	case !errors.Is(err, store.ErrNotFound):
 		return "", false, fmt.Errorf("actions: resolve destination: %w", err)
 	}
 	region, account, name := dlq.Region, "", ref

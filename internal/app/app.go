@@ -109,7 +109,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		regions = append(regions, cr)
 	}
 	acts := actions.New(actions.Options{
-		Clients: clients, Store: st, Views: vs, Publisher: bus,
+		Clients: clients, Store: st, Publisher: bus,
 		ReadOnly: cfg.ReadOnly, Logger: log.With("part", "actions"), Registerer: reg,
 	})
 
@@ -132,7 +132,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	srv, err := server.New(server.Options{
-		Views: vs, Actions: acts, Store: st, Bus: bus, Logger: log.With("part", "server"),
+		Views: vs, Actions: acts, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
 		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
 		Metrics: reg,

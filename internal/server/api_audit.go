@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -18,9 +17,9 @@ type auditPage struct {
 
 // listAudit answers GET /api/v1/audit?queue=&limit=&before=, newest first.
 func (s *Server) listAudit(c echo.Context) error {
-	var f store.AuditFilter
+	var f views.AuditQuery
 	var err error
-	if f.QueueName, err = textParam(c, "queue", 256); err != nil {
+	if f.Queue, err = textParam(c, "queue", 256); err != nil {
 		return err
 	}
 	limit, err := intParam(c, "limit", 50, 1, 500)

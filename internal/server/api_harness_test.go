@@ -105,7 +105,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	}
 	h.bus = events.NewBus()
 	h.srv, err = New(Options{
-		Views: w.Views, Actions: act, Store: w.Store, Bus: h.bus, Auth: h.auth,
+		Views: w.Views, Actions: act, Bus: h.bus, Auth: h.auth,
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure,

@@ -3,9 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"net/url"
-	"strings"
-	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,7 +12,7 @@ import (
 // listMessages answers GET /api/v1/queues/{queue}/messages?toolName=&nearMax=&limit=&cursor=:
 // a page of the queue's newest sample.
 func (s *Server) listMessages(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
@@ -34,7 +31,7 @@ func (s *Server) listMessages(c echo.Context) error {
 		return err
 	}
 	q.Limit = int(limit)
-	page, err := s.opts.Views.Messages(c.Request().Context(), ref, q)
+	page, err := s.opts.Views.Messages(c.Request().Context(), key.ID, q)
 	if err != nil {
 		return err
 	}
@@ -49,20 +46,16 @@ func (s *Server) listMessages(c echo.Context) error {
 
 // getMessage answers GET /api/v1/queues/{queue}/messages/{messageId}.
 func (s *Server) getMessage(c echo.Context) error {
-	ref, err := queueParam(c)
+	id, err := messageIDParam(c)
 	if err != nil {
 		return err
 	}
-	id, uerr := url.PathUnescape(c.Param("messageId"))
-	if uerr != nil || id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' }) {
-		return newError(http.StatusBadRequest, "invalid_message_id", "not a message id")
-	}
-	ctx := c.Request().Context()
-	// Resolve the queue first so that a 404 says which of the two is missing.
-	if _, err := s.opts.Views.ResolveQueue(ctx, ref); err != nil {
+	// The queue is resolved first, so that a 404 says which of the two is missing.
+	key, err := s.queueOf(c)
+	if err != nil {
 		return err
 	}
-	m, err := s.opts.Views.Message(ctx, ref, id)
+	m, err := s.opts.Views.Message(c.Request().Context(), key.ID, id)
 	if errors.Is(err, views.ErrNotFound) {
 		return newError(http.StatusNotFound, "message_not_found", "no message with that id in the queue's newest sample")
 	}

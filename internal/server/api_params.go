@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/arn"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // queueParam returns the {queue} path parameter: a queue name or an ARN, which clients may
@@ -28,6 +29,29 @@ func queueParam(c echo.Context) (string, error) {
 		return "", newError(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or an SQS queue ARN")
 	}
 	return ref, nil
+}
+
+// queueOf resolves the {queue} path parameter once, at the edge: the handler hands the key's id
+// down to the views (404 queue_not_found, 409 ambiguous_queue through the error handler).
+func (s *Server) queueOf(c echo.Context) (views.QueueKey, error) {
+	ref, err := queueParam(c)
+	if err != nil {
+		return views.QueueKey{}, err
+	}
+	return s.opts.Views.ResolveQueue(c.Request().Context(), ref)
+}
+
+// maxMessageID bounds a message id: SQS's are UUIDs, other endpoints' are short too.
+const maxMessageID = 128
+
+// messageIDParam returns the {messageId} path parameter, for the API and the pages alike: up to
+// 128 bytes, no control characters and no slash.
+func messageIDParam(c echo.Context) (string, error) {
+	id, err := url.PathUnescape(c.Param("messageId"))
+	if err != nil || id == "" || len(id) > maxMessageID || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' }) {
+		return "", newError(http.StatusBadRequest, "invalid_message_id", "not a message id")
+	}
+	return id, nil
 }
 
 // textParam returns a query parameter that is free text (a tool name, a cursor), bounded and

@@ -49,11 +49,11 @@ func (s *Server) listQueues(c echo.Context) error {
 
 // getQueue answers GET /api/v1/queues/{queue}.
 func (s *Server) getQueue(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	q, err := s.opts.Views.Queue(c.Request().Context(), ref)
+	q, err := s.opts.Views.Queue(c.Request().Context(), key.ID)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *Server) getQueue(c echo.Context) error {
 // getQueueMetric answers GET /api/v1/queues/{queue}/metrics?name=&since=&until=: one metric over
 // a span (default the last hour).
 func (s *Server) getQueueMetric(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Server) getQueueMetric(c echo.Context) error {
 	if until.Sub(since) > maxSeriesSpan {
 		return newError(http.StatusBadRequest, "span_too_long", "the span may not exceed 15 days")
 	}
-	series, err := s.opts.Views.Series(c.Request().Context(), ref, name, since, until)
+	series, err := s.opts.Views.Series(c.Request().Context(), key.ID, name, since, until)
 	if err != nil {
 		return err
 	}
@@ -100,11 +100,11 @@ func (s *Server) getQueueMetric(c echo.Context) error {
 
 // getQueueGroups answers GET /api/v1/queues/{queue}/groups: the FIFO backlog per group.
 func (s *Server) getQueueGroups(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	g, err := s.opts.Views.Groups(c.Request().Context(), ref)
+	g, err := s.opts.Views.Groups(c.Request().Context(), key.ID)
 	if err != nil {
 		return err
 	}

@@ -37,11 +37,11 @@ func rawRate(v json.RawMessage) string {
 
 // listRedrives answers GET /api/v1/queues/{queue}/redrives, newest first.
 func (s *Server) listRedrives(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	rs, err := s.opts.Views.Redrives(c.Request().Context(), ref)
+	rs, err := s.opts.Views.Redrives(c.Request().Context(), key.ID)
 	if err != nil {
 		return err
 	}

@@ -225,7 +225,7 @@ func TestRateLimit(t *testing.T) {
 // an AWS outage shows on the pages, and must not take the dashboard out of its Service.
 func TestReadyz(t *testing.T) {
 	w := actionstest.New(t)
-	srv, err := New(Options{Views: w.Views, Actions: w.Actions(actions.Options{}), Store: w.Store, Bus: events.NewBus(), Now: w.Now, Version: "test"})
+	srv, err := New(Options{Views: w.Views, Actions: w.Actions(actions.Options{}), Bus: events.NewBus(), Now: w.Now, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

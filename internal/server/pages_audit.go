@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
 
@@ -38,7 +38,7 @@ func (s *Server) auditPage(c echo.Context) error {
 // auditProps reads a page of the audit log: one entry more than shown tells whether there is an
 // older page.
 func (s *Server) auditProps(ctx context.Context, before int64) (templates.AuditProps, error) {
-	entries, err := s.opts.Views.Audit(ctx, store.AuditFilter{BeforeID: before, Limit: auditPerPage + 1})
+	entries, err := s.opts.Views.Audit(ctx, views.AuditQuery{BeforeID: before, Limit: auditPerPage + 1})
 	if err != nil {
 		return templates.AuditProps{}, err
 	}

@@ -109,7 +109,7 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 
 	pw := &pageWorld{World: w, bus: events.NewBus()}
 	opts := Options{
-		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Store: w.Store, Bus: pw.bus,
+		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,
 		ReadOnly: o.ReadOnly, Now: w.Now,
 	}
 	if o.TokenAuth {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,7 @@ const messagesPerPage = 50
 // messagesPage answers GET /queues/{queue}/messages?tool=&cursor=: the queue's newest sample,
 // grouped by tool name; an HTMX request (the tool filter) gets the list alone.
 func (s *Server) messagesPage(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
@@ -34,19 +33,14 @@ func (s *Server) messagesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	d, err := s.opts.Views.Queue(ctx, ref)
-	if err != nil {
-		return err
-	}
-	m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{ToolName: tool, Cursor: cursor, Limit: messagesPerPage})
+	m, err := s.opts.Views.Messages(c.Request().Context(), key.ID, views.MessageQuery{ToolName: tool, Cursor: cursor, Limit: messagesPerPage})
 	if err != nil {
 		return err
 	}
 	p := templates.MessagesProps{
-		Page:      s.page(c, "Messages of "+d.Name, "", ""),
-		Ref:       ref,
-		QueueName: d.Name,
+		Page:      s.page(c, "Messages of "+key.Name, "", ""),
+		Ref:       key.Ref,
+		QueueName: key.Name,
 		Messages:  m,
 		Tool:      tool,
 		Cursor:    cursor,
@@ -60,27 +54,22 @@ func (s *Server) messagesPage(c echo.Context) error {
 // messagePage answers GET /queues/{queue}/messages/{messageId}: one sampled message, its body
 // pretty-printed and escaped.
 func (s *Server) messagePage(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	id, err := url.PathUnescape(c.Param("messageId"))
-	if err != nil || id == "" || len(id) > 200 {
-		return newError(http.StatusBadRequest, "invalid_message_id", "the message id is not valid")
-	}
-	ctx := c.Request().Context()
-	d, err := s.opts.Views.Queue(ctx, ref)
+	id, err := messageIDParam(c)
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.Views.Message(ctx, ref, id)
+	m, err := s.opts.Views.Message(c.Request().Context(), key.ID, id)
 	if err != nil {
 		return err
 	}
 	p := templates.MessageProps{
-		Page:      s.page(c, "Message of "+d.Name, "", ""),
-		Ref:       ref,
-		QueueName: d.Name,
+		Page:      s.page(c, "Message of "+key.Name, "", ""),
+		Ref:       key.Ref,
+		QueueName: key.Name,
 		Message:   m,
 		Pretty:    m.PrettyBody(),
 	}
@@ -103,7 +92,7 @@ type sampleExport struct {
 
 // readSample reads every message of the queue's newest sample, page by page.
 func (s *Server) readSample(c echo.Context) (sampleExport, error) {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return sampleExport{}, err
 	}
@@ -111,7 +100,7 @@ func (s *Server) readSample(c echo.Context) (sampleExport, error) {
 	var out sampleExport
 	cursor := ""
 	for {
-		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{Cursor: cursor, Limit: 500})
+		m, err := s.opts.Views.Messages(ctx, key.ID, views.MessageQuery{Cursor: cursor, Limit: 500})
 		if err != nil {
 			return sampleExport{}, err
 		}

@@ -60,14 +60,13 @@ func sortParams(c echo.Context) (key, dir string) {
 // overviewRows filters queues by a name fragment and sorts them by a column; the "health" order
 // is the views' own (unhealthy first, then by name), kept as it comes.
 func overviewRows(queues []views.QueueSummary, q, key, dir string) []templates.OverviewRow {
-	refs := queueRefs(queues)
 	needle := strings.ToLower(q)
 	rows := make([]templates.OverviewRow, 0, len(queues))
 	for _, qs := range queues {
 		if needle != "" && !strings.Contains(strings.ToLower(qs.Name), needle) {
 			continue
 		}
-		rows = append(rows, templates.OverviewRow{QueueSummary: qs, Ref: refs[qs.ARN]})
+		rows = append(rows, templates.OverviewRow{QueueSummary: qs})
 	}
 	if key == "health" {
 		if dir == "desc" {
@@ -120,22 +119,6 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
-// queueRefs returns how links name each queue (by ARN): its name, or its ARN when queues of
-// several regions share that name and the name alone would be ambiguous.
-func queueRefs(queues []views.QueueSummary) map[string]string {
-	count := make(map[string]int, len(queues))
-	for _, q := range queues {
-		count[q.Name]++
-	}
-	refs := make(map[string]string, len(queues))
-	for _, q := range queues {
-		refs[q.ARN] = q.Name
-		if count[q.Name] > 1 {
-			refs[q.ARN] = q.ARN
-		}
-	}
-	return refs
-}
 
 // overviewPush renders what the hub sends the overview subscribers of one view: the table's
 // body filtered and sorted as their URL says (one rendering for all of them), the totals, the

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -37,15 +36,15 @@ var queueCharts = []chartSpec{
 // queuePage answers GET /queues/{queue}?range=: the queue's page (a dead-letter queue's adds its
 // messages and the redrive panel); an HTMX request (the range links) gets the charts alone.
 func (s *Server) queuePage(c echo.Context) error {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	rng := templates.RangeByKey(c.QueryParam("range"))
-	page := s.page(c, ref, "", "")
+	page := s.page(c, key.Name, "", "")
 	page.Notice = outcomeNotices[c.QueryParam("done")] // after a plain form's redrive action
-	p, err := s.queueProps(ctx, ref, page, identity(c), !page.Nav.Embed)
+	p, err := s.queueProps(ctx, key.ID, page, identity(c), !page.Nav.Embed)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func (s *Server) queuePage(c echo.Context) error {
 	p.Topic = queueTopic(p.Queue.ID)
 	if !page.Nav.Embed {
 		p.Range = rng
-		p.Charts = s.charts(ctx, ref, rng)
+		p.Charts = s.charts(ctx, key.ID, rng)
 		p.TopicInside = true // the chart section opens the websocket with its range
 	}
 	if isHTMX(c) {
@@ -68,18 +67,18 @@ func queueTopic(id int64) string { return "queue:" + strconv.FormatInt(id, 10) }
 // queueProps reads what a queue's page shows besides its charts. full adds the sections an
 // embedded card leaves out (sample, groups, redrive panel); the hub's pushes use it too, with a
 // zero identity, since what they carry is the same for every viewer.
-func (s *Server) queueProps(ctx context.Context, ref string, page templates.Page, who auth.Identity, full bool) (templates.QueueProps, error) {
-	d, err := s.opts.Views.Queue(ctx, ref)
+func (s *Server) queueProps(ctx context.Context, queueID int64, page templates.Page, who auth.Identity, full bool) (templates.QueueProps, error) {
+	d, err := s.opts.Views.Queue(ctx, queueID)
 	if err != nil {
 		return templates.QueueProps{}, err
 	}
-	p := templates.QueueProps{Page: page, Ref: ref, Queue: d}
+	p := templates.QueueProps{Page: page, Ref: d.Ref, Queue: d}
 	p.Freshness = d.Freshness
 	if !full {
 		return p, nil
 	}
 	if d.FIFO {
-		g, err := s.opts.Views.Groups(ctx, ref)
+		g, err := s.opts.Views.Groups(ctx, queueID)
 		if err != nil {
 			return p, fmt.Errorf("queue page: groups: %w", err)
 		}
@@ -87,18 +86,18 @@ func (s *Server) queueProps(ctx context.Context, ref string, page templates.Page
 	}
 	switch {
 	case d.IsDeadLetterQueue:
-		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{Limit: 20})
+		m, err := s.opts.Views.Messages(ctx, queueID, views.MessageQuery{Limit: 20})
 		if err != nil {
 			return p, fmt.Errorf("queue page: sample: %w", err)
 		}
 		p.Sample = &m
-		r, err := s.redriveProps(ctx, d, ref, page, who)
+		r, err := s.redriveProps(ctx, d, page, who)
 		if err != nil {
 			return p, err
 		}
 		p.Redrive = &r
 	case d.Peek.Enabled && d.MaxReceiveCount != nil:
-		m, err := s.opts.Views.Messages(ctx, ref, views.MessageQuery{NearMaxOnly: true, Limit: 20})
+		m, err := s.opts.Views.Messages(ctx, queueID, views.MessageQuery{NearMaxOnly: true, Limit: 20})
 		if err != nil {
 			return p, fmt.Errorf("queue page: messages near max receives: %w", err)
 		}
@@ -109,14 +108,14 @@ func (s *Server) queueProps(ctx context.Context, ref string, page templates.Page
 
 // charts reads the queue's series over a range. A series that cannot be read draws as an empty
 // chart rather than failing the page: the collector errors section says why data is missing.
-func (s *Server) charts(ctx context.Context, ref string, rng templates.ChartRange) []templates.Chart {
+func (s *Server) charts(ctx context.Context, queueID int64, rng templates.ChartRange) []templates.Chart {
 	until := s.opts.Now().UTC()
 	since := until.Add(-rng.Span)
 	charts := make([]templates.Chart, 0, len(queueCharts))
 	for _, spec := range queueCharts {
-		series, err := s.opts.Views.Series(ctx, ref, spec.metric, since, until)
+		series, err := s.opts.Views.Series(ctx, queueID, spec.metric, since, until)
 		if err != nil {
-			s.log.Warn("queue page: series", "queue", ref, "metric", spec.metric, "err", err)
+			s.log.Warn("queue page: series", "queue_id", queueID, "metric", spec.metric, "err", err)
 			series = views.Series{Name: spec.metric}
 		}
 		charts = append(charts, templates.NewChart(spec.title, spec.kind, series, since, until, spec.format))
@@ -128,16 +127,8 @@ func (s *Server) charts(ctx context.Context, ref string, rng templates.ChartRang
 // move task changed it adds the nudge that makes each browser fetch its own redrive panel; after
 // a metrics cycle (or to a page that just connected) the charts of the range.
 func (s *Server) queuePush(ctx context.Context, queueID int64, sub subscription, kinds kindSet) ([]byte, error) {
-	q, err := s.opts.Store.GetQueue(ctx, queueID)
-	if err != nil {
-		return nil, err
-	}
-	ref := q.Name
-	if _, err := s.opts.Views.ResolveQueue(ctx, ref); errors.Is(err, views.ErrAmbiguous) {
-		ref = q.ARN
-	}
 	page := templates.Page{Nav: sub.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
-	p, err := s.queueProps(ctx, ref, page, auth.Identity{}, !sub.Nav.Embed)
+	p, err := s.queueProps(ctx, queueID, page, auth.Identity{}, !sub.Nav.Embed)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +137,7 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, sub subscription,
 	// drawing seven series costs about a millisecond per view (BenchmarkQueuePushWithCharts).
 	if !sub.Nav.Embed && (kinds[events.QueuesChanged] || kinds[events.MetricsChanged] || kinds[kindConnect]) {
 		p.Range = templates.RangeByKey(sub.View.Get("range"))
-		p.Charts = s.charts(ctx, ref, p.Range)
+		p.Charts = s.charts(ctx, queueID, p.Range)
 	}
 	return renderBytes(ctx, templates.QueuePush(p, kinds[events.MoveTasksChanged]))
 }

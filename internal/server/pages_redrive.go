@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -21,11 +20,11 @@ import (
 
 // redriveProps reads a dead-letter queue's redrive panel: its tasks, the destinations it may
 // choose, and why this user may not act, if so.
-func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, ref string, page templates.Page, who auth.Identity) (templates.RedriveProps, error) {
+func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page templates.Page, who auth.Identity) (templates.RedriveProps, error) {
 	r := templates.RedriveProps{
-		Page: page, Ref: ref, QueueName: d.Name, FIFO: d.FIFO, Visible: d.Visible, Sources: d.SourceQueues,
+		Page: page, Ref: d.Ref, QueueName: d.Name, FIFO: d.FIFO, Visible: d.Visible, Sources: d.SourceQueues,
 	}
-	history, err := s.opts.Views.Redrives(ctx, ref)
+	history, err := s.opts.Views.Redrives(ctx, d.ID)
 	if err != nil {
 		return r, fmt.Errorf("redrive panel: tasks: %w", err)
 	}
@@ -39,22 +38,11 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, ref stri
 	if r.Running == nil && d.Redrive != nil && d.Redrive.Running {
 		r.Running = d.Redrive
 	}
-	queues, err := s.opts.Views.Queues(ctx, views.QueueQuery{})
+	targets, err := s.opts.Views.RedriveTargets(ctx, d.ID)
 	if err != nil {
 		return r, fmt.Errorf("redrive panel: destinations: %w", err)
 	}
-	refs := queueRefs(queues)
-	for _, q := range queues {
-		if q.Tier && slices.Contains(d.SourceQueues, q.Name) {
-			r.TierSources = append(r.TierSources, q.Name)
-		}
-	}
-	for _, q := range queues {
-		// SQS refuses a FIFO source with a standard destination and the reverse.
-		if q.FIFO == d.FIFO && q.ARN != d.ARN && !q.Gone {
-			r.Destinations = append(r.Destinations, refs[q.ARN])
-		}
-	}
+	r.Destinations, r.TierSources = targets.Destinations, targets.TierSources
 	switch {
 	case s.opts.Actions.ReadOnly():
 		r.Disabled = "toolq runs in read-only mode: redrives are turned off."
@@ -73,12 +61,12 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, ref stri
 
 // loadRedrive reads the panel of the dead-letter queue named in the path.
 func (s *Server) loadRedrive(c echo.Context) (templates.RedriveProps, error) {
-	ref, err := queueParam(c)
+	key, err := s.queueOf(c)
 	if err != nil {
 		return templates.RedriveProps{}, err
 	}
 	ctx := c.Request().Context()
-	d, err := s.opts.Views.Queue(ctx, ref)
+	d, err := s.opts.Views.Queue(ctx, key.ID)
 	if err != nil {
 		return templates.RedriveProps{}, err
 	}
@@ -88,7 +76,7 @@ func (s *Server) loadRedrive(c echo.Context) (templates.RedriveProps, error) {
 	// The panel's own page is not live: it is where browsers without JavaScript (hence without a
 	// websocket) land, and a queue topic's pushes target sections this page does not have.
 	page := s.page(c, "Redrive "+d.Name, "", "")
-	return s.redriveProps(ctx, d, ref, page, identity(c))
+	return s.redriveProps(ctx, d, page, identity(c))
 }
 
 // renderRedrive answers with the panel: alone for HTMX, which swaps it in place, or on a page of

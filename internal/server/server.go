@@ -22,15 +22,13 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
-	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
 )
 
-// Options configure a Server. Views, Actions, Store and Bus are required.
+// Options configure a Server. Views, Actions and Bus are required.
 type Options struct {
 	Views   *views.Service
 	Actions *actions.Service
-	Store   *store.Store
 	Bus     *events.Bus
 	Logger  *slog.Logger // default: discard
 
@@ -87,8 +85,8 @@ type Server struct {
 
 // New builds a Server with every route registered.
 func New(opts Options) (*Server, error) {
-	if opts.Views == nil || opts.Actions == nil || opts.Store == nil || opts.Bus == nil {
-		return nil, errors.New("server: Views, Actions, Store and Bus are required")
+	if opts.Views == nil || opts.Actions == nil || opts.Bus == nil {
+		return nil, errors.New("server: Views, Actions and Bus are required")
 	}
 	if opts.ReadOnly != opts.Actions.ReadOnly() {
 		return nil, errors.New("server: ReadOnly differs from the actions service's; build both from the one --read-only flag")

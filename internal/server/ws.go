@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
-	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
 
@@ -98,8 +98,8 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 			return sub, newError(http.StatusBadRequest, "invalid_topic", "unknown topic")
 		}
 		ctx := c.Request().Context()
-		if _, err := s.opts.Store.GetQueue(ctx, qid); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
+		if _, err := s.opts.Views.QueueKeyByID(ctx, qid); err != nil {
+			if errors.Is(err, views.ErrNotFound) {
 				return sub, newError(http.StatusNotFound, "queue_not_found", "no watched queue has that id")
 			}
 			return sub, err

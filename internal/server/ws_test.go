@@ -479,7 +479,11 @@ func TestWebsocketQuotaRelease(t *testing.T) {
 func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
-	q, err := pw.Views.Queue(ctx, "web-search-dlq")
+	key, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := pw.Views.Queue(ctx, key.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/toolq/toolq/internal/arn"
 )
 
 const queueColumns = `id, arn, region, name, url, fifo, first_seen, last_seen, gone_at, attributes,
@@ -195,6 +197,30 @@ func (s *Store) getQueue(ctx context.Context, column string, key any) (Queue, er
 		return Queue{}, fmt.Errorf("store: get queue by %s %v: %w", column, key, err)
 	}
 	return qs[0], nil
+}
+
+// ResolveQueue finds the queue a reference names: an ARN (arn:…) or a name, which must then be
+// unique across regions and accounts (ErrAmbiguous otherwise; ErrNotFound when nothing matches).
+// Gone queues resolve too, so that their history stays reachable. Handlers and actions call it
+// once, at the edge, and hand the queue or its id down.
+func (s *Store) ResolveQueue(ctx context.Context, ref string) (Queue, error) {
+	if ref == "" {
+		return Queue{}, fmt.Errorf("store: resolve an empty queue reference: %w", ErrNotFound)
+	}
+	if arn.IsARN(ref) {
+		return s.GetQueueByARN(ctx, ref)
+	}
+	qs, err := s.GetQueuesByName(ctx, ref)
+	if err != nil {
+		return Queue{}, err
+	}
+	switch len(qs) {
+	case 0:
+		return Queue{}, fmt.Errorf("store: queue %q: %w", ref, ErrNotFound)
+	case 1:
+		return qs[0], nil
+	}
+	return Queue{}, fmt.Errorf("store: queue %q (%d regions or accounts): %w", ref, len(qs), ErrAmbiguous)
 }
 
 // GetQueuesByName returns the queues of that name (one per region and account at most).

@@ -8,6 +8,10 @@ import (
 // ErrNotFound is returned when a looked-up row does not exist. Callers branch on it with errors.Is.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrAmbiguous is returned when a queue name matches queues in several regions or accounts: the
+// caller must name the queue by its ARN.
+var ErrAmbiguous = errors.New("store: queue name is ambiguous, use its ARN")
+
 // ErrConflict is returned when a row would break a uniqueness rule (a token name taken, say).
 var ErrConflict = errors.New("store: conflict")
 

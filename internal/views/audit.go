@@ -8,9 +8,17 @@ import (
 	"github.com/toolq/toolq/internal/store"
 )
 
+// AuditQuery selects audit entries: of one queue (by name, "" for all), older than BeforeID (0:
+// from the newest), at most Limit (0: all).
+type AuditQuery struct {
+	Queue    string
+	BeforeID int64
+	Limit    int
+}
+
 // Audit returns audit entries, newest first.
-func (s *Service) Audit(ctx context.Context, f store.AuditFilter) ([]AuditEntry, error) {
-	entries, err := s.store.ListAudit(ctx, f)
+func (s *Service) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+	entries, err := s.store.ListAudit(ctx, store.AuditFilter{QueueName: q.Queue, BeforeID: q.BeforeID, Limit: q.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("views: audit: %w", err)
 	}

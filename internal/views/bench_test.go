@@ -30,7 +30,7 @@ func BenchmarkOverview(b *testing.B) {
 func BenchmarkQueueDetail(b *testing.B) {
 	f := benchFixture(b, benchPairs)
 	for b.Loop() {
-		d, err := f.svc.Queue(f.ctx, "q-042-dlq")
+		d, err := f.svc.Queue(f.ctx, f.idOf("q-042-dlq"))
 		if err != nil || len(d.Sparkline) == 0 {
 			b.Fatalf("Queue = %d sparkline points, %v", len(d.Sparkline), err)
 		}

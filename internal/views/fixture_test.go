@@ -44,6 +44,17 @@ func (f *fixture) must(err error) {
 	}
 }
 
+// idOf resolves a queue reference (name or ARN) as a handler would, once; 0 when it names no
+// queue, which the by-id methods answer with ErrNotFound.
+func (f *fixture) idOf(ref string) int64 {
+	f.t.Helper()
+	k, err := f.svc.ResolveQueue(f.ctx, ref)
+	if err != nil {
+		return 0
+	}
+	return k.ID
+}
+
 // queue adds a queue in us-east-1.
 func (f *fixture) queue(name string) int64 {
 	f.t.Helper()

@@ -36,8 +36,8 @@ const (
 )
 
 // Groups returns the per-group backlog of a FIFO queue's newest sample.
-func (s *Service) Groups(ctx context.Context, ref string) (Groups, error) {
-	q, err := s.ResolveQueue(ctx, ref)
+func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return Groups{}, err
 	}
@@ -71,8 +71,8 @@ func (s *Service) Groups(ctx context.Context, ref string) (Groups, error) {
 
 // Messages returns a page of a queue's newest sample. A cursor pins the sample it started on, so
 // that a new sample arriving between pages does not shuffle them.
-func (s *Service) Messages(ctx context.Context, ref string, mq MessageQuery) (MessagePage, error) {
-	q, err := s.ResolveQueue(ctx, ref)
+func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) (MessagePage, error) {
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return MessagePage{}, err
 	}
@@ -142,8 +142,8 @@ func (s *Service) Messages(ctx context.Context, ref string, mq MessageQuery) (Me
 }
 
 // Message returns one sampled message, from the newest sample that holds it.
-func (s *Service) Message(ctx context.Context, ref, messageID string) (Message, error) {
-	q, err := s.ResolveQueue(ctx, ref)
+func (s *Service) Message(ctx context.Context, queueID int64, messageID string) (Message, error) {
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return Message{}, err
 	}

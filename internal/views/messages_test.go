@@ -14,7 +14,7 @@ import (
 func TestGroups(t *testing.T) {
 	f := newFixture(t)
 	f.scenario()
-	g, err := f.svc.Groups(f.ctx, "tool-calls.fifo")
+	g, err := f.svc.Groups(f.ctx, f.idOf("tool-calls.fifo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestGroups(t *testing.T) {
 	if g.Seen != 4 || g.ApproxVisible != 10 || g.Coverage != 0.4 || g.SampledAt == nil {
 		t.Errorf("group page = %+v", g)
 	}
-	empty, err := f.svc.Groups(f.ctx, "web-search")
+	empty, err := f.svc.Groups(f.ctx, f.idOf("web-search"))
 	if err != nil || empty.SampledAt != nil || empty.Groups == nil || len(empty.Groups) != 0 {
 		t.Errorf("groups of an unsampled queue = %+v, %v", empty, err)
 	}
@@ -42,7 +42,7 @@ func TestMessagesPagination(t *testing.T) {
 	var ids []string
 	cursor := ""
 	for page := 0; ; page++ {
-		p, err := f.svc.Messages(f.ctx, "calls-dlq.fifo", MessageQuery{Cursor: cursor})
+		p, err := f.svc.Messages(f.ctx, f.idOf("calls-dlq.fifo"), MessageQuery{Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestMessagesPagination(t *testing.T) {
 	}
 
 	// Without a cursor, the newest sample.
-	p, err := f.svc.Messages(f.ctx, "calls-dlq.fifo", MessageQuery{})
+	p, err := f.svc.Messages(f.ctx, f.idOf("calls-dlq.fifo"), MessageQuery{})
 	if err != nil || len(p.Messages) != 1 || p.NextCursor != "" {
 		t.Errorf("newest sample page = %d messages, next %q, %v; want 1", len(p.Messages), p.NextCursor, err)
 	}
@@ -97,7 +97,7 @@ func TestMessagesToolFilterAndLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := f.svc.Messages(f.ctx, "src-dlq", tt.q)
+			p, err := f.svc.Messages(f.ctx, f.idOf("src-dlq"), tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,8 +112,8 @@ func TestMessagesToolFilterAndLimits(t *testing.T) {
 		})
 	}
 	// The filter carries over to the next page through the query, the cursor holds the position.
-	p1, _ := f.svc.Messages(f.ctx, "src-dlq", MessageQuery{ToolName: "append_section", Limit: 59})
-	p2, err := f.svc.Messages(f.ctx, "src-dlq", MessageQuery{ToolName: "append_section", Limit: 59, Cursor: p1.NextCursor})
+	p1, _ := f.svc.Messages(f.ctx, f.idOf("src-dlq"), MessageQuery{ToolName: "append_section", Limit: 59})
+	p2, err := f.svc.Messages(f.ctx, f.idOf("src-dlq"), MessageQuery{ToolName: "append_section", Limit: 59, Cursor: p1.NextCursor})
 	if err != nil || len(p2.Messages) != 1 || p2.NextCursor != "" {
 		t.Errorf("second filtered page = %d messages, next %q, %v; want 1 and no next", len(p2.Messages), p2.NextCursor, err)
 	}
@@ -141,16 +141,16 @@ func TestMessagesBadCursor(t *testing.T) {
 	}
 	for name, c := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := f.svc.Messages(f.ctx, "a-dlq", MessageQuery{Cursor: c})
+			_, err := f.svc.Messages(f.ctx, f.idOf("a-dlq"), MessageQuery{Cursor: c})
 			if !errors.Is(err, ErrBadCursor) {
 				t.Errorf("cursor %q: err = %v; want ErrBadCursor", c, err)
 			}
 		})
 	}
-	if _, err := f.svc.Messages(f.ctx, "nope", MessageQuery{}); !errors.Is(err, ErrNotFound) {
+	if _, err := f.svc.Messages(f.ctx, f.idOf("nope"), MessageQuery{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("messages of a missing queue = %v; want ErrNotFound", err)
 	}
-	empty, err := f.svc.Messages(f.ctx, "b", MessageQuery{})
+	empty, err := f.svc.Messages(f.ctx, f.idOf("b"), MessageQuery{})
 	if err != nil || empty.SampledAt != nil || empty.Messages == nil || empty.Tools == nil {
 		t.Errorf("messages of an unsampled queue = %+v, %v", empty, err)
 	}
@@ -159,7 +159,7 @@ func TestMessagesBadCursor(t *testing.T) {
 func TestMessage(t *testing.T) {
 	f := newFixture(t)
 	f.scenario()
-	m, err := f.svc.Message(f.ctx, "tool-calls-dlq.fifo", "msg-001")
+	m, err := f.svc.Message(f.ctx, f.idOf("tool-calls-dlq.fifo"), "msg-001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestMessage(t *testing.T) {
 	if !strings.Contains(m.PrettyBody(), "\n  \"toolName\": \"append_section\",") {
 		t.Errorf("PrettyBody = %s", m.PrettyBody())
 	}
-	if _, err := f.svc.Message(f.ctx, "tool-calls-dlq.fifo", "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.svc.Message(f.ctx, f.idOf("tool-calls-dlq.fifo"), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Message(nope) = %v; want ErrNotFound", err)
 	}
 }

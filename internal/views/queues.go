@@ -37,6 +37,7 @@ type snapshot struct {
 	running map[int64]bool                   // queues with a running move task
 	tasks   []store.MoveTask                 // the running move tasks
 	sight   sightFacts
+	names   map[string]int // how many queues have each name, for links (QueueSummary.Ref)
 }
 
 // gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
@@ -47,8 +48,10 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	if snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true}); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
+	snap.names = make(map[string]int, len(snap.queues))
 	for _, q := range snap.queues {
 		snap.byARN[q.ARN] = q
+		snap.names[q.Name]++
 	}
 	if snap.latest, err = s.store.LatestAttributeSamples(ctx); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
@@ -126,6 +129,7 @@ func oldestAge(snap *snapshot, q store.Queue, window time.Duration) (age float64
 func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) (QueueSummary, error) {
 	sum := QueueSummary{
 		ID:                q.ID,
+		Ref:               q.Name,
 		Name:              q.Name,
 		ARN:               q.ARN,
 		URL:               q.URL,
@@ -136,6 +140,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		Gone:              q.Gone(),
 		RunningRedrive:    snap.running[q.ID],
 		Sparkline:         []float64{},
+	}
+	if snap.names[q.Name] > 1 {
+		sum.Ref = q.ARN
 	}
 	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID]}
 
@@ -334,8 +341,8 @@ func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, err
 }
 
 // Queue returns one queue with all its attributes and newest metric values.
-func (s *Service) Queue(ctx context.Context, ref string) (QueueDetail, error) {
-	q, err := s.ResolveQueue(ctx, ref)
+func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error) {
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return QueueDetail{}, err
 	}

@@ -173,7 +173,7 @@ func TestQueuesFilter(t *testing.T) {
 func TestQueueDetail(t *testing.T) {
 	f := newFixture(t)
 	f.scenario()
-	d, err := f.svc.Queue(f.ctx, "tool-calls.fifo")
+	d, err := f.svc.Queue(f.ctx, f.idOf("tool-calls.fifo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestQueueDetail(t *testing.T) {
 		t.Errorf("freshness = %+v", d.Freshness)
 	}
 
-	ws, err := f.svc.Queue(f.ctx, "web-search")
+	ws, err := f.svc.Queue(f.ctx, f.idOf("web-search"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestQueueDetail(t *testing.T) {
 		t.Errorf("metrics = %+v", ws.Metrics)
 	}
 
-	ex, err := f.svc.Queue(f.ctx, account+"exports")
+	ex, err := f.svc.Queue(f.ctx, f.idOf(account+"exports"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestQueueDetail(t *testing.T) {
 	_, err = f.store.UpsertMoveTask(f.ctx, store.MoveTask{QueueID: dlq, TaskHandle: "h", Status: store.MoveTaskRunning,
 		SourceARN: account + "exports-dlq", Moved: 50, ToMove: 150, StartedAt: now.Add(-50 * time.Second)})
 	f.must(err)
-	dd, err := f.svc.Queue(f.ctx, "exports-dlq")
+	dd, err := f.svc.Queue(f.ctx, f.idOf("exports-dlq"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestQueueDetail(t *testing.T) {
 		t.Errorf("DLQ redrive = %+v (runningRedrive %v)", dd.Redrive, dd.RunningRedrive)
 	}
 
-	if _, err := f.svc.Queue(f.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.svc.Queue(f.ctx, f.idOf("nope")); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Queue(nope) = %v; want ErrNotFound", err)
 	}
 }
@@ -239,7 +239,7 @@ func TestQueueDetailMatchesOverview(t *testing.T) {
 	}
 	for _, row := range ov.Queues {
 		t.Run(row.Name, func(t *testing.T) {
-			d, err := f.svc.Queue(f.ctx, row.Name)
+			d, err := f.svc.Queue(f.ctx, f.idOf(row.Name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,14 +262,14 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 		results := map[string]func() (any, error){
 			"overview": func() (any, error) { return f.svc.Overview(f.ctx) },
 			"queues":   func() (any, error) { return f.svc.Queues(f.ctx, QueueQuery{Health: []string{"none"}}) },
-			"queue":    func() (any, error) { return f.svc.Queue(f.ctx, "lonely") },
+			"queue":    func() (any, error) { return f.svc.Queue(f.ctx, f.idOf("lonely")) },
 			"series": func() (any, error) {
-				return f.svc.Series(f.ctx, "lonely", "NumberOfMessagesSent", now.Add(-time.Hour), now)
+				return f.svc.Series(f.ctx, f.idOf("lonely"), "NumberOfMessagesSent", now.Add(-time.Hour), now)
 			},
-			"groups":   func() (any, error) { return f.svc.Groups(f.ctx, "lonely") },
-			"messages": func() (any, error) { return f.svc.Messages(f.ctx, "lonely", MessageQuery{}) },
-			"redrives": func() (any, error) { return f.svc.Redrives(f.ctx, "lonely") },
-			"audit":    func() (any, error) { return f.svc.Audit(f.ctx, store.AuditFilter{}) },
+			"groups":   func() (any, error) { return f.svc.Groups(f.ctx, f.idOf("lonely")) },
+			"messages": func() (any, error) { return f.svc.Messages(f.ctx, f.idOf("lonely"), MessageQuery{}) },
+			"redrives": func() (any, error) { return f.svc.Redrives(f.ctx, f.idOf("lonely")) },
+			"audit":    func() (any, error) { return f.svc.Audit(f.ctx, AuditQuery{}) },
 			"summary":  func() (any, error) { return f.svc.Summary(f.ctx) },
 		}
 		for name, fn := range results {
@@ -347,7 +347,7 @@ func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
 			msgs := toolMessages(10, "jobs") // sent 10 … 1 minutes before now
 			_, err := f.store.SaveSample(f.ctx, store.Sample{QueueID: f.ids["jobs-dlq"], Kind: store.SampleDeadLetter, At: tt.sampleAt, Seen: 10, ApproxVisible: 10}, msgs, nil)
 			f.must(err)
-			q, err := f.svc.Queue(f.ctx, "jobs-dlq")
+			q, err := f.svc.Queue(f.ctx, f.idOf("jobs-dlq"))
 			f.must(err)
 			if !equalPtr(q.OldestMessageAgeSeconds, tt.want) {
 				t.Fatalf("oldestMessageAgeSeconds = %v, want %v", deref(q.OldestMessageAgeSeconds), deref(tt.want))
@@ -386,7 +386,7 @@ func TestOldestAgeOfWorkingQueue(t *testing.T) {
 			// A sample of older messages (the source was opted in) does not count.
 			_, err := f.store.SaveSample(f.ctx, store.Sample{QueueID: f.ids["jobs"], Kind: store.SampleSource, At: now.Add(-3 * time.Minute), Seen: 10, ApproxVisible: 10}, toolMessages(10, "jobs"), nil)
 			f.must(err)
-			q, err := f.svc.Queue(f.ctx, "jobs")
+			q, err := f.svc.Queue(f.ctx, f.idOf("jobs"))
 			f.must(err)
 			if !equalPtr(q.OldestMessageAgeSeconds, tt.want) {
 				t.Fatalf("oldestMessageAgeSeconds = %v, want %v", deref(q.OldestMessageAgeSeconds), deref(tt.want))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/toolq/toolq/internal/store"
@@ -13,8 +14,8 @@ import (
 const maxRedrives = 50
 
 // Redrives returns a dead-letter queue's move tasks, newest first (empty for other queues).
-func (s *Service) Redrives(ctx context.Context, ref string) ([]Redrive, error) {
-	q, err := s.ResolveQueue(ctx, ref)
+func (s *Service) Redrives(ctx context.Context, queueID int64) ([]Redrive, error) {
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return nil, err
 	}
@@ -26,6 +27,51 @@ func (s *Service) Redrives(ctx context.Context, ref string) ([]Redrive, error) {
 	out := make([]Redrive, 0, len(tasks))
 	for _, t := range tasks {
 		out = append(out, redriveOf(t, now))
+	}
+	return out, nil
+}
+
+// RedriveTargets is what a dead-letter queue's redrive panel offers as destinations.
+type RedriveTargets struct {
+	// Destinations are the live watched queues of the DLQ's type (SQS refuses a FIFO source
+	// with a standard destination and the reverse), the DLQ itself left out, by name; each as
+	// links name it (its name, or its ARN when the name is ambiguous).
+	Destinations []string
+	// TierSources are the DLQ's sources that are themselves dead-letter queues: the default
+	// destination sends messages back there, one step along the chain.
+	TierSources []string
+}
+
+// RedriveTargets returns the destinations a dead-letter queue's redrive may choose. It reads
+// the queue list alone: no health, no samples.
+func (s *Service) RedriveTargets(ctx context.Context, dlqID int64) (RedriveTargets, error) {
+	queues, err := s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
+	if err != nil {
+		return RedriveTargets{}, fmt.Errorf("views: redrive targets: %w", err)
+	}
+	names := make(map[string]int, len(queues))
+	var dlq store.Queue
+	for _, q := range queues {
+		names[q.Name]++
+		if q.ID == dlqID {
+			dlq = q
+		}
+	}
+	if dlq.ID == 0 {
+		return RedriveTargets{}, fmt.Errorf("views: redrive targets of queue %d: %w", dlqID, ErrNotFound)
+	}
+	out := RedriveTargets{Destinations: []string{}, TierSources: []string{}}
+	for _, q := range queues {
+		if slices.Contains(dlq.SourceARNs, q.ARN) && q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != "" {
+			out.TierSources = append(out.TierSources, q.Name)
+		}
+		if q.FIFO == dlq.FIFO && q.ARN != dlq.ARN && !q.Gone() {
+			ref := q.Name
+			if names[q.Name] > 1 {
+				ref = q.ARN
+			}
+			out.Destinations = append(out.Destinations, ref)
+		}
 	}
 	return out, nil
 }

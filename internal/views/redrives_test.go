@@ -55,7 +55,7 @@ func TestRedrives(t *testing.T) {
 			StartedAt: now.Add(time.Duration(i-3) * time.Hour), UpdatedAt: now.Add(time.Duration(i-3)*time.Hour + time.Minute)})
 		f.must(err)
 	}
-	rs, err := f.svc.Redrives(f.ctx, "web-search-dlq")
+	rs, err := f.svc.Redrives(f.ctx, f.idOf("web-search-dlq"))
 	if err != nil || len(rs) != 3 {
 		t.Fatalf("Redrives = %d, %v; want 3", len(rs), err)
 	}
@@ -65,7 +65,7 @@ func TestRedrives(t *testing.T) {
 	if rs[1].FailureReason != "AccessDenied" || rs[2].MaxMessagesPerSecond != nil {
 		t.Errorf("older = %+v / %+v", rs[1], rs[2])
 	}
-	none, err := f.svc.Redrives(f.ctx, "web-search")
+	none, err := f.svc.Redrives(f.ctx, f.idOf("web-search"))
 	if err != nil || none == nil || len(none) != 0 {
 		t.Errorf("redrives of a source = %v, %v; want []", none, err)
 	}

@@ -29,11 +29,11 @@ func MetricNames() []string { return store.MetricNames() }
 
 // Series returns a metric of a queue over [since, until); ErrUnknownMetric for a name not in
 // MetricNames.
-func (s *Service) Series(ctx context.Context, ref, metric string, since, until time.Time) (Series, error) {
+func (s *Service) Series(ctx context.Context, queueID int64, metric string, since, until time.Time) (Series, error) {
 	if !slices.Contains(store.MetricNames(), metric) {
 		return Series{}, fmt.Errorf("%w: %q", ErrUnknownMetric, metric)
 	}
-	q, err := s.ResolveQueue(ctx, ref)
+	q, err := s.queue(ctx, queueID)
 	if err != nil {
 		return Series{}, err
 	}

@@ -43,7 +43,7 @@ func TestSeries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.metric, func(t *testing.T) {
-			s, err := f.svc.Series(f.ctx, "web-search", tt.metric, since, until)
+			s, err := f.svc.Series(f.ctx, f.idOf("web-search"), tt.metric, since, until)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,20 +64,20 @@ func TestSeries(t *testing.T) {
 	}
 
 	// Before any sample, a depth series is the backfill alone.
-	s, err := f.svc.Series(f.ctx, "web-search", "ApproximateNumberOfMessagesVisible", since, now.Add(-13*time.Minute))
+	s, err := f.svc.Series(f.ctx, f.idOf("web-search"), "ApproximateNumberOfMessagesVisible", since, now.Add(-13*time.Minute))
 	if err != nil || len(s.Points) != 7 {
 		t.Errorf("backfill-only series = %d points, %v; want 7", len(s.Points), err)
 	}
 
 	for _, bad := range []string{"", "approximatenumberofmessagesvisible", "Bogus", "NumberOfMessagesSent; DROP TABLE"} {
-		if _, err := f.svc.Series(f.ctx, "web-search", bad, since, until); !errors.Is(err, ErrUnknownMetric) {
+		if _, err := f.svc.Series(f.ctx, f.idOf("web-search"), bad, since, until); !errors.Is(err, ErrUnknownMetric) {
 			t.Errorf("Series(%q) = %v; want ErrUnknownMetric", bad, err)
 		}
 	}
-	if s, err := f.svc.Series(f.ctx, "web-search", "NumberOfMessagesSent", until, since); err != nil || len(s.Points) != 0 {
+	if s, err := f.svc.Series(f.ctx, f.idOf("web-search"), "NumberOfMessagesSent", until, since); err != nil || len(s.Points) != 0 {
 		t.Errorf("reversed range = %d points, %v; want none", len(s.Points), err)
 	}
-	if _, err := f.svc.Series(f.ctx, "nope", "NumberOfMessagesSent", since, until); !errors.Is(err, ErrNotFound) {
+	if _, err := f.svc.Series(f.ctx, f.idOf("nope"), "NumberOfMessagesSent", since, until); !errors.Is(err, ErrNotFound) {
 		t.Errorf("series of a missing queue = %v; want ErrNotFound", err)
 	}
 	if names := MetricNames(); len(names) != 11 || !slices.Contains(names, "ApproximateAgeOfOldestMessage") {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -41,34 +40,68 @@ func (s *Service) Thresholds() Thresholds { return s.th }
 // clock returns now in UTC, so that every time the views produce marshals the same way.
 func (s *Service) clock() time.Time { return s.now().UTC() }
 
-// ResolveQueue finds a queue by name or ARN (ErrNotFound, ErrAmbiguous). Gone queues resolve too,
-// so that their history stays reachable.
-func (s *Service) ResolveQueue(ctx context.Context, ref string) (store.Queue, error) {
-	if ref == "" {
-		return store.Queue{}, fmt.Errorf("views: empty queue reference: %w", ErrNotFound)
-	}
-	if arn.IsARN(ref) {
-		q, err := s.store.GetQueueByARN(ctx, ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Queue{}, fmt.Errorf("views: queue %q: %w", ref, ErrNotFound)
-		}
-		if err != nil {
-			return store.Queue{}, fmt.Errorf("views: resolve queue: %w", err)
-		}
-		return q, nil
-	}
-	qs, err := s.store.GetQueuesByName(ctx, ref)
+// QueueKey is a watched queue as a handler resolved it, once: its id goes down to the by-id
+// methods, its name titles pages, its Ref names it in links.
+type QueueKey struct {
+	ID     int64
+	Name   string
+	ARN    string
+	Region string
+	// Ref is how links name the queue: its name, or its ARN when queues of several regions or
+	// accounts share the name.
+	Ref string
+}
+
+// ResolveQueue finds the queue a reference (a name or an ARN) names: ErrNotFound, ErrAmbiguous
+// (a name several queues share). Gone queues resolve too, so that their history stays reachable.
+func (s *Service) ResolveQueue(ctx context.Context, ref string) (QueueKey, error) {
+	q, err := s.store.ResolveQueue(ctx, ref)
 	if err != nil {
-		return store.Queue{}, fmt.Errorf("views: resolve queue: %w", err)
+		return QueueKey{}, storeError(err)
 	}
-	switch len(qs) {
-	case 0:
-		return store.Queue{}, fmt.Errorf("views: queue %q: %w", ref, ErrNotFound)
-	case 1:
-		return qs[0], nil
-	default:
-		return store.Queue{}, fmt.Errorf("views: queue %q (%d regions): %w", ref, len(qs), ErrAmbiguous)
+	return s.keyOf(ctx, q)
+}
+
+// QueueKeyByID returns the key of the queue with that id (ErrNotFound).
+func (s *Service) QueueKeyByID(ctx context.Context, id int64) (QueueKey, error) {
+	q, err := s.store.GetQueue(ctx, id)
+	if err != nil {
+		return QueueKey{}, storeError(err)
 	}
+	return s.keyOf(ctx, q)
+}
+
+// keyOf returns q's key, its Ref the ARN when its name is ambiguous.
+func (s *Service) keyOf(ctx context.Context, q store.Queue) (QueueKey, error) {
+	k := QueueKey{ID: q.ID, Name: q.Name, ARN: q.ARN, Region: q.Region, Ref: q.Name}
+	twins, err := s.store.GetQueuesByName(ctx, q.Name)
+	if err != nil {
+		return QueueKey{}, fmt.Errorf("views: %w", err)
+	}
+	if len(twins) > 1 {
+		k.Ref = q.ARN
+	}
+	return k, nil
+}
+
+// queue returns the stored queue of an id, ErrNotFound when there is none.
+func (s *Service) queue(ctx context.Context, id int64) (store.Queue, error) {
+	q, err := s.store.GetQueue(ctx, id)
+	if err != nil {
+		return store.Queue{}, storeError(err)
+	}
+	return q, nil
+}
+
+// storeError maps the store's lookup errors to the views' own.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, store.ErrAmbiguous):
+		return fmt.Errorf("%w: %w", ErrAmbiguous, err)
+	}
+	return fmt.Errorf("views: %w", err)
 }
 
 // timePtr returns nil for the zero time, so that JSON says null rather than year 1.

@@ -112,7 +112,7 @@ func TestCloudWatchFailureShowsOnEveryQueueOfTheRegion(t *testing.T) {
 	f.queue("jobs")
 	f.attrs("jobs", "", 0, 345600, now.Add(-5*time.Second), 12)
 	f.cloudWatchFailing("us-east-1")
-	q, err := f.svc.Queue(f.ctx, "jobs")
+	q, err := f.svc.Queue(f.ctx, f.idOf("jobs"))
 	f.must(err)
 	if q.Health.Status != HealthUnknown || !slices.Contains(q.Health.Reasons, "oldest message age unknown: CloudWatch GetMetricData fails (AccessDeniedException)") {
 		t.Errorf("health = %+v, want unknown", q.Health)
@@ -157,17 +157,17 @@ func TestDeadLetterChainAndTier(t *testing.T) {
 	f.attrs("tool-calls", "tool-calls-dlq", 3, 345600, now.Add(-5*time.Second), 1)
 	f.attrs("tool-calls-dlq", "tool-calls-dlq2", 5, 1209600, now.Add(-5*time.Second), 2)
 	f.attrs("tool-calls-dlq2", "", 0, 1209600, now.Add(-5*time.Second), 0)
-	src, err := f.svc.Queue(f.ctx, "tool-calls")
+	src, err := f.svc.Queue(f.ctx, f.idOf("tool-calls"))
 	f.must(err)
 	if !slices.Equal(src.DeadLetterChain, []string{"tool-calls-dlq", "tool-calls-dlq2"}) || src.Tier {
 		t.Errorf("source chain %q tier %v", src.DeadLetterChain, src.Tier)
 	}
-	tier, err := f.svc.Queue(f.ctx, "tool-calls-dlq")
+	tier, err := f.svc.Queue(f.ctx, f.idOf("tool-calls-dlq"))
 	f.must(err)
 	if !slices.Equal(tier.DeadLetterChain, []string{"tool-calls-dlq2"}) || !tier.Tier || !tier.IsDeadLetterQueue {
 		t.Errorf("tier chain %q tier %v", tier.DeadLetterChain, tier.Tier)
 	}
-	final, err := f.svc.Queue(f.ctx, "tool-calls-dlq2")
+	final, err := f.svc.Queue(f.ctx, f.idOf("tool-calls-dlq2"))
 	f.must(err)
 	if len(final.DeadLetterChain) != 0 || final.Tier || !slices.Equal(final.SourceQueues, []string{"tool-calls-dlq"}) {
 		t.Errorf("final chain %q tier %v sources %q", final.DeadLetterChain, final.Tier, final.SourceQueues)

@@ -58,7 +58,7 @@ func TestSparkline(t *testing.T) {
 			if got := ov.Queues[0].Sparkline; !slices.Equal(got, tt.want) {
 				t.Errorf("overview sparkline = %v; want %v", got, tt.want)
 			}
-			d, err := f.svc.Queue(f.ctx, "jobs")
+			d, err := f.svc.Queue(f.ctx, f.idOf("jobs"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestGrowth(t *testing.T) {
 			if got := ov.Queues[i].Health.Reasons; !slices.Equal(got, tt.reasons) {
 				t.Errorf("overview reasons = %q; want %q", got, tt.reasons)
 			}
-			d, err := f.svc.Queue(f.ctx, "jobs-dlq")
+			d, err := f.svc.Queue(f.ctx, f.idOf("jobs-dlq"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ func TestAudit(t *testing.T) {
 		_, err := f.store.AppendAudit(f.ctx, e)
 		f.must(err)
 	}
-	es, err := f.svc.Audit(f.ctx, store.AuditFilter{Limit: 10})
+	es, err := f.svc.Audit(f.ctx, AuditQuery{Limit: 10})
 	if err != nil || len(es) != 2 {
 		t.Fatalf("Audit = %d, %v", len(es), err)
 	}
@@ -29,7 +29,7 @@ func TestAudit(t *testing.T) {
 	if es[1].Params["maxPerSecond"] != float64(10) || es[1].Queue != "web-search-dlq" || es[1].Detail != "handle-1" {
 		t.Errorf("older = %+v", es[1])
 	}
-	page, err := f.svc.Audit(f.ctx, store.AuditFilter{BeforeID: es[0].ID})
+	page, err := f.svc.Audit(f.ctx, AuditQuery{BeforeID: es[0].ID})
 	if err != nil || len(page) != 1 || page[0].ID != es[1].ID {
 		t.Errorf("page before %d = %+v, %v", es[0].ID, page, err)
 	}

@@ -50,7 +50,10 @@ type Freshness struct {
 
 // QueueSummary is one row of the overview and of GET /api/v1/queues.
 type QueueSummary struct {
-	ID       int64  `json:"-"`
+	ID int64 `json:"-"`
+	// Ref is how links name the queue: its name, or its ARN when queues of several regions or
+	// accounts share the name.
+	Ref      string `json:"-"`
 	Name     string `json:"name"`
 	ARN      string `json:"arn"`
 	URL      string `json:"url"`

@@ -126,10 +126,9 @@ func (p Page) CSRFHeaders() string {
 // responses; and it swaps error answers too, so that a refused action shows its reason.
 const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":true}]}`
 
-// OverviewRow is one queue of the overview with the reference its links use.
+// OverviewRow is one queue of the overview; its links name it by QueueSummary.Ref.
 type OverviewRow struct {
 	views.QueueSummary
-	Ref string // the name, or the ARN when several regions hold that name
 }
 
 // SortColumn is one sortable column of the overview.

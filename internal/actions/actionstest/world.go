@@ -71,7 +71,6 @@ func (w *World) Now() time.Time { return w.Clock.Now() }
 func (w *World) Actions(opts actions.Options) *actions.Service {
 	opts.Clients = map[string]actions.SQSAPI{Region: w.SQS}
 	opts.Store = w.Store
-	opts.Views = w.Views
 	if opts.Publisher == nil {
 		opts.Publisher = w.Events
 	}
