@@ -119,7 +119,6 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
-
 // overviewPush renders what the hub sends the overview subscribers of one view: the table's
 // body filtered and sorted as their URL says (one rendering for all of them), the totals, the
 // cost and the freshness.
