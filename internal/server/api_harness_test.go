@@ -108,8 +108,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		Views: w.Views, Actions: act, Bus: h.bus, Auth: h.auth,
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
-		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure,
-		WebsocketClients: func() int { return 3 }, WebsocketRecheck: cfg.websocketRecheck,
+		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure, WebsocketRecheck: cfg.websocketRecheck,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

@@ -31,15 +31,7 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 	clients := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolq_websocket_clients",
 		Help: "Websocket clients connected to the live pages.",
-	}, func() float64 {
-		switch {
-		case s.opts.WebsocketClients != nil:
-			return float64(s.opts.WebsocketClients())
-		case s.hub != nil:
-			return float64(s.hub.clientCount())
-		}
-		return 0
-	})
+	}, func() float64 { return float64(s.hub.Clients()) })
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "toolq_build_info",
 		Help:        "Always 1: the version, commit and Go version of the running binary.",

@@ -2,8 +2,10 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMetricsEndpoint(t *testing.T) {
@@ -21,7 +23,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`toolq_queue_inflight_messages{queue="orders",region="us-east-1"} 0`,
 		`toolq_queue_health{queue="orders-dlq",region="us-east-1"}`,
 		`toolq_queue_metrics_error 0`,
-		`toolq_websocket_clients 3`,
+		`toolq_websocket_clients 0`,
 		`toolq_actions_total{action="redrive.cancel",result="refused"} 1`,
 		`toolq_http_requests_total{code="409",method="POST",route="/api/v1/queues/:queue/redrives/cancel"} 1`,
 	} {
@@ -32,6 +34,47 @@ func TestMetricsEndpoint(t *testing.T) {
 	if strings.Contains(body, `toolq_dlq_messages{queue="orders",`) {
 		t.Error("a source queue is exported as a DLQ")
 	}
+}
+
+// TestWebsocketClientsGauge: the gauge counts the real websockets of the live pages, and counts
+// them down when they close.
+func TestWebsocketClientsGauge(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	srv := httptest.NewServer(pw.handler)
+	t.Cleanup(srv.Close)
+	gauge := func() string {
+		rec := httptest.NewRecorder()
+		pw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		for line := range strings.SplitSeq(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, "toolq_websocket_clients ") {
+				return line
+			}
+		}
+		return "no toolq_websocket_clients line"
+	}
+	waitGauge := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for gauge() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s, want %s", gauge(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	a, _, err := dial(t, srv, "topic=overview", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := dial(t, srv, "topic=audit", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextWith(t, a, "#totals") // registered and served
+	waitGauge("toolq_websocket_clients 2")
+	a.Close()
+	b.Close()
+	waitGauge("toolq_websocket_clients 0")
 }
 
 // TestMetricsLabelsAreBounded: the method and the path are the client's text; were they labels

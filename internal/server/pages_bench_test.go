@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/url"
 	"testing"
@@ -37,7 +38,7 @@ func BenchmarkOverviewPush(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := pw.srv.overviewPush(ctx, subscription{Topic: topicOverview}); err != nil {
+		if _, err := pw.srv.overviewPush(ctx, pageView{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -54,35 +55,14 @@ func BenchmarkQueuePushWithCharts(b *testing.B) {
 	}
 	for _, rng := range []string{"1h", "7d"} {
 		b.Run(rng, func(b *testing.B) {
-			sub := subscription{Topic: queueTopic(q.ID), View: url.Values{"range": {rng}}}
-			kinds := kindSet{events.MetricsChanged: true}
+			view := pageView{Query: url.Values{"range": {rng}}.Encode()}
+			changes := live.Changes{events.MetricsChanged: true}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := pw.srv.queuePush(ctx, q.ID, sub, kinds); err != nil {
+				if _, err := pw.srv.queuePush(ctx, q.ID, view, changes); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkHubBroadcast sends one rendering to 1,000 subscribers of a topic.
-func BenchmarkHubBroadcast(b *testing.B) {
-	th := newTestHub(b, 1)
-	clients := make([]*client, 1000)
-	for i := range clients {
-		clients[i] = th.subscribe(b, topicOverview)
-	}
-	th.fire(b)
-	for _, c := range clients {
-		<-c.send
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		th.notify(eventQueuesChanged)
-		th.fire(b)
-		for _, c := range clients {
-			<-c.send
-		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/toolq/toolq/web/templates"
 )
 
-// loginPage answers GET /login?next=&error=1: the token form (POST /login is the API side's).
+// loginPage answers GET /login?next=&error=1: the token form (POST /login signs in, auth_handlers.go).
 func (s *Server) loginPage(c echo.Context) error {
 	p := templates.LoginProps{
 		Next:  localPath(c.QueryParam("next")),

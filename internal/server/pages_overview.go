@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -26,7 +27,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 		return err
 	}
 	p := templates.OverviewProps{
-		Page:     s.page(c, "Queues", "overview", topicOverview),
+		Page:     s.page(c, "Queues", "overview", live.Overview().String()),
 		Overview: ov,
 		Rows:     overviewRows(ov.Queues, q, sortKey, dir),
 		Sort:     sortKey,
@@ -122,18 +123,19 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 // overviewPush renders what the hub sends the overview subscribers of one view: the table's
 // body filtered and sorted as their URL says (one rendering for all of them), the totals, the
 // cost and the freshness.
-func (s *Server) overviewPush(ctx context.Context, sub subscription) ([]byte, error) {
+func (s *Server) overviewPush(ctx context.Context, view pageView) ([]byte, error) {
 	ov, err := s.opts.Views.Overview(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sortKey, dir := sub.View.Get("sort"), sub.View.Get("dir")
+	query := view.query()
+	sortKey, dir := query.Get("sort"), query.Get("dir")
 	if sortKey == "" {
 		sortKey, dir = "health", "asc"
 	}
-	q := sub.View.Get("q")
+	q := query.Get("q")
 	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, sortKey, dir), Sort: sortKey, Dir: dir, Query: q}
-	p.Nav = sub.Nav
+	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()
 	return renderBytes(ctx, templates.OverviewPush(p))

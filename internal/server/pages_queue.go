@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -49,7 +49,7 @@ func (s *Server) queuePage(c echo.Context) error {
 		return err
 	}
 	p.Title = p.Queue.Name
-	p.Topic = queueTopic(p.Queue.ID)
+	p.Topic = live.Queue(p.Queue.ID).String()
 	if !page.Nav.Embed {
 		p.Range = rng
 		p.Charts = s.charts(ctx, key.ID, rng)
@@ -60,9 +60,6 @@ func (s *Server) queuePage(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, templates.QueuePage(p))
 }
-
-// queueTopic is the websocket topic of one queue's page.
-func queueTopic(id int64) string { return "queue:" + strconv.FormatInt(id, 10) }
 
 // queueProps reads what a queue's page shows besides its charts. full adds the sections an
 // embedded card leaves out (sample, groups, redrive panel); the hub's pushes use it too, with a
@@ -126,18 +123,18 @@ func (s *Server) charts(ctx context.Context, queueID int64, rng templates.ChartR
 // queuePush renders what the hub sends a queue page's subscribers of one chart range. After a
 // move task changed it adds the nudge that makes each browser fetch its own redrive panel; after
 // a metrics cycle (or to a page that just connected) the charts of the range.
-func (s *Server) queuePush(ctx context.Context, queueID int64, sub subscription, kinds kindSet) ([]byte, error) {
-	page := templates.Page{Nav: sub.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
-	p, err := s.queueProps(ctx, queueID, page, auth.Identity{}, !sub.Nav.Embed)
+func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, changes live.Changes) ([]byte, error) {
+	page := templates.Page{Nav: view.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
+	p, err := s.queueProps(ctx, queueID, page, auth.Identity{}, !view.Nav.Embed)
 	if err != nil {
 		return nil, err
 	}
 	// The depth charts read the attribute samples, so an attributes cycle redraws them as well
 	// as a CloudWatch cycle does: a chart that lags the stats card above it reads as a bug, and
 	// drawing seven series costs about a millisecond per view (BenchmarkQueuePushWithCharts).
-	if !sub.Nav.Embed && (kinds[events.QueuesChanged] || kinds[events.MetricsChanged] || kinds[kindConnect]) {
-		p.Range = templates.RangeByKey(sub.View.Get("range"))
+	if !view.Nav.Embed && (changes[events.QueuesChanged] || changes[events.MetricsChanged] || changes[live.Connect]) {
+		p.Range = templates.RangeByKey(view.query().Get("range"))
 		p.Charts = s.charts(ctx, queueID, p.Range)
 	}
-	return renderBytes(ctx, templates.QueuePush(p, kinds[events.MoveTasksChanged]))
+	return renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged]))
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/url"
 	"strings"
@@ -107,8 +108,8 @@ func TestPushesTargetTheirPage(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	// Every kind at once: the push then carries all it can, the redrive refresh included.
-	kinds := kindSet{events.QueuesChanged: true, events.MetricsChanged: true, events.SampleTaken: true, events.MoveTasksChanged: true}
-	live := 0
+	kinds := live.Changes{events.QueuesChanged: true, events.MetricsChanged: true, events.SampleTaken: true, events.MoveTasksChanged: true}
+	pages := 0
 	for _, tt := range everyPage {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, _ := pw.page(t, tt.req, tt.status)
@@ -117,7 +118,7 @@ func TestPushesTargetTheirPage(t *testing.T) {
 				return // not a live page
 			}
 			hookID, _ := doc.Find("[ws-connect]").Attr("id")
-			live++
+			pages++
 			if ext, _ := doc.Find("body").Attr("hx-ext"); !strings.Contains(ext, "ws") {
 				t.Errorf("hx-ext %q does not load the websocket extension", ext)
 			}
@@ -151,8 +152,8 @@ func TestPushesTargetTheirPage(t *testing.T) {
 			})
 		})
 	}
-	if live < 5 {
-		t.Errorf("only %d live pages checked", live)
+	if pages < 5 {
+		t.Errorf("only %d live pages checked", pages)
 	}
 }
 
@@ -174,15 +175,17 @@ func liveSubscription(t *testing.T, doc *goquery.Document) (subscription, bool) 
 		t.Fatal(err)
 	}
 	q := u.Query()
-	sub := subscription{Topic: q.Get("topic"), Nav: templates.Nav{Embed: q.Get("embed") == "1", EmbedToken: q.Get("embed_token")}}
+	topic, err := live.ParseTopic(q.Get("topic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := url.Values{}
 	for _, k := range []string{"q", "sort", "dir", "range"} {
 		if v := q.Get(k); v != "" {
-			if sub.View == nil {
-				sub.View = url.Values{}
-			}
-			sub.View.Set(k, v)
+			view.Set(k, v)
 		}
 	}
+	sub := subscriptionOf(topic, templates.Nav{Embed: q.Get("embed") == "1", EmbedToken: q.Get("embed_token")}, view)
 	return sub, true
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/web/templates"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -654,7 +656,7 @@ func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
 			}
 
 			// What follows: the hub's push about the move task, and the panel fetch it triggers.
-			msg, err := pw.srv.hubRender(context.Background(), subscription{Topic: queueTopic(dlq.ID)}, kindSet{events.MoveTasksChanged: true})
+			msg, err := pw.srv.hubRender(context.Background(), subscriptionOf(live.Queue(dlq.ID), templates.Nav{}, nil), live.Changes{events.MoveTasksChanged: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,11 +2,6 @@
 // websocket hub that keeps pages live, authentication, CSRF and the security headers.
 package server
 
-// Ownership while the first version is built: the API side (api_*.go, auth middleware, CSRF,
-// errors, metrics, openapi) and the page side (pages_*.go, hub.go, templates) are written by two
-// people at once. Each side registers its routes in its own function below; both are called from
-// routes(), the one place that lists every route.
-
 import (
 	"context"
 	"errors"
@@ -22,6 +17,7 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -52,9 +48,6 @@ type Options struct {
 	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
 	// gauges, websocket clients, API requests). Default: a new registry.
 	Metrics *prometheus.Registry
-	// WebsocketClients overrides how the websocket clients gauge is read; nil reads the
-	// server's own hub.
-	WebsocketClients func() int
 	// WebsocketRecheck is how often a live websocket checks again the credential it was opened
 	// with (session cookie, embed link, Bearer token), so that a sign-out, a revoked token or an
 	// expired link ends it (default 15s).
@@ -77,10 +70,8 @@ type Server struct {
 	// loopback host too (see auth.LoopbackRequestHost).
 	loopbackOnly bool
 
-	// --- page side: fields below this line are owned by the page side ---
-	hub     *hub           // the websockets of the live pages
-	wsQuota websocketQuota // live websockets per identity
-	// --- end of page side fields ---
+	hub     *live.Hub[pageView] // the websockets of the live pages
+	wsQuota websocketQuota      // live websockets per identity
 }
 
 // New builds a Server with every route registered.
@@ -145,9 +136,7 @@ func New(opts Options) (*Server, error) {
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.IPExtractor = clientIPExtractor(s.auth)
-	// --- page side: initialisation below this line is owned by the page side ---
 	s.startHub()
-	// --- end of page side initialisation ---
 	s.routes()
 	return s, nil
 }
@@ -157,9 +146,9 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Close ends what the server runs besides HTTP (the websocket hub and its connections), which
 // http.Server.Shutdown does not close.
-func (s *Server) Close(ctx context.Context) error { return s.hub.close(ctx) } // page side
+func (s *Server) Close(ctx context.Context) error { return s.hub.Close(ctx) }
 
-// routes lists every route: the middleware, the API side's and the page side's.
+// routes lists every route: the middleware, the API's routes and the pages'.
 func (s *Server) routes() {
 	s.useMiddleware(s.echo)
 	s.apiRoutes(s.echo)

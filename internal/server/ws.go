@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,18 +13,39 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
 
-// Websocket timings, as in gorilla's chat example: a ping every pingPeriod keeps proxies from
-// closing an idle connection, and a client that answers no ping within pongWait is gone.
+// subscription is what one page's websocket follows: a topic and the page's view of it. Equal
+// subscriptions share one rendering.
+type subscription = live.Subscription[pageView]
+
+// pageView is a page's own view of its topic: the link context its fragments' links must carry
+// (embed mode and token), and its query (the overview's q, sort and dir; a queue page's range),
+// encoded so that equal views compare equal.
+type pageView struct {
+	Nav   templates.Nav
+	Query string
+}
+
+// query returns the view's query parameters.
+func (v pageView) query() url.Values {
+	q, _ := url.ParseQuery(v.Query) // written by url.Values.Encode
+	return q
+}
+
+// Close codes that end a connection whose credential has ended, for good: app.js says so
+// ("signed out", "link expired") and nothing reconnects with a dead credential. (The hub's own,
+// live.CloseServiceRestart and live.CloseTryAgainLater, make browsers reconnect.)
 const (
-	writeWait      = 10 * time.Second
-	pongWait       = 60 * time.Second
-	pingPeriod     = pongWait * 9 / 10
-	maxMessageSize = 4096 // pages send nothing; this bounds what a hostile client can make us read
+	closeSignedOut = 4001 // the session was signed out or expired, or its token revoked
+	closeLinkEnded = 4002 // the embed link expired, or the token that made it was revoked
 )
+
+// closeWait bounds writing the close frame of a connection the server ends at once.
+const closeWait = 10 * time.Second
 
 // serveWebsocket answers GET /ws?topic=: the live updates of one page. The request went through
 // the same authentication as the pages (an embed link's token included); the topic must be one
@@ -57,28 +77,21 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 		s.log.Debug("websocket upgrade refused", "request_id", requestID(c), "err", err)
 		return nil // the upgrader has answered
 	}
-	cl := s.hub.newClient(sub)
-	cl.release = release
-	cl.credential = credential
-	if err := s.hub.attach(cl, 2); err != nil {
-		release()
-		_ = conn.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(closeServiceRestart, "shutting down"), time.Now().Add(writeWait))
-		_ = conn.Close()
-		return nil
-	}
-	go s.writePump(conn, cl)
-	go s.readPump(conn, cl)
+	// An error means the hub is closing; the connection was told and closed.
+	_ = s.hub.Serve(conn, sub, live.ConnOptions{Release: release, Credential: credential, Recheck: s.opts.WebsocketRecheck})
 	return nil
 }
 
 // websocketSubscription parses and authorises the topic of a websocket request.
 func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
-	topic := c.QueryParam("topic")
-	sub := subscription{Topic: topic, Nav: navOf(c)}
+	topic, err := live.ParseTopic(c.QueryParam("topic"))
+	if err != nil {
+		return subscription{}, newError(http.StatusBadRequest, "invalid_topic", "unknown topic")
+	}
+	sub := subscription{Topic: topic, View: pageView{Nav: navOf(c)}}
 	id := identity(c)
-	switch {
-	case topic == topicOverview:
+	switch topic.Kind {
+	case live.OverviewTopic:
 		if id.Kind == auth.KindEmbed && id.Scope != auth.EmbedOverview {
 			return sub, errOutOfScope
 		}
@@ -87,29 +100,22 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 			return sub, err
 		}
 		sortKey, dir := sortParams(c)
-		sub.View = templates.OverviewProps{Query: q, Sort: sortKey, Dir: dir}.View()
-	case topic == topicAudit:
+		sub.View.Query = templates.OverviewProps{Query: q, Sort: sortKey, Dir: dir}.View().Encode()
+	case live.AuditTopic:
 		if id.Kind == auth.KindEmbed { // no embed link opens the audit log
 			return sub, errOutOfScope
 		}
-	case strings.HasPrefix(topic, topicQueue):
-		qid, err := strconv.ParseInt(strings.TrimPrefix(topic, topicQueue), 10, 64)
-		if err != nil || qid <= 0 {
-			return sub, newError(http.StatusBadRequest, "invalid_topic", "unknown topic")
-		}
-		ctx := c.Request().Context()
-		if _, err := s.opts.Views.QueueKeyByID(ctx, qid); err != nil {
+	case live.QueueTopic:
+		if _, err := s.opts.Views.QueueKeyByID(c.Request().Context(), topic.QueueID); err != nil {
 			if errors.Is(err, views.ErrNotFound) {
 				return sub, newError(http.StatusNotFound, "queue_not_found", "no watched queue has that id")
 			}
 			return sub, err
 		}
-		if id.Kind == auth.KindEmbed && !s.scopeIsQueue(c, id.Scope, qid) {
+		if id.Kind == auth.KindEmbed && !s.scopeIsQueue(c, id.Scope, topic.QueueID) {
 			return sub, errOutOfScope
 		}
-		sub.View = templates.QueueProps{Range: templates.RangeByKey(c.QueryParam("range"))}.View()
-	default:
-		return sub, newError(http.StatusBadRequest, "invalid_topic", "unknown topic")
+		sub.View.Query = templates.QueueProps{Range: templates.RangeByKey(c.QueryParam("range"))}.View().Encode()
 	}
 	return sub, nil
 }
@@ -178,17 +184,10 @@ func sourceMatches(src string, origin *url.URL) bool {
 	return strings.EqualFold(host, origin.Host)
 }
 
-// credentialCheck checks again the credential a websocket was opened with: the close code to
-// end the connection with, or 0 while the credential holds.
-type credentialCheck func(ctx context.Context) int
-
-// credentialTimeout bounds one check of a websocket's credential (a store read).
-const credentialTimeout = 5 * time.Second
-
 // credentialOf returns the check of the request's credential: the request is authenticated
 // again as it came (its cookies, Authorization header and embed link), with the server's clock,
 // so that signing out, revoking the token or the link's expiry ends the connection.
-func (s *Server) credentialOf(c echo.Context) credentialCheck {
+func (s *Server) credentialOf(c echo.Context) func(ctx context.Context) int {
 	r := c.Request()
 	saved := &http.Request{Method: http.MethodGet, URL: new(url.URL), Header: r.Header.Clone(), Host: r.Host, RemoteAddr: r.RemoteAddr}
 	*saved.URL = *r.URL
@@ -239,96 +238,21 @@ func (s *Server) closeEndedWebsocket(c echo.Context) error {
 	if err != nil {
 		return nil // the upgrader has answered
 	}
-	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(writeWait))
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(closeWait))
 	return conn.Close()
 }
 
-// writePump sends the hub's messages and pings to one connection; it alone writes to it. It
-// also checks the connection's credential every WebsocketRecheck and ends the connection when
-// the credential has ended.
-func (s *Server) writePump(conn *websocket.Conn, c *client) {
-	ticker := time.NewTicker(pingPeriod)
-	recheck := time.NewTicker(s.opts.WebsocketRecheck)
-	defer func() {
-		ticker.Stop()
-		recheck.Stop()
-		_ = conn.Close()
-		s.hub.pumpDone()
-	}()
-	for {
-		select {
-		case <-recheck.C:
-			if c.credential == nil {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(s.hub.ctx, credentialTimeout) // cut short by shutdown
-			code := c.credential(ctx)
-			cancel()
-			if code != 0 {
-				s.log.Info("websocket: credential ended", "topic", c.sub.Topic, "close_code", code)
-				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""))
-				return
-			}
-		case msg, ok := <-c.send:
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if !ok {
-				code := c.closeCode
-				if code == 0 {
-					code = websocket.CloseNormalClosure
-				}
-				_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""))
-				return
-			}
-			if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
-				return
-			}
-		case <-ticker.C:
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
-				return
-			}
-		}
+// hubRender renders what a subscription shows, for the hub's workers.
+func (s *Server) hubRender(ctx context.Context, sub subscription, changes live.Changes) ([]byte, error) {
+	switch sub.Topic.Kind {
+	case live.OverviewTopic:
+		return s.overviewPush(ctx, sub.View)
+	case live.AuditTopic:
+		return s.auditPush(ctx, sub.View.Nav)
+	case live.QueueTopic:
+		return s.queuePush(ctx, sub.Topic.QueueID, sub.View, changes)
 	}
-}
-
-// readPump reads (and ignores) what the browser sends, which keeps the pong handler and the close
-// handshake working; when the connection ends it leaves the hub.
-func (s *Server) readPump(conn *websocket.Conn, c *client) {
-	defer func() {
-		s.hub.detach(c)
-		_ = conn.Close()
-		c.release()
-		s.hub.pumpDone()
-	}()
-	conn.SetReadLimit(maxMessageSize)
-	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-	for {
-		if _, _, err := conn.ReadMessage(); err != nil {
-			return
-		}
-	}
-}
-
-// WebsocketClients returns how many websockets are connected, for /metrics.
-func (s *Server) WebsocketClients() int { return s.hub.clientCount() }
-
-// hubRender renders what a subscription's topic shows, for the hub.
-func (s *Server) hubRender(ctx context.Context, sub subscription, kinds kindSet) ([]byte, error) {
-	switch {
-	case sub.Topic == topicOverview:
-		return s.overviewPush(ctx, sub)
-	case sub.Topic == topicAudit:
-		return s.auditPush(ctx, sub.Nav)
-	case strings.HasPrefix(sub.Topic, topicQueue):
-		qid, err := strconv.ParseInt(strings.TrimPrefix(sub.Topic, topicQueue), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("hub: topic %q: %w", sub.Topic, err)
-		}
-		return s.queuePush(ctx, qid, sub, kinds)
-	}
-	return nil, fmt.Errorf("hub: unknown topic %q", sub.Topic)
+	return nil, fmt.Errorf("hub: unknown topic %v", sub.Topic)
 }
 
 // hubFreshness renders the freshness line every page shows, for the hub.
@@ -342,9 +266,6 @@ func (s *Server) hubFreshness(ctx context.Context) ([]byte, error) {
 
 // startHub starts the websocket hub and subscribes it to the bus.
 func (s *Server) startHub() {
-	s.hub = newHub(hubOptions{Render: s.hubRender, Freshness: s.hubFreshness, Logger: s.log})
-	s.hub.follow(s.opts.Bus)
-	if s.opts.WebsocketClients == nil {
-		s.opts.WebsocketClients = s.WebsocketClients
-	}
+	s.hub = live.New(live.Options[pageView]{Render: s.hubRender, Freshness: s.hubFreshness, Logger: s.log})
+	s.hub.Follow(s.opts.Bus)
 }

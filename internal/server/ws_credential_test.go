@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -158,8 +159,8 @@ func TestWebsocketEndsWithItsCredential(t *testing.T) {
 
 	t.Run("within 30 s by default", func(t *testing.T) {
 		h := newAPIHarness(t, harnessConfig{})
-		if d := h.srv.opts.WebsocketRecheck + credentialTimeout; d > 30*time.Second {
-			t.Errorf("a check every %s, each up to %s: an ended credential may live %s", h.srv.opts.WebsocketRecheck, credentialTimeout, d)
+		if d := h.srv.opts.WebsocketRecheck + live.CredentialTimeout; d > 30*time.Second {
+			t.Errorf("a check every %s, each up to %s: an ended credential may live %s", h.srv.opts.WebsocketRecheck, live.CredentialTimeout, d)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,8 +80,8 @@ func TestWebsocketPushes(t *testing.T) {
 			t.Errorf("%s not pushed out of band", id)
 		}
 	}
-	if pw.srv.WebsocketClients() != 1 {
-		t.Errorf("WebsocketClients = %d, want 1", pw.srv.WebsocketClients())
+	if pw.srv.hub.Clients() != 1 {
+		t.Errorf("WebsocketClients = %d, want 1", pw.srv.hub.Clients())
 	}
 
 	dlq, err := pw.Views.ResolveQueue(context.Background(), "web-search-dlq")
@@ -111,8 +112,8 @@ func TestWebsocketPushes(t *testing.T) {
 	for {
 		if _, _, err := queue.ReadMessage(); err != nil {
 			var ce *websocket.CloseError
-			if !errors.As(err, &ce) || ce.Code != closeServiceRestart {
-				t.Errorf("close = %v, want code %d", err, closeServiceRestart)
+			if !errors.As(err, &ce) || ce.Code != live.CloseServiceRestart {
+				t.Errorf("close = %v, want code %d", err, live.CloseServiceRestart)
 			}
 			break
 		}
@@ -280,7 +281,7 @@ func TestOverviewPushKeepsEachView(t *testing.T) {
 		if !ok {
 			t.Fatal("the overview is not live")
 		}
-		msg, err := pw.srv.hubRender(ctx, sub, kindSet{events.QueuesChanged: true})
+		msg, err := pw.srv.hubRender(ctx, sub, live.Changes{events.QueuesChanged: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,21 +391,21 @@ func TestQueuePushCharts(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		kinds     kindSet
+		kinds     live.Changes
 		view      url.Values
 		embed     bool
 		wantSince time.Duration // 0: no charts pushed
 	}{
-		{"attributes cycle", kindSet{events.QueuesChanged: true}, nil, false, time.Hour},
-		{"sample", kindSet{events.SampleTaken: true}, nil, false, 0},
-		{"metrics cycle", kindSet{events.MetricsChanged: true}, nil, false, time.Hour},
-		{"metrics cycle, 24 hours", kindSet{events.MetricsChanged: true}, url.Values{"range": {"24h"}}, false, 24 * time.Hour},
-		{"new connection, 7 days", kindSet{kindConnect: true}, url.Values{"range": {"7d"}}, false, 7 * 24 * time.Hour},
-		{"embedded card", kindSet{events.MetricsChanged: true}, nil, true, 0},
+		{"attributes cycle", live.Changes{events.QueuesChanged: true}, nil, false, time.Hour},
+		{"sample", live.Changes{events.SampleTaken: true}, nil, false, 0},
+		{"metrics cycle", live.Changes{events.MetricsChanged: true}, nil, false, time.Hour},
+		{"metrics cycle, 24 hours", live.Changes{events.MetricsChanged: true}, url.Values{"range": {"24h"}}, false, 24 * time.Hour},
+		{"new connection, 7 days", live.Changes{live.Connect: true}, url.Values{"range": {"7d"}}, false, 7 * 24 * time.Hour},
+		{"embedded card", live.Changes{events.MetricsChanged: true}, nil, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sub := subscription{Topic: queueTopic(q.ID), View: tt.view, Nav: templates.Nav{Embed: tt.embed}}
+			sub := subscriptionOf(live.Queue(q.ID), templates.Nav{Embed: tt.embed}, tt.view)
 			msg, err := pw.srv.hubRender(ctx, sub, tt.kinds)
 			if err != nil {
 				t.Fatal(err)
@@ -491,7 +492,7 @@ func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
 	if page.Find("#redrive-waiting").Length() != 1 {
 		t.Fatal("the redrive panel has no #redrive-waiting count")
 	}
-	msg, err := pw.srv.hubRender(ctx, subscription{Topic: queueTopic(q.ID)}, kindSet{events.QueuesChanged: true})
+	msg, err := pw.srv.hubRender(ctx, subscriptionOf(live.Queue(q.ID), templates.Nav{}, nil), live.Changes{events.QueuesChanged: true})
 	if err != nil {
 		t.Fatal(err)
 	}

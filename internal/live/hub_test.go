@@ -1,0 +1,363 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/toolq/toolq/internal/events"
+)
+
+// testHub is a hub whose timers the test fires, with a renderer that counts its calls. Its view
+// type is a string, as a page's filter would be.
+type testHub struct {
+	*Hub[string]
+	timers  chan chan time.Time // each coalescing timer the hub asked for
+	tick    chan time.Time
+	renders atomic.Int64
+	mu      sync.Mutex
+	changes []Changes
+	block   chan struct{} // when not nil, a rendering waits for it
+}
+
+func newTestHub(t testing.TB, buffer int) *testHub {
+	t.Helper()
+	th := &testHub{timers: make(chan chan time.Time, 64), tick: make(chan time.Time)}
+	th.Hub = New(Options[string]{
+		Render: func(ctx context.Context, sub Subscription[string], changes Changes) ([]byte, error) {
+			th.mu.Lock()
+			block := th.block
+			th.mu.Unlock()
+			if block != nil {
+				<-block
+			}
+			n := th.renders.Add(1)
+			th.mu.Lock()
+			th.changes = append(th.changes, changes)
+			th.mu.Unlock()
+			return fmt.Appendf(nil, `<p id="x">%s %s render %d</p>`, sub.Topic, sub.View, n), nil
+		},
+		Freshness: func(ctx context.Context) ([]byte, error) { return []byte(`<p id="freshness">now</p>`), nil },
+		After: func(time.Duration) <-chan time.Time {
+			ch := make(chan time.Time, 1)
+			th.timers <- ch
+			return ch
+		},
+		Tick:       th.tick,
+		SendBuffer: buffer,
+	})
+	t.Cleanup(func() { _ = th.Close(context.Background()) })
+	return th
+}
+
+// fire waits for the hub to ask for a coalescing timer and fires it.
+func (th *testHub) fire(t testing.TB) {
+	t.Helper()
+	select {
+	case ch := <-th.timers:
+		ch <- time.Now()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hub asked for no coalescing timer")
+	}
+}
+
+// subscribe attaches a client without websocket pumps.
+func (th *testHub) subscribe(t testing.TB, topic Topic, view string) *client[string] {
+	t.Helper()
+	c := th.newClient(Subscription[string]{Topic: topic, View: view})
+	if err := th.attach(c, 0); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// receive returns the next message of a client, failing after a generous bound.
+func receive(t *testing.T, c *client[string]) []byte {
+	t.Helper()
+	select {
+	case msg, ok := <-c.send:
+		if !ok {
+			t.Fatal("the client was dropped")
+		}
+		return msg
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message")
+	}
+	return nil
+}
+
+func TestHubSendsOneRenderingToEverySubscriber(t *testing.T) {
+	th := newTestHub(t, 4)
+	a := th.subscribe(t, Overview(), "")
+	b := th.subscribe(t, Overview(), "")
+	other := th.subscribe(t, Queue(7), "")
+	th.fire(t) // the connect pushes, coalesced into one flush
+	ma, mb := receive(t, a), receive(t, b)
+	receive(t, other)
+	if !bytes.Equal(ma, mb) {
+		t.Fatalf("subscribers got different bytes:\n%s\n%s", ma, mb)
+	}
+	if &ma[0] != &mb[0] {
+		t.Error("subscribers got two renderings, want one shared")
+	}
+	if got := th.renders.Load(); got != 2 {
+		t.Errorf("renders = %d, want 2 (one per topic)", got)
+	}
+	if got := th.Clients(); got != 3 {
+		t.Errorf("Clients = %d, want 3", got)
+	}
+}
+
+func TestHubCoalescesBursts(t *testing.T) {
+	th := newTestHub(t, 4)
+	c := th.subscribe(t, Overview(), "")
+	th.fire(t)
+	receive(t, c)
+	th.renders.Store(0)
+	for i := range 20 {
+		th.Notify(events.Event{Kind: events.QueuesChanged, QueueID: int64(i + 1)})
+	}
+	th.Notify(events.Event{Kind: events.MetricsChanged})
+	th.fire(t)
+	receive(t, c)
+	if got := th.renders.Load(); got != 1 {
+		t.Errorf("renders after a burst of 21 events = %d, want 1", got)
+	}
+	select {
+	case <-th.timers:
+		t.Error("the burst asked for a second timer")
+	default:
+	}
+	th.mu.Lock()
+	last := th.changes[len(th.changes)-1]
+	th.mu.Unlock()
+	if !last[events.QueuesChanged] || !last[events.MetricsChanged] {
+		t.Errorf("changes = %v, want both kinds of the burst", last)
+	}
+}
+
+// TestHubRendersOffItsLoop: while a rendering is slow, the hub goroutine still takes new
+// clients, events and drops; the rendering's bytes arrive when it is done.
+func TestHubRendersOffItsLoop(t *testing.T) {
+	th := newTestHub(t, 4)
+	block := make(chan struct{})
+	th.mu.Lock()
+	th.block = block
+	th.mu.Unlock()
+	a := th.subscribe(t, Overview(), "")
+	th.fire(t) // a's connect push starts rendering, and blocks
+	registered := make(chan *client[string])
+	go func() { registered <- th.subscribe(t, Audit(), "") }()
+	select {
+	case <-registered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a registration waited for a rendering")
+	}
+	th.Notify(events.Event{Kind: events.QueuesChanged}) // taken while the rendering runs
+	th.mu.Lock()
+	th.block = nil
+	th.mu.Unlock()
+	close(block)
+	receive(t, a)
+}
+
+func TestHubDropsSlowClientOnly(t *testing.T) {
+	th := newTestHub(t, 2)
+	slow := th.subscribe(t, Overview(), "")
+	fast := th.subscribe(t, Overview(), "")
+	th.fire(t)
+	receive(t, fast)
+	// The slow client never reads: its buffer of 2 fills, and the third push drops it.
+	for range 4 {
+		th.Notify(events.Event{Kind: events.QueuesChanged})
+		th.fire(t)
+		receive(t, fast)
+	}
+	var got int
+	for range slow.send { // buffered messages, then closed
+		got++
+	}
+	if got != 2 {
+		t.Errorf("slow client got %d messages before being dropped, want its buffer (2)", got)
+	}
+	if slow.closeCode != CloseTryAgainLater {
+		t.Errorf("slow client close code = %d, want %d", slow.closeCode, CloseTryAgainLater)
+	}
+	if n := th.Clients(); n != 1 {
+		t.Errorf("Clients = %d, want 1", n)
+	}
+}
+
+func TestHubPushesFreshnessToEveryone(t *testing.T) {
+	th := newTestHub(t, 4)
+	a := th.subscribe(t, Audit(), "")
+	b := th.subscribe(t, Queue(3), "")
+	th.fire(t)
+	receive(t, a)
+	receive(t, b)
+	th.tick <- time.Now()
+	for _, c := range []*client[string]{a, b} {
+		if msg := receive(t, c); !bytes.Contains(msg, []byte(`id="freshness"`)) {
+			t.Errorf("push = %s, want the freshness", msg)
+		}
+	}
+}
+
+func TestTopicsOfEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   events.Event
+		want []Topic // of Overview, Audit, Queue(2), Queue(5)
+	}{
+		{"one queue changed", events.Event{Kind: events.QueuesChanged, QueueID: 2}, []Topic{Overview(), Queue(2)}},
+		{"every queue changed", events.Event{Kind: events.MetricsChanged}, []Topic{Overview(), Queue(2), Queue(5)}},
+		{"sample", events.Event{Kind: events.SampleTaken, QueueID: 5}, []Topic{Queue(5)}},
+		{"move task", events.Event{Kind: events.MoveTasksChanged, QueueID: 2}, []Topic{Overview(), Queue(2)}},
+		{"audit", events.Event{Kind: events.AuditAppended}, []Topic{Audit()}},
+		{"unknown", events.Event{Kind: "other"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Topic
+			for _, topic := range []Topic{Overview(), Audit(), Queue(2), Queue(5)} {
+				if topic.affects(tt.ev) {
+					got = append(got, topic)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("affected topics = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTopic(t *testing.T) {
+	for _, topic := range []Topic{Overview(), Audit(), Queue(42)} {
+		got, err := ParseTopic(topic.String())
+		if err != nil || got != topic {
+			t.Errorf("ParseTopic(%q) = %v, %v", topic.String(), got, err)
+		}
+	}
+	for _, bad := range []string{"", "queue:", "queue:0", "queue:-1", "queue:x", "Overview", "queue:1:2"} {
+		if _, err := ParseTopic(bad); err == nil {
+			t.Errorf("ParseTopic(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestHubRendersOncePerView(t *testing.T) {
+	th := newTestHub(t, 4)
+	views := []string{"", "dir=desc&sort=name", "dir=desc&sort=name", "q=web"}
+	clients := make([]*client[string], len(views))
+	for i, v := range views {
+		clients[i] = th.subscribe(t, Overview(), v)
+	}
+	th.fire(t)
+	msgs := make([][]byte, len(clients))
+	for i, c := range clients {
+		msgs[i] = receive(t, c)
+	}
+	if got := th.renders.Load(); got != 3 {
+		t.Errorf("renders = %d, want 3 (one per view)", got)
+	}
+	if &msgs[1][0] != &msgs[2][0] {
+		t.Error("two subscribers of the same view got two renderings")
+	}
+	if bytes.Equal(msgs[0], msgs[1]) || bytes.Equal(msgs[1], msgs[3]) {
+		t.Error("subscribers of different views share a rendering")
+	}
+}
+
+func TestHubCloseEndsClients(t *testing.T) {
+	th := newTestHub(t, 4)
+	c := th.subscribe(t, Overview(), "")
+	if err := th.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range c.send {
+	}
+	if c.closeCode != CloseServiceRestart {
+		t.Errorf("close code = %d, want %d (browsers reconnect)", c.closeCode, CloseServiceRestart)
+	}
+	if err := th.attach(th.newClient(Subscription[string]{Topic: Overview()}), 0); err == nil {
+		t.Error("attach after close succeeded")
+	}
+}
+
+// TestServeRealWebsockets: connections served through the real pumps get the pushes, count in
+// Clients while open and not after, end with the credential check's code, and end with 1012 when
+// the hub closes.
+func TestServeRealWebsockets(t *testing.T) {
+	th := newTestHub(t, 4)
+	var ended atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		o := ConnOptions{Recheck: 10 * time.Millisecond}
+		if r.URL.Query().Get("checked") == "1" {
+			o.Credential = func(context.Context) int {
+				if ended.Load() {
+					return 4001
+				}
+				return 0
+			}
+		}
+		_ = th.Serve(conn, Subscription[string]{Topic: Overview()}, o)
+	}))
+	defer srv.Close()
+	dial := func(query string) *websocket.Conn {
+		t.Helper()
+		conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/?"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	waitClients := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for th.Clients() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("Clients = %d, want %d", th.Clients(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	plain, checked := dial(""), dial("checked=1")
+	waitClients(2)
+	th.fire(t)
+	for _, conn := range []*websocket.Conn{plain, checked} {
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, msg, err := conn.ReadMessage(); err != nil || !bytes.Contains(msg, []byte("overview")) {
+			t.Fatalf("push = %q, %v", msg, err)
+		}
+	}
+	ended.Store(true)
+	checked.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := checked.ReadMessage(); !websocket.IsCloseError(err, 4001) {
+		t.Errorf("after its credential ended: %v, want close 4001", err)
+	}
+	waitClients(1)
+	if err := th.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	plain.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := plain.ReadMessage(); !websocket.IsCloseError(err, CloseServiceRestart) {
+		t.Errorf("after Close: %v, want close %d", err, CloseServiceRestart)
+	}
+	if n := th.Clients(); n != 0 {
+		t.Errorf("Clients after Close = %d", n)
+	}
+}
