@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -59,17 +58,30 @@ type StartRedriveRequest struct {
 	MaxPerSecond string
 }
 
+// Kind says what sort of refusal an Error is. The server answers each kind with one HTTP status.
+type Kind int
+
+// Kinds of refusal.
+const (
+	Forbidden     Kind = iota + 1 // the caller may not act: a viewer, or read-only mode
+	Invalid                       // the request is malformed: a rate that is no whole number, a reference no queue can have
+	NotFound                      // no watched queue has that name or ARN, or it is gone
+	Conflict                      // the queue's state forbids it now: a task running, none running, a name several queues share
+	Unprocessable                 // well formed but impossible: not a dead-letter queue, a destination of the wrong type
+	Upstream                      // AWS failed or refused
+)
+
 // Error is a refused action: Code is stable for API clients, Message is safe to show.
 type Error struct {
+	Kind    Kind
 	Code    string // e.g. "read_only", "forbidden", "not_dead_letter_queue", "task_running", "no_task_running", "destination_not_found", "destination_type_mismatch", "redrive_not_allowed", "invalid_rate", "queue_not_found", "aws_error"
 	Message string
-	Status  int // the HTTP status that fits: 403, 404, 409, 422, 502...
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-func refuse(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+func refuse(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // SQSAPI is the part of *sqs.Client the actions use.
@@ -235,7 +247,7 @@ func (s *Service) record(ctx context.Context, a attempt, err error, detail strin
 	var ae *Error
 	switch {
 	case err == nil:
-	case errors.As(err, &ae) && ae.Code != "aws_error":
+	case errors.As(err, &ae) && ae.Kind != Upstream:
 		result, detail = store.AuditRefused, ae.Code+": "+ae.Message
 	case errors.As(err, &ae):
 		result, detail = store.AuditFailed, ae.Message
@@ -279,10 +291,10 @@ func (s *Service) record(ctx context.Context, a attempt, err error, detail strin
 // checkActor refuses actions in read-only mode and for viewers.
 func (s *Service) checkActor(a Actor) *Error {
 	if s.readOnly {
-		return refuse(http.StatusForbidden, "read_only", "this dashboard is read-only; redrives are turned off")
+		return refuse(Forbidden, "read_only", "this dashboard is read-only; redrives are turned off")
 	}
 	if a.Role != auth.RoleOperator {
-		return refuse(http.StatusForbidden, "forbidden", "only operators may start or cancel redrives")
+		return refuse(Forbidden, "forbidden", "only operators may start or cancel redrives")
 	}
 	return nil
 }
@@ -290,22 +302,22 @@ func (s *Service) checkActor(a Actor) *Error {
 // resolveDLQ finds the dead-letter queue an action names.
 func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, error) {
 	if !plausibleRef(ref) {
-		return store.Queue{}, refuse(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or ARN")
+		return store.Queue{}, refuse(Invalid, "invalid_queue", "the queue must be a queue name or ARN")
 	}
 	q, err := s.store.ResolveQueue(ctx, ref)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.Queue{}, refuse(http.StatusNotFound, "queue_not_found", "no watched queue has that name or ARN")
+		return store.Queue{}, refuse(NotFound, "queue_not_found", "no watched queue has that name or ARN")
 	case errors.Is(err, store.ErrAmbiguous):
-		return store.Queue{}, refuse(http.StatusConflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
+		return store.Queue{}, refuse(Conflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
 	case err != nil:
 		return store.Queue{}, fmt.Errorf("actions: resolve %q: %w", ref, err)
 	}
 	if q.Gone() {
-		return q, refuse(http.StatusNotFound, "queue_not_found", "the queue %s no longer exists", q.Name)
+		return q, refuse(NotFound, "queue_not_found", "the queue %s no longer exists", q.Name)
 	}
 	if !q.IsDeadLetterQueue() {
-		return q, refuse(http.StatusUnprocessableEntity, "not_dead_letter_queue", "%s is not a dead-letter queue: no queue sends its failures there", q.Name)
+		return q, refuse(Unprocessable, "not_dead_letter_queue", "%s is not a dead-letter queue: no queue sends its failures there", q.Name)
 	}
 	return q, nil
 }
@@ -314,7 +326,7 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 func (s *Service) client(region string) (SQSAPI, error) {
 	c, ok := s.clients[region]
 	if !ok || c == nil {
-		return nil, refuse(http.StatusBadGateway, "aws_error", "no AWS client is configured for region %s", clip(region, 32))
+		return nil, refuse(Upstream, "aws_error", "no AWS client is configured for region %s", clip(region, 32))
 	}
 	return c, nil
 }

@@ -61,14 +61,14 @@ func newWorld(t *testing.T) *actionstest.World {
 }
 
 // wantRefusal checks that err is an *actions.Error with code and status.
-func wantRefusal(t *testing.T, err error, code string, status int) {
+func wantRefusal(t *testing.T, err error, code string, kind actions.Kind) {
 	t.Helper()
 	var ae *actions.Error
 	if !errors.As(err, &ae) {
 		t.Fatalf("err = %v; want *actions.Error %s", err, code)
 	}
-	if ae.Code != code || ae.Status != status {
-		t.Fatalf("err = %s (%d); want %s (%d)", ae.Code, ae.Status, code, status)
+	if ae.Code != code || ae.Kind != kind {
+		t.Fatalf("err = %s (kind %d); want %s (kind %d)", ae.Code, ae.Kind, code, kind)
 	}
 	if ae.Message == "" {
 		t.Errorf("refusal %s has no message", code)
@@ -112,30 +112,30 @@ func TestStartRedriveRefusals(t *testing.T) {
 		actor  actions.Actor
 		req    actions.StartRedriveRequest
 		code   string
-		status int
+		status actions.Kind
 	}{
-		{"read-only mode", readOnly, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "read_only", http.StatusForbidden},
-		{"viewer", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", http.StatusForbidden},
-		{"no role", svc, actions.Actor{Name: "x"}, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", http.StatusForbidden},
-		{"unknown queue", svc, operator, actions.StartRedriveRequest{Queue: "nope"}, "queue_not_found", http.StatusNotFound},
-		{"junk queue", svc, operator, actions.StartRedriveRequest{Queue: "../../etc/passwd"}, "invalid_queue", http.StatusBadRequest},
-		{"not a DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders"}, "not_dead_letter_queue", http.StatusUnprocessableEntity},
-		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(501)}, "invalid_rate", http.StatusBadRequest},
-		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(-1)}, "invalid_rate", http.StatusBadRequest},
-		{"zero rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(0)}, "invalid_rate", http.StatusBadRequest},
-		{"rate not a number", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "invalid_rate", http.StatusBadRequest},
-		{"fractional rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "2.5"}, "invalid_rate", http.StatusBadRequest},
-		{"viewer with a bad rate", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "forbidden", http.StatusForbidden},
-		{"destination missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "no-such-queue"}, "destination_not_found", http.StatusUnprocessableEntity},
-		{"destination ARN missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: w.ARN("no-such-queue")}, "destination_not_found", http.StatusUnprocessableEntity},
-		{"destination is the DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "orders-dlq"}, "invalid_destination", http.StatusUnprocessableEntity},
-		{"standard to FIFO", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "calls.fifo"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
-		{"FIFO to standard", svc, operator, actions.StartRedriveRequest{Queue: "calls-dlq.fifo", Destination: "orders"}, "destination_type_mismatch", http.StatusUnprocessableEntity},
-		{"denyAll", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
-		{"byQueue without its sources", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
-		{"byQueue without its sources, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq", Destination: "spare"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
-		{"denyAll, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq", Destination: "spare"}, "redrive_not_allowed", http.StatusUnprocessableEntity},
-		{"no client for the region", noClient, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "aws_error", http.StatusBadGateway},
+		{"read-only mode", readOnly, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "read_only", actions.Forbidden},
+		{"viewer", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", actions.Forbidden},
+		{"no role", svc, actions.Actor{Name: "x"}, actions.StartRedriveRequest{Queue: "orders-dlq"}, "forbidden", actions.Forbidden},
+		{"unknown queue", svc, operator, actions.StartRedriveRequest{Queue: "nope"}, "queue_not_found", actions.NotFound},
+		{"junk queue", svc, operator, actions.StartRedriveRequest{Queue: "../../etc/passwd"}, "invalid_queue", actions.Invalid},
+		{"not a DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders"}, "not_dead_letter_queue", actions.Unprocessable},
+		{"rate too high", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(501)}, "invalid_rate", actions.Invalid},
+		{"negative rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(-1)}, "invalid_rate", actions.Invalid},
+		{"zero rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(0)}, "invalid_rate", actions.Invalid},
+		{"rate not a number", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "invalid_rate", actions.Invalid},
+		{"fractional rate", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "2.5"}, "invalid_rate", actions.Invalid},
+		{"viewer with a bad rate", svc, viewer, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: "fast"}, "forbidden", actions.Forbidden},
+		{"destination missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "no-such-queue"}, "destination_not_found", actions.Unprocessable},
+		{"destination ARN missing", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: w.ARN("no-such-queue")}, "destination_not_found", actions.Unprocessable},
+		{"destination is the DLQ", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "orders-dlq"}, "invalid_destination", actions.Unprocessable},
+		{"standard to FIFO", svc, operator, actions.StartRedriveRequest{Queue: "orders-dlq", Destination: "calls.fifo"}, "destination_type_mismatch", actions.Unprocessable},
+		{"FIFO to standard", svc, operator, actions.StartRedriveRequest{Queue: "calls-dlq.fifo", Destination: "orders"}, "destination_type_mismatch", actions.Unprocessable},
+		{"denyAll", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq"}, "redrive_not_allowed", actions.Unprocessable},
+		{"byQueue without its sources", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq"}, "redrive_not_allowed", actions.Unprocessable},
+		{"byQueue without its sources, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "locked-dlq", Destination: "spare"}, "redrive_not_allowed", actions.Unprocessable},
+		{"denyAll, to a destination", svc, operator, actions.StartRedriveRequest{Queue: "denied-dlq", Destination: "spare"}, "redrive_not_allowed", actions.Unprocessable},
+		{"no client for the region", noClient, operator, actions.StartRedriveRequest{Queue: "orders-dlq"}, "aws_error", actions.Upstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestStartRedriveAWSError(t *testing.T) {
 	svc := w.Actions(actions.Options{})
 	w.Sim.SetFault("StartMessageMoveTask", sqsim.Fault{ErrorRate: 1})
 	_, err := svc.StartRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
-	wantRefusal(t, err, "aws_error", http.StatusBadGateway)
+	wantRefusal(t, err, "aws_error", actions.Upstream)
 	var ae *actions.Error
 	errors.As(err, &ae)
 	// The message names what failed, AWS's code and the HTTP status, never AWS's own text.
@@ -294,7 +294,7 @@ func TestSecondStartIsRefused(t *testing.T) {
 		t.Fatalf("StartRedrive: %v", err)
 	}
 	_, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
-	wantRefusal(t, err, "task_running", http.StatusConflict)
+	wantRefusal(t, err, "task_running", actions.Conflict)
 	if got := liveTasks(t, w, "orders-dlq"); len(got) != 1 {
 		t.Errorf("tasks = %v; want exactly one", got)
 	}
@@ -320,7 +320,7 @@ func TestConcurrentStartsMakeOneTask(t *testing.T) {
 			accepted++
 			continue
 		}
-		wantRefusal(t, err, "task_running", http.StatusConflict)
+		wantRefusal(t, err, "task_running", actions.Conflict)
 	}
 	if accepted != 1 {
 		t.Errorf("%d starts accepted; want 1", accepted)
@@ -337,7 +337,7 @@ func TestCancelHalfWay(t *testing.T) {
 	before := w.Count(t, "orders-dlq")
 
 	_, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
-	wantRefusal(t, err, "no_task_running", http.StatusConflict)
+	wantRefusal(t, err, "no_task_running", actions.Conflict)
 
 	started, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(10)})
 	if err != nil {
@@ -346,7 +346,7 @@ func TestCancelHalfWay(t *testing.T) {
 	w.Advance(time.Second)
 
 	_, err = svc.CancelRedrive(ctx, viewer, "orders-dlq")
-	wantRefusal(t, err, "forbidden", http.StatusForbidden)
+	wantRefusal(t, err, "forbidden", actions.Forbidden)
 
 	task, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
 	if err != nil {
@@ -367,7 +367,7 @@ func TestCancelHalfWay(t *testing.T) {
 		t.Errorf("tasks = %v; want CANCELLED", got)
 	}
 	_, err = svc.CancelRedrive(ctx, operator, "orders-dlq")
-	wantRefusal(t, err, "no_task_running", http.StatusConflict)
+	wantRefusal(t, err, "no_task_running", actions.Conflict)
 }
 
 // TestActionsWhenAWSIsDown: an endpoint that does not answer is a 502 aws_error that says which
@@ -401,7 +401,7 @@ func TestActionsWhenAWSIsDown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.do()
-			wantRefusal(t, err, "aws_error", http.StatusBadGateway)
+			wantRefusal(t, err, "aws_error", actions.Upstream)
 			var ae *actions.Error
 			errors.As(err, &ae)
 			host := strings.TrimPrefix(down.URL, "http://")

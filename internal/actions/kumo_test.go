@@ -2,7 +2,6 @@ package actions_test
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,7 +57,7 @@ func TestKumoWithoutMoveTasks(t *testing.T) {
 
 	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": client}, Store: st})
 	_, err = svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "jobs-dlq"})
-	wantRefusal(t, err, "aws_error", http.StatusBadGateway)
+	wantRefusal(t, err, "aws_error", actions.Upstream)
 	t.Logf("kumo: %v", err)
 	if msg := err.(*actions.Error).Message; !strings.HasPrefix(msg, "AWS refused to list the move tasks") {
 		t.Errorf("message = %q", msg)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -69,7 +68,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	}
 	defer unlock()
 	if t := tasks.running; tasks.isRunning {
-		return store.MoveTask{}, refuse(http.StatusConflict, "task_running",
+		return store.MoveTask{}, refuse(Conflict, "task_running",
 			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
 	}
 	destARN, err := s.destination(ctx, q, req.Destination)
@@ -114,7 +113,7 @@ func parseRate(raw string) (int, error) {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > MaxRate {
-		return 0, refuse(http.StatusBadRequest, "invalid_rate",
+		return 0, refuse(Invalid, "invalid_rate",
 			"the rate must be a whole number of messages per second from 1 to %d, or empty to let SQS choose", MaxRate)
 	}
 	return n, nil
@@ -145,15 +144,15 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	defer unlock()
 	t := tasks.running
 	if !tasks.isRunning || t.TaskHandle == "" {
-		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "no redrive of %s is running", q.Name)
+		return store.MoveTask{}, refuse(Conflict, "no_task_running", "no redrive of %s is running", q.Name)
 	}
 	if t.Status == store.MoveTaskCancelling {
-		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s is already being cancelled", q.Name)
+		return store.MoveTask{}, refuse(Conflict, "no_task_running", "the redrive of %s is already being cancelled", q.Name)
 	}
 	out, err := tasks.client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)})
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
-		return store.MoveTask{}, refuse(http.StatusConflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
+		return store.MoveTask{}, refuse(Conflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
 	}
 	if err != nil {
 		return store.MoveTask{}, s.awsError(ctx, "cancel the move task", err)
@@ -289,17 +288,17 @@ func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) 
 		return "", nil
 	}
 	if !plausibleRef(ref) {
-		return "", refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination must be a queue name or ARN")
+		return "", refuse(Unprocessable, "destination_not_found", "the destination must be a queue name or ARN")
 	}
 	destARN, fifo, err := s.lookupDestination(ctx, dlq, ref)
 	if err != nil {
 		return "", err
 	}
 	if destARN == dlq.ARN {
-		return "", refuse(http.StatusUnprocessableEntity, "invalid_destination", "the destination must differ from the dead-letter queue")
+		return "", refuse(Unprocessable, "invalid_destination", "the destination must differ from the dead-letter queue")
 	}
 	if fifo != dlq.FIFO {
-		return "", refuse(http.StatusUnprocessableEntity, "destination_type_mismatch",
+		return "", refuse(Unprocessable, "destination_type_mismatch",
 			"%s is a %s queue and %s a %s queue; a redrive needs two queues of the same type",
 			dlq.Name, queueType(dlq.FIFO), arn.QueueName(destARN), queueType(fifo))
 	}
@@ -314,9 +313,9 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	case err == nil && !q.Gone():
 		return q.ARN, q.FIFO, nil
 	case err == nil:
-		return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination %s no longer exists", q.Name)
+		return "", false, refuse(Unprocessable, "destination_not_found", "the destination %s no longer exists", q.Name)
 	case errors.Is(err, store.ErrAmbiguous):
-		return "", false, refuse(http.StatusUnprocessableEntity, "destination_ambiguous", "several queues have that name; give the destination's ARN")
+		return "", false, refuse(Unprocessable, "destination_ambiguous", "several queues have that name; give the destination's ARN")
 	case !errors.Is(err, store.ErrNotFound):
 		return "", false, fmt.Errorf("actions: resolve destination: %w", err)
 	}
@@ -324,7 +323,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	if arn.IsARN(ref) {
 		a, err := arn.ParseQueue(ref)
 		if err != nil {
-			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "the destination is not an SQS queue ARN")
+			return "", false, refuse(Unprocessable, "destination_not_found", "the destination is not an SQS queue ARN")
 		}
 		region, account, name = a.Region, a.Account, a.Name
 	}
@@ -339,7 +338,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	u, err := client.GetQueueUrl(ctx, in)
 	if err != nil {
 		if awscalls.QueueMissing(err) {
-			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
+			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", clip(name, 80))
 		}
 		return "", false, s.awsError(ctx, "look up the destination", err)
 	}
@@ -349,13 +348,13 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	})
 	if err != nil {
 		if awscalls.QueueMissing(err) {
-			return "", false, refuse(http.StatusUnprocessableEntity, "destination_not_found", "no queue called %s exists", clip(name, 80))
+			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", clip(name, 80))
 		}
 		return "", false, s.awsError(ctx, "read the destination's attributes", err)
 	}
 	arn := attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
 	if arn == "" {
-		return "", false, refuse(http.StatusBadGateway, "aws_error", "AWS did not give the destination's ARN")
+		return "", false, refuse(Upstream, "aws_error", "AWS did not give the destination's ARN")
 	}
 	return arn, attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
 }
@@ -384,13 +383,13 @@ func checkRedriveAllowed(dlq store.Queue) error {
 	}
 	var p redriveAllowPolicy
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s cannot be read", dlq.Name)
+		return refuse(Unprocessable, "redrive_not_allowed", "the RedriveAllowPolicy of %s cannot be read", dlq.Name)
 	}
 	switch p.RedrivePermission {
 	case "", "allowAll":
 		return nil
 	case "denyAll":
-		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed",
+		return refuse(Unprocessable, "redrive_not_allowed",
 			"the RedriveAllowPolicy of %s is denyAll: no queue may use it as its dead-letter queue, so it is not one to redrive; allow its source queues first", dlq.Name)
 	case "byQueue":
 		for _, src := range dlq.SourceARNs {
@@ -398,11 +397,11 @@ func checkRedriveAllowed(dlq store.Queue) error {
 				return nil
 			}
 		}
-		return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed",
+		return refuse(Unprocessable, "redrive_not_allowed",
 			"the RedriveAllowPolicy of %s lists none of the queues that send it their failures (%s); add them to sourceQueueArns first",
 			dlq.Name, clip(strings.Join(namesOf(dlq.SourceARNs), ", "), 200))
 	}
-	return refuse(http.StatusUnprocessableEntity, "redrive_not_allowed", "the RedriveAllowPolicy of %s has an unknown permission", dlq.Name)
+	return refuse(Unprocessable, "redrive_not_allowed", "the RedriveAllowPolicy of %s has an unknown permission", dlq.Name)
 }
 
 // namesOf returns the queue names at the end of ARNs.
@@ -430,15 +429,15 @@ func (s *Service) awsError(ctx context.Context, what string, err error) error {
 	isAPI := errors.As(err, &ae) && awsCode.MatchString(ae.ErrorCode())
 	switch {
 	case f.HTTPStatus >= 500 && isAPI:
-		return refuse(http.StatusBadGateway, "aws_error", "AWS failed to %s (%s, HTTP %d); try again", what, ae.ErrorCode(), f.HTTPStatus)
+		return refuse(Upstream, "aws_error", "AWS failed to %s (%s, HTTP %d); try again", what, ae.ErrorCode(), f.HTTPStatus)
 	case f.HTTPStatus != 0 && !isAPI && errors.As(err, &ae):
-		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (HTTP %d)", what, f.HTTPStatus)
+		return refuse(Upstream, "aws_error", "AWS refused to %s (HTTP %d)", what, f.HTTPStatus)
 	case f.HTTPStatus != 0 && !isAPI:
-		return refuse(http.StatusBadGateway, "aws_error", "the endpoint answered HTTP %d to %s, with no AWS error", f.HTTPStatus, what)
+		return refuse(Upstream, "aws_error", "the endpoint answered HTTP %d to %s, with no AWS error", f.HTTPStatus, what)
 	case isAPI:
-		return refuse(http.StatusBadGateway, "aws_error", "AWS refused to %s (%s)", what, ae.ErrorCode())
+		return refuse(Upstream, "aws_error", "AWS refused to %s (%s)", what, ae.ErrorCode())
 	}
-	return refuse(http.StatusBadGateway, "aws_error", "AWS could not be reached to %s", what)
+	return refuse(Upstream, "aws_error", "AWS could not be reached to %s", what)
 }
 
 func queueType(fifo bool) string {

@@ -86,11 +86,7 @@ func publicError(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &act):
-		status := act.Status
-		if status == 0 {
-			status = http.StatusUnprocessableEntity
-		}
-		return &apiError{Status: status, Code: act.Code, Message: act.Message}
+		return &apiError{Status: actionStatus(act.Kind), Code: act.Code, Message: act.Message}
 	case errors.Is(err, views.ErrNotFound):
 		return newError(http.StatusNotFound, "queue_not_found", "no watched queue has that name or ARN")
 	case errors.Is(err, views.ErrAmbiguous):
@@ -110,6 +106,23 @@ func publicError(err error) *apiError {
 		return fromHTTPError(he)
 	}
 	return newError(http.StatusInternalServerError, "internal_error", "internal error")
+}
+
+// actionStatus is the HTTP status of each kind of refused action: the one place they are mapped.
+func actionStatus(kind actions.Kind) int {
+	switch kind {
+	case actions.Forbidden:
+		return http.StatusForbidden
+	case actions.Invalid:
+		return http.StatusBadRequest
+	case actions.NotFound:
+		return http.StatusNotFound
+	case actions.Conflict:
+		return http.StatusConflict
+	case actions.Upstream:
+		return http.StatusBadGateway
+	}
+	return http.StatusUnprocessableEntity
 }
 
 // fromHTTPError maps echo's errors (unknown route, wrong method, body limit) to the error shape

@@ -182,10 +182,7 @@ func (s *Server) redriveRefused(c echo.Context, err error, r templates.RedrivePr
 		r = fresh
 	}
 	r.Error = ae.Message
-	status := ae.Status
-	if status < 400 || status > 599 {
-		status = http.StatusUnprocessableEntity
-	}
+	status := actionStatus(ae.Kind)
 	if isHTMX(c) {
 		// The panel is fetched again as soon as a move task changes, which takes its error along.
 		r.Alert = s.outcomeStamp(r.QueueName) + ae.Message
