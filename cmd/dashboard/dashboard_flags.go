@@ -90,7 +90,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Bool(&d.allowInsecureNoAuth, "allow-insecure-no-auth", false, "allow --auth none on a non-loopback address (anyone who can reach it can redrive)")
 	f.List(&d.trustedProxies, "trusted-proxy", nil, "`CIDR` of the authenticating proxy whose headers are trusted (repeatable)")
 	f.List(&d.operatorGroups, "proxy-operator-groups", nil, "proxy `groups` whose members are operators (repeatable)")
-	f.String(&d.proxyDefaultRole, "proxy-default-role", auth.RoleViewer, "role of a proxy user in no operator group: viewer, operator, or '' to refuse")
+	f.String(&d.proxyDefaultRole, "proxy-default-role", string(auth.RoleViewer), "role of a proxy user in no operator group: viewer, operator, or '' to refuse")
 	f.String(&d.sessionKey, "session-key", "", "hex `key` (32+ bytes) signing sessions, embed links and CSRF tokens; default random at start")
 	f.Bool(&d.secureCookies, "secure-cookies", false, "mark cookies Secure (TLS terminated in front of the dashboard)")
 	f.Bool(&d.readOnly, "read-only", false, "turn every action (redrive start and cancel) off")
@@ -153,7 +153,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 			Mode:                mode,
 			TrustedProxies:      proxies,
 			ProxyOperatorGroups: d.operatorGroups,
-			ProxyDefaultRole:    d.proxyDefaultRole,
+			ProxyDefaultRole:    auth.Role(d.proxyDefaultRole),
 			SessionKey:          key,
 			SecureCookies:       d.secureCookies,
 		},

@@ -35,7 +35,7 @@ func runTokenCommand(ctx context.Context, env *environment, args []string) error
 	switch sub {
 	case "create":
 		fl.String(&name, "name", "", "the token's `name`, shown in the audit log (required)")
-		fl.String(&role, "role", auth.RoleViewer, "`role`: viewer (reads) or operator (also starts and cancels redrives)")
+		fl.String(&role, "role", string(auth.RoleViewer), "`role`: viewer (reads) or operator (also starts and cancels redrives)")
 	case "revoke":
 		fl.String(&name, "name", "", "`name` of the token to revoke (required)")
 	case "list":
@@ -56,7 +56,7 @@ func runTokenCommand(ctx context.Context, env *environment, args []string) error
 
 	switch sub {
 	case "create":
-		plain, err := auth.CreateToken(ctx, st, name, role)
+		plain, err := auth.CreateToken(ctx, st, name, auth.Role(role))
 		if err != nil {
 			return fmt.Errorf("token create: %w", err)
 		}

@@ -31,7 +31,7 @@ func TestTokenCommands(t *testing.T) {
 	}
 	tok, err := st.TokenByHash(t.Context(), auth.HashToken(plain))
 	st.Close()
-	if err != nil || tok.Name != "slackbot" || tok.Role != auth.RoleOperator {
+	if err != nil || tok.Name != "slackbot" || auth.Role(tok.Role) != auth.RoleOperator {
 		t.Fatalf("stored token: %+v, %v", tok, err)
 	}
 

@@ -42,8 +42,8 @@ const MaxRate = 500
 // Actor is who asks for an action, as authentication established it.
 type Actor struct {
 	Name       string // token name or proxy user; "anonymous" with --auth none
-	Kind       string // "token", "proxy" or "none"
-	Role       string // "viewer" or "operator"
+	Kind       auth.Kind
+	Role       auth.Role
 	RemoteAddr string
 }
 
@@ -269,8 +269,8 @@ func (s *Service) record(ctx context.Context, a attempt, err error, detail strin
 	_, aerr := s.store.AppendAudit(actx, store.AuditEntry{
 		At:         s.now(),
 		Actor:      actorName,
-		ActorKind:  a.actor.Kind,
-		Role:       a.actor.Role,
+		ActorKind:  string(a.actor.Kind),
+		Role:       string(a.actor.Role),
 		Action:     a.action,
 		QueueName:  name,
 		QueueARN:   a.queue.ARN,

@@ -86,15 +86,15 @@ func lastAudit(t *testing.T, w *actionstest.World) store.AuditEntry {
 }
 
 // liveTasks lists a queue's move tasks in the simulator, newest first.
-func liveTasks(t *testing.T, w *actionstest.World, name string) []string {
+func liveTasks(t *testing.T, w *actionstest.World, name string) []store.MoveTaskStatus {
 	t.Helper()
 	out, err := w.SQS.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(w.ARN(name)), MaxResults: aws.Int32(10)})
 	if err != nil {
 		t.Fatalf("ListMessageMoveTasks(%s): %v", name, err)
 	}
-	var st []string
+	var st []store.MoveTaskStatus
 	for _, r := range out.Results {
-		st = append(st, aws.ToString(r.Status))
+		st = append(st, store.MoveTaskStatus(aws.ToString(r.Status)))
 	}
 	return st
 }

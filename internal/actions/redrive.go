@@ -205,10 +205,7 @@ func (s *Service) liveTasks(ctx context.Context, client SQSAPI, q store.Queue) (
 	now := s.now().UTC()
 	tasks := make([]store.MoveTask, 0, len(out.Results))
 	for _, e := range out.Results {
-		t := taskFromSQS(q.ID, e, now)
-		if t.SourceARN == "" {
-			t.SourceARN = q.ARN
-		}
+		t := awscalls.MoveTask(q.ID, q.ARN, e, now)
 		if _, err := s.store.UpsertMoveTask(ctx, t); err != nil {
 			return nil, fmt.Errorf("actions: store move task of %s: %w", q.Name, err)
 		}
@@ -259,24 +256,6 @@ func (s *Service) storeTask(ctx context.Context, client SQSAPI, q store.Queue, m
 	task.ID = id
 	s.pub.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: q.ID, At: s.now()})
 	return task
-}
-
-// taskFromSQS converts a ListMessageMoveTasks entry. The start time is kept to the millisecond
-// SQS gives, as the collector keeps it: (source, start) identifies a task.
-func taskFromSQS(queueID int64, e types.ListMessageMoveTasksResultEntry, now time.Time) store.MoveTask {
-	return store.MoveTask{
-		QueueID:        queueID,
-		TaskHandle:     aws.ToString(e.TaskHandle),
-		Status:         aws.ToString(e.Status),
-		SourceARN:      aws.ToString(e.SourceArn),
-		DestinationARN: aws.ToString(e.DestinationArn),
-		MaxPerSecond:   int(aws.ToInt32(e.MaxNumberOfMessagesPerSecond)),
-		Moved:          e.ApproximateNumberOfMessagesMoved,
-		ToMove:         aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
-		FailureReason:  aws.ToString(e.FailureReason),
-		StartedAt:      time.UnixMilli(e.StartedTimestamp).UTC(),
-		UpdatedAt:      now,
-	}
 }
 
 // destination returns the DestinationArn to send: empty for "each message's original source".

@@ -18,38 +18,46 @@ import (
 	"strings"
 )
 
+// Role is what an identity may do: viewers read, operators also start and cancel redrives.
+type Role string
+
 // Roles.
 const (
-	RoleViewer   = "viewer"
-	RoleOperator = "operator"
+	RoleViewer   Role = "viewer"
+	RoleOperator Role = "operator"
 )
+
+// Kind is what sort of identity made a request.
+type Kind string
 
 // Identity kinds.
 const (
-	KindNone  = "none"  // auth off: a local operator
-	KindToken = "token" // an API token, by Bearer header or session cookie
-	KindProxy = "proxy" // a user named by the trusted reverse proxy
-	KindEmbed = "embed" // a signed embed link: read-only, one page
+	KindNone  Kind = "none"  // auth off: a local operator
+	KindToken Kind = "token" // an API token, by Bearer header or session cookie
+	KindProxy Kind = "proxy" // a user named by the trusted reverse proxy
+	KindEmbed Kind = "embed" // a signed embed link: read-only, one page
 )
 
-// How the credentials of a request arrived. The CSRF checks depend on it: a Bearer header cannot
-// be sent by a hostile page, a cookie can.
+// Via is how the credentials of a request arrived. The CSRF checks depend on it: a Bearer header
+// cannot be sent by a hostile page, a cookie can.
+type Via string
+
+// Ways credentials arrive.
 const (
-	ViaNone    = "none"
-	ViaBearer  = "bearer"
-	ViaSession = "session"
-	ViaProxy   = "proxy"
-	ViaEmbed   = "embed"
+	ViaNone    Via = "none"
+	ViaBearer  Via = "bearer"
+	ViaSession Via = "session"
+	ViaProxy   Via = "proxy"
+	ViaEmbed   Via = "embed"
 )
 
-// Identity is who made a request. Kind is "token", "proxy", "embed" or "none" (auth off: a local
-// operator).
+// Identity is who made a request.
 type Identity struct {
 	Name string
-	Kind string
-	Role string
-	// Via says how the credentials arrived (ViaBearer, ViaSession, ...).
-	Via string
+	Kind Kind
+	Role Role
+	// Via says how the credentials arrived.
+	Via Via
 	// Scope is, for an embed link, the path the link opens (e.g. "/queues/tool-calls.fifo");
 	// requests and websocket topics outside it must be refused. Empty for other kinds.
 	Scope string
@@ -84,7 +92,7 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // ValidRole reports whether r names a role.
-func ValidRole(r string) bool { return r == RoleViewer || r == RoleOperator }
+func ValidRole(r string) bool { return Role(r) == RoleViewer || Role(r) == RoleOperator }
 
 // Errors of authentication. The server answers 401 for the first three and 403 for the others.
 var (

@@ -138,7 +138,7 @@ func TestCreateTokenAndBearer(t *testing.T) {
 		t.Errorf("duplicate name: err = %v; want ErrConflict", err)
 	}
 	for _, bad := range []struct{ name, role string }{{"", "viewer"}, {"has space", "viewer"}, {strings.Repeat("x", 65), "viewer"}, {"ok", "admin"}} {
-		if _, err := auth.CreateToken(ctx, st, bad.name, bad.role); err == nil {
+		if _, err := auth.CreateToken(ctx, st, bad.name, auth.Role(bad.role)); err == nil {
 			t.Errorf("CreateToken(%q, %q) accepted", bad.name, bad.role)
 		}
 	}
@@ -262,7 +262,7 @@ func TestProxy(t *testing.T) {
 		remote   string
 		user     string
 		groups   string
-		wantRole string
+		wantRole auth.Role
 		wantErr  error
 	}{
 		{"operator group", a, "10.1.2.3:5555", "carol@example.com", "dev, sre", auth.RoleOperator, nil},

@@ -30,7 +30,7 @@ type Config struct {
 	// ProxyDefaultRole is the role of a proxy user in none of those groups: RoleViewer or
 	// RoleOperator; empty refuses such users (403). The --proxy-default-role flag defaults to
 	// viewer; the zero Config denies, the safer reading of "unset".
-	ProxyDefaultRole string
+	ProxyDefaultRole Role
 
 	// SessionKey signs browser session cookies, embed links and CSRF tokens. Default: 32 random
 	// bytes, so sessions and embed links end when the process restarts. At least 32 bytes.
@@ -50,7 +50,7 @@ type Authenticator struct {
 	store         TokenStore
 	proxies       []netip.Prefix
 	operatorGroup map[string]bool
-	defaultRole   string
+	defaultRole   Role
 	key           []byte
 	sessionTTL    time.Duration
 	secure        bool
@@ -73,7 +73,7 @@ func New(cfg Config) (*Authenticator, error) {
 	if cfg.Mode == ModeProxy && len(cfg.TrustedProxies) == 0 {
 		return nil, errors.New("auth: proxy mode needs --trusted-proxy (the proxy's CIDRs)")
 	}
-	if cfg.ProxyDefaultRole != "" && !ValidRole(cfg.ProxyDefaultRole) {
+	if cfg.ProxyDefaultRole != "" && !ValidRole(string(cfg.ProxyDefaultRole)) {
 		return nil, fmt.Errorf("auth: proxy default role %q: %w", cfg.ProxyDefaultRole, ErrBadRole)
 	}
 	a := &Authenticator{
@@ -199,7 +199,7 @@ func (a *Authenticator) fromBearer(ctx context.Context, header string) (Identity
 		return Identity{}, a.lookupError(err)
 	}
 	a.touch(ctx, t)
-	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaBearer, TokenID: t.ID}, nil
+	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaBearer, TokenID: t.ID}, nil
 }
 
 // lookupError turns a failed token lookup into ErrInvalidCredentials, keeping other failures

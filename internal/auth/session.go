@@ -62,7 +62,7 @@ func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*
 		Secure:   secure || a.secure,
 		SameSite: http.SameSiteLaxMode,
 	}
-	return c, Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
+	return c, Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaSession, TokenID: t.ID}, nil
 }
 
 // Logout ends the session a cookie value names, on the server: the cookie, and every copy of it,
@@ -110,7 +110,7 @@ func (a *Authenticator) fromSession(ctx context.Context, value string) (Identity
 		return Identity{}, ErrInvalidCredentials
 	}
 	a.touch(ctx, t)
-	return Identity{Name: t.Name, Kind: KindToken, Role: t.Role, Via: ViaSession, TokenID: t.ID}, nil
+	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaSession, TokenID: t.ID}, nil
 }
 
 // sessionRef is what a session cookie holds.

@@ -68,15 +68,15 @@ var ErrBadRole = errors.New("auth: role must be viewer or operator")
 
 // CreateToken creates a token called name with a role and returns the plain token, which is
 // never stored and cannot be shown again. A live token of the same name is store.ErrConflict.
-func CreateToken(ctx context.Context, s TokenStore, name, role string) (string, error) {
+func CreateToken(ctx context.Context, s TokenStore, name string, role Role) (string, error) {
 	if !tokenName.MatchString(name) {
 		return "", ErrBadTokenName
 	}
-	if !ValidRole(role) {
+	if !ValidRole(string(role)) {
 		return "", ErrBadRole
 	}
 	plain, hash := GenerateToken()
-	if _, err := s.CreateToken(ctx, name, role, hash, time.Now()); err != nil {
+	if _, err := s.CreateToken(ctx, name, string(role), hash, time.Now()); err != nil {
 		return "", fmt.Errorf("auth: create token %q: %w", name, err)
 	}
 	return plain, nil

@@ -26,7 +26,7 @@ func MoveTask(queueID int64, sourceARN string, e types.ListMessageMoveTasksResul
 	t := store.MoveTask{
 		QueueID:        queueID,
 		TaskHandle:     safetext.Store(aws.ToString(e.TaskHandle), maxTaskHandle),
-		Status:         safetext.Line(aws.ToString(e.Status), maxTaskStatus),
+		Status:         store.MoveTaskStatus(safetext.Line(aws.ToString(e.Status), maxTaskStatus)),
 		SourceARN:      safetext.Store(aws.ToString(e.SourceArn), maxTaskARN),
 		DestinationARN: safetext.Store(aws.ToString(e.DestinationArn), maxTaskARN),
 		MaxPerSecond:   int(aws.ToInt32(e.MaxNumberOfMessagesPerSecond)),

@@ -37,7 +37,7 @@ func TestMoveTaskPolling(t *testing.T) {
 
 	steps := []struct {
 		after      time.Duration
-		wantStatus string
+		wantStatus store.MoveTaskStatus
 		wantMoved  int64
 	}{
 		{0, store.MoveTaskRunning, 0},

@@ -89,8 +89,9 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		t.Fatalf("auth.New: %v", err)
 	}
 	for _, tk := range []struct {
-		name, role string
-		dst        *string
+		name string
+		role auth.Role
+		dst  *string
 	}{{"ops-bot", auth.RoleOperator, &h.operator}, {"status-bot", auth.RoleViewer, &h.viewer}, {"old-bot", auth.RoleOperator, &h.revoked}} {
 		if *tk.dst, err = auth.CreateToken(ctx, w.Store, tk.name, tk.role); err != nil {
 			t.Fatalf("CreateToken: %v", err)

@@ -24,11 +24,11 @@ func (s *Server) listQueues(c echo.Context) error {
 	var q views.QueueQuery
 	if h := c.QueryParam("health"); h != "" {
 		for _, status := range strings.Split(h, ",") {
-			switch status = strings.TrimSpace(status); status {
-			case views.HealthOK, views.HealthWarning, views.HealthCritical:
+			switch status := views.HealthStatus(strings.TrimSpace(status)); status {
+			case views.HealthOK, views.HealthUnknown, views.HealthWarning, views.HealthCritical:
 				q.Health = append(q.Health, status)
 			default:
-				return newError(http.StatusBadRequest, "invalid_parameter", "health must list ok, warning or critical")
+				return newError(http.StatusBadRequest, "invalid_parameter", "health must list ok, unknown, warning or critical")
 			}
 		}
 	}

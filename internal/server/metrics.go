@@ -129,7 +129,7 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // healthValue maps a health status to a number an alert rule can compare: above 0 is not fine.
-func healthValue(status string) float64 {
+func healthValue(status views.HealthStatus) float64 {
 	switch status {
 	case views.HealthCritical:
 		return 3

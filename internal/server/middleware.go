@@ -279,7 +279,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		id := identity(c)
-		key := id.Kind + ":" + id.Name
+		key := string(id.Kind) + ":" + id.Name
 		if id.Kind == auth.KindNone || id.Kind == "" {
 			key = "ip:" + c.RealIP() // everyone is "anonymous": tell them apart by address
 		}

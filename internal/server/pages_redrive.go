@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,10 +48,7 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 	case s.opts.Actions.ReadOnly():
 		r.Disabled = "toolq runs in read-only mode: redrives are turned off."
 	case !who.CanAct():
-		role := who.Role
-		if role == "" {
-			role = "none"
-		}
+		role := cmp.Or(string(who.Role), "none")
 		r.Disabled = "Your role (" + role + ") may look but not start or cancel redrives."
 	case r.Running != nil:
 		r.Disabled = "A move task is running: wait for it to finish, or cancel it, before starting another."

@@ -65,7 +65,7 @@ func (s *Server) page(c echo.Context, title, section, topic string) templates.Pa
 		Topic:   topic,
 		CSRF:    csrfToken(c),
 		Now:     s.opts.Now().UTC(),
-		Role:    id.Role,
+		Role:    string(id.Role),
 		Section: section,
 	}
 	switch id.Kind {

@@ -26,7 +26,7 @@ func quotaKey(c echo.Context) string {
 	id := identity(c)
 	switch id.Kind {
 	case auth.KindToken, auth.KindProxy:
-		return id.Kind + ":" + id.Name
+		return string(id.Kind) + ":" + id.Name
 	}
 	return "addr:" + c.RealIP()
 }

@@ -166,13 +166,16 @@ type GroupBacklog struct {
 	Blocked          bool // the head keeps failing (its receive count is high) while messages wait behind it
 }
 
-// Move task statuses, as SQS reports them.
+// MoveTaskStatus is a move task's status, as SQS reports it.
+type MoveTaskStatus string
+
+// Move task statuses.
 const (
-	MoveTaskRunning    = "RUNNING"
-	MoveTaskCompleted  = "COMPLETED"
-	MoveTaskCancelling = "CANCELLING"
-	MoveTaskCancelled  = "CANCELLED"
-	MoveTaskFailed     = "FAILED"
+	MoveTaskRunning    MoveTaskStatus = "RUNNING"
+	MoveTaskCompleted  MoveTaskStatus = "COMPLETED"
+	MoveTaskCancelling MoveTaskStatus = "CANCELLING"
+	MoveTaskCancelled  MoveTaskStatus = "CANCELLED"
+	MoveTaskFailed     MoveTaskStatus = "FAILED"
 )
 
 // MoveTask is one StartMessageMoveTask of a dead-letter queue. A task is identified by its source
@@ -181,7 +184,7 @@ type MoveTask struct {
 	ID             int64
 	QueueID        int64 // the dead-letter queue
 	TaskHandle     string
-	Status         string
+	Status         MoveTaskStatus
 	SourceARN      string
 	DestinationARN string // empty: each message returns to its original source
 	MaxPerSecond   int    // 0: SQS chooses

@@ -81,7 +81,7 @@ const maxReasonsPerRule = 3
 // raises the status; the worst rule wins.
 func evaluateHealth(f healthFacts, th Thresholds) Health {
 	h := Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}
-	add := func(status, reason string) {
+	add := func(status HealthStatus, reason string) {
 		h.Reasons = append(h.Reasons, reason)
 		if severity(status) > severity(h.Status) {
 			h.Status = status
@@ -178,7 +178,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 }
 
 // severity orders statuses: ok < unknown < warning < critical.
-func severity(status string) int {
+func severity(status HealthStatus) int {
 	switch status {
 	case HealthCritical:
 		return 3

@@ -26,7 +26,7 @@ func TestEvaluateHealth(t *testing.T) {
 	tests := []struct {
 		name    string
 		facts   healthFacts
-		status  string
+		status  HealthStatus
 		reasons []string
 	}{
 		{"healthy", healthFacts{Queue: plain, Latest: fresh}, HealthOK, []string{}},

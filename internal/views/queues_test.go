@@ -63,7 +63,7 @@ func TestOverview(t *testing.T) {
 
 	var order []string
 	for _, q := range ov.Queues {
-		order = append(order, q.Health.Status+" "+q.Name)
+		order = append(order, string(q.Health.Status)+" "+q.Name)
 	}
 	want := []string{
 		"critical exports-dlq", "critical tool-calls-dlq.fifo",
@@ -147,11 +147,11 @@ func TestQueuesFilter(t *testing.T) {
 		want []string
 	}{
 		{"all", QueueQuery{}, []string{"exports-dlq", "tool-calls-dlq.fifo", "exports", "notifications", "tool-calls.fifo", "web-search", "web-search-dlq"}},
-		{"critical", QueueQuery{Health: []string{HealthCritical}}, []string{"exports-dlq", "tool-calls-dlq.fifo"}},
-		{"unhealthy", QueueQuery{Health: []string{HealthWarning, HealthCritical}}, []string{"exports-dlq", "tool-calls-dlq.fifo", "exports", "notifications", "tool-calls.fifo"}},
+		{"critical", QueueQuery{Health: []HealthStatus{HealthCritical}}, []string{"exports-dlq", "tool-calls-dlq.fifo"}},
+		{"unhealthy", QueueQuery{Health: []HealthStatus{HealthWarning, HealthCritical}}, []string{"exports-dlq", "tool-calls-dlq.fifo", "exports", "notifications", "tool-calls.fifo"}},
 		{"DLQs", QueueQuery{DLQOnly: true}, []string{"exports-dlq", "tool-calls-dlq.fifo", "web-search-dlq"}},
-		{"healthy DLQs", QueueQuery{DLQOnly: true, Health: []string{HealthOK}}, []string{"web-search-dlq"}},
-		{"none", QueueQuery{Health: []string{"bogus"}}, []string{}},
+		{"healthy DLQs", QueueQuery{DLQOnly: true, Health: []HealthStatus{HealthOK}}, []string{"web-search-dlq"}},
+		{"none", QueueQuery{Health: []HealthStatus{"bogus"}}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,7 +261,7 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 		}
 		results := map[string]func() (any, error){
 			"overview": func() (any, error) { return f.svc.Overview(f.ctx) },
-			"queues":   func() (any, error) { return f.svc.Queues(f.ctx, QueueQuery{Health: []string{"none"}}) },
+			"queues":   func() (any, error) { return f.svc.Queues(f.ctx, QueueQuery{Health: []HealthStatus{"none"}}) },
 			"queue":    func() (any, error) { return f.svc.Queue(f.ctx, f.idOf("lonely")) },
 			"series": func() (any, error) {
 				return f.svc.Series(f.ctx, f.idOf("lonely"), "NumberOfMessagesSent", now.Add(-time.Hour), now)

@@ -86,7 +86,7 @@ func (s *Service) Redrive(t store.MoveTask) Redrive { return redriveOf(t, s.cloc
 func redriveOf(t store.MoveTask, now time.Time) Redrive {
 	r := Redrive{
 		TaskHandle:     t.TaskHandle,
-		Status:         t.Status,
+		Status:         string(t.Status),
 		SourceARN:      t.SourceARN,
 		DestinationARN: t.DestinationARN,
 		Moved:          t.Moved,

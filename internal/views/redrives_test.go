@@ -49,7 +49,7 @@ func TestRedrives(t *testing.T) {
 	f := newFixture(t)
 	dlq := f.queue("web-search-dlq")
 	f.queue("web-search")
-	for i, status := range []string{store.MoveTaskCompleted, store.MoveTaskFailed, store.MoveTaskRunning} {
+	for i, status := range []store.MoveTaskStatus{store.MoveTaskCompleted, store.MoveTaskFailed, store.MoveTaskRunning} {
 		_, err := f.store.UpsertMoveTask(f.ctx, store.MoveTask{QueueID: dlq, Status: status, SourceARN: account + "web-search-dlq",
 			MaxPerSecond: 10 * i, Moved: 5, ToMove: 10, FailureReason: map[bool]string{true: "AccessDenied"}[status == store.MoveTaskFailed],
 			StartedAt: now.Add(time.Duration(i-3) * time.Hour), UpdatedAt: now.Add(time.Duration(i-3)*time.Hour + time.Minute)})
@@ -59,7 +59,7 @@ func TestRedrives(t *testing.T) {
 	if err != nil || len(rs) != 3 {
 		t.Fatalf("Redrives = %d, %v; want 3", len(rs), err)
 	}
-	if rs[0].Status != store.MoveTaskRunning || !rs[0].Running || rs[0].MaxMessagesPerSecond == nil || *rs[0].MaxMessagesPerSecond != 20 {
+	if rs[0].Status != string(store.MoveTaskRunning) || !rs[0].Running || rs[0].MaxMessagesPerSecond == nil || *rs[0].MaxMessagesPerSecond != 20 {
 		t.Errorf("newest = %+v", rs[0])
 	}
 	if rs[1].FailureReason != "AccessDenied" || rs[2].MaxMessagesPerSecond != nil {

@@ -123,7 +123,7 @@ func (s Summary) Text() string {
 			fmt.Fprintf(&b, "… and %d more unhealthy\n", len(s.Unhealthy)-i)
 			break
 		}
-		fmt.Fprintf(&b, "%s %s: %s", strings.ToUpper(q.Health.Status), q.Name, strings.Join(q.Health.Reasons, "; "))
+		fmt.Fprintf(&b, "%s %s: %s", strings.ToUpper(string(q.Health.Status)), q.Name, strings.Join(q.Health.Reasons, "; "))
 		if q.DeadLetterQueue != nil && q.DeadLetterQueueDepth != nil && *q.DeadLetterQueueDepth > 0 {
 			fmt.Fprintf(&b, " (its DLQ %s: see its line)", *q.DeadLetterQueue)
 		}

@@ -11,22 +11,25 @@ var ErrNotFound = errors.New("views: not found")
 // ErrAmbiguous is returned when a queue name matches queues in several regions; use the ARN.
 var ErrAmbiguous = errors.New("views: queue name is ambiguous, use its ARN")
 
+// HealthStatus is how a queue is doing, as its health rules found it.
+type HealthStatus string
+
 // Health statuses, worst last. Unknown is not fine: a rule could not be checked (its CloudWatch
 // metrics are missing, say), so the queue is not shown as healthy.
 const (
-	HealthOK       = "ok"
-	HealthUnknown  = "unknown"
-	HealthWarning  = "warning"
-	HealthCritical = "critical"
+	HealthOK       HealthStatus = "ok"
+	HealthUnknown  HealthStatus = "unknown"
+	HealthWarning  HealthStatus = "warning"
+	HealthCritical HealthStatus = "critical"
 )
 
 // Health is a queue's status with the reasons for it. Notes say what belongs to another queue's
 // health and is counted there (a source's DLQ holding messages): they raise no status. Reasons
 // and Notes are never nil.
 type Health struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
-	Notes   []string `json:"notes"`
+	Status  HealthStatus `json:"status"`
+	Reasons []string     `json:"reasons"`
+	Notes   []string     `json:"notes"`
 }
 
 // Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
@@ -333,6 +336,6 @@ type DLQDepth struct {
 // QueueQuery filters the queue list: Health keeps those statuses (empty: all), DLQOnly keeps
 // dead-letter queues.
 type QueueQuery struct {
-	Health  []string
+	Health  []HealthStatus
 	DLQOnly bool
 }

@@ -189,13 +189,13 @@ func SightBlind(problems []views.SightProblem) bool {
 }
 
 // HealthLabel is what a health badge says.
-func HealthLabel(status string) string {
+func HealthLabel(status views.HealthStatus) string {
 	switch status {
-	case "ok":
+	case views.HealthOK:
 		return "OK"
-	case "warning":
+	case views.HealthWarning:
 		return "Warning"
-	case "critical":
+	case views.HealthCritical:
 		return "Critical"
 	}
 	return "Unknown"

@@ -582,7 +582,7 @@ func QueueRow(r OverviewRow, nav Nav) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var31 = []any{"health-" + r.Health.Status, templ.KV("gone", r.Gone)}
+			var templ_7745c5c3_Var31 = []any{"health-" + string(r.Health.Status), templ.KV("gone", r.Gone)}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var31...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
