@@ -51,7 +51,7 @@ func TestKumoWithoutMoveTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.SaveQueueAttributes(ctx, ids["jobs"], now, map[string]string{}, arnOf["jobs-dlq"], 3, store.AttributeSample{QueueID: ids["jobs"], At: now}); err != nil {
+	if err := st.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: ids["jobs"], At: now, Attributes: map[string]string{}, DeadLetterTargetARN: arnOf["jobs-dlq"], MaxReceiveCount: 3, Depth: store.AttributeSample{QueueID: ids["jobs"], At: now}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -144,7 +144,7 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 		q.fifo = v == "true"
 	}
 	c.mu.Unlock()
-	if err := c.store.SaveQueueAttributes(ctx, q.id, at, attrs, policy.DeadLetterTargetARN, policy.MaxReceiveCount, sample); err != nil {
+	if err := c.store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.id, At: at, Attributes: attrs, DeadLetterTargetARN: policy.DeadLetterTargetARN, MaxReceiveCount: policy.MaxReceiveCount, Depth: sample}); err != nil {
 		c.storeFailed(ctx, cy, "SaveQueueAttributes", q, err)
 	}
 }

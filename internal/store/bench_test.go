@@ -29,7 +29,7 @@ func BenchmarkSaveQueueAttributes(b *testing.B) {
 	for n := 0; b.Loop(); n++ {
 		at := t0.Add(time.Duration(n) * 15 * time.Second)
 		for _, id := range ids {
-			if err := s.SaveQueueAttributes(ctx, id, at, attrs, "arn:dlq", 5, AttributeSample{Visible: 12, InFlight: 3}); err != nil {
+			if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: id, At: at, Attributes: attrs, DeadLetterTargetARN: "arn:dlq", MaxReceiveCount: 5, Depth: AttributeSample{Visible: 12, InFlight: 3}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -147,8 +147,7 @@ func writeQueueHistory(tb testing.TB, span time.Duration) (int64, []tableSize) {
 	for minute := 0; minute < int(span/time.Minute); minute++ {
 		at := t0.Add(time.Duration(minute) * time.Minute)
 		for k := range 4 {
-			if err := s.SaveQueueAttributes(ctx, q.ID, at.Add(time.Duration(k)*15*time.Second), attrs, "", 0,
-				AttributeSample{Visible: 50, InFlight: int64(k)}); err != nil {
+			if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at.Add(time.Duration(k) * 15 * time.Second), Attributes: attrs, Depth: AttributeSample{Visible: 50, InFlight: int64(k)}}); err != nil {
 				tb.Fatal(err)
 			}
 		}

@@ -34,7 +34,7 @@ func TestConcurrentWriters(t *testing.T) {
 
 	run("attributes", func(i int) error {
 		for _, q := range queues {
-			if err := s.SaveQueueAttributes(ctx, q.ID, at(i), map[string]string{"k": "v"}, "", 0, AttributeSample{Visible: int64(i)}); err != nil {
+			if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at(i), Attributes: map[string]string{"k": "v"}, Depth: AttributeSample{Visible: int64(i)}}); err != nil {
 				return err
 			}
 		}

@@ -94,7 +94,7 @@ func TestMetricPoints(t *testing.T) {
 	}
 }
 
-func TestLatestMetricPointsAndSeriesSince(t *testing.T) {
+func TestLatestMetricPoints(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	a := addQueue(t, s, "a")
@@ -115,20 +115,5 @@ func TestLatestMetricPointsAndSeriesSince(t *testing.T) {
 	}
 	if len(got) != 2 || got[a.ID].Value != 2 || got[b.ID].Value != 7 || got[b.ID].Period != 300 {
 		t.Errorf("LatestMetricPoints = %+v", got)
-	}
-
-	for i := range 4 {
-		for _, q := range []Queue{a, b} {
-			if err := s.SaveQueueAttributes(ctx, q.ID, t0.Add(time.Duration(i)*time.Minute), nil, "", 0, AttributeSample{Visible: int64(i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	series, err := s.AttributeSeriesSince(ctx, t0.Add(2*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(series) != 2 || len(series[a.ID]) != 2 || series[b.ID][1].Visible != 3 {
-		t.Errorf("AttributeSeriesSince = %+v", series)
 	}
 }

@@ -16,7 +16,6 @@ func TestHotQueriesSeek(t *testing.T) {
 		args  []any
 	}{
 		"LatestAttributeSamples":               {latestAttributeSamplesQuery, nil},
-		"AttributeSeriesSince":                 {attributeSeriesSinceQuery, []any{0}},
 		"LatestMetricPoints":                   {latestMetricPointsQuery, []any{"x"}},
 		"VisiblePeaks":                         {visiblePeaksQuery(false), []any{0, 1, 60000}},
 		"VisiblePeaks of one":                  {visiblePeaksQuery(true), []any{0, 1, 60000, 1}},

@@ -75,24 +75,39 @@ func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
 	return id, nil
 }
 
+// QueueAttributes is one GetQueueAttributes reading of a queue, as SaveQueueAttributes stores it.
+type QueueAttributes struct {
+	QueueID int64
+	At      time.Time
+	// Attributes is the answer as AWS spelled it.
+	Attributes map[string]string
+	// DeadLetterTargetARN and MaxReceiveCount are parsed from its RedrivePolicy: "" and 0 when
+	// the queue has none.
+	DeadLetterTargetARN string
+	MaxReceiveCount     int
+	// Depth is the reading's depth sample; its time defaults to At.
+	Depth AttributeSample
+}
+
 // SaveQueueAttributes records the latest attributes of a queue, the redrive fields parsed from
-// them (deadLetterTargetARN "" and maxReceiveCount 0 when there is no RedrivePolicy), and appends
-// the depth sample.
-func (s *Store) SaveQueueAttributes(ctx context.Context, queueID int64, at time.Time, attrs map[string]string, deadLetterTargetARN string, maxReceiveCount int, sample AttributeSample) error {
+// them, and appends the depth sample.
+func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) error {
+	attrs := a.Attributes
 	if attrs == nil {
 		attrs = map[string]string{}
 	}
 	js, err := json.Marshal(attrs)
 	if err != nil {
-		return fmt.Errorf("store: save attributes of queue %d: %w", queueID, err)
+		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
 	}
+	sample := a.Depth
 	if sample.At.IsZero() {
-		sample.At = at
+		sample.At = a.At
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE queues SET attributes = ?, attributes_at = ?, dlq_target_arn = ?, max_receive_count = ?
-			WHERE id = ?`, string(js), ms(at), deadLetterTargetARN, maxReceiveCount, queueID)
+			WHERE id = ?`, string(js), ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount, a.QueueID)
 		if err != nil {
 			return err
 		}
@@ -103,11 +118,11 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, queueID int64, at time.
 		}
 		_, err = tx.ExecContext(ctx, `
 			INSERT OR REPLACE INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
-			VALUES (?, ?, 0, ?, ?, ?)`, queueID, ms(sample.At), sample.Visible, sample.InFlight, sample.Delayed)
+			VALUES (?, ?, 0, ?, ?, ?)`, a.QueueID, ms(sample.At), sample.Visible, sample.InFlight, sample.Delayed)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: save attributes of queue %d: %w", queueID, err)
+		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
 	}
 	return nil
 }

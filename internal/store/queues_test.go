@@ -50,7 +50,7 @@ func TestSaveQueueAttributesAndRedriveSources(t *testing.T) {
 		"MessageRetentionPeriod": "345600",
 		"Odd \"name\" ✓":         "<script>",
 	}
-	err := s.SaveQueueAttributes(ctx, src.ID, t0, attrs, dlq.ARN, 3, AttributeSample{Visible: 7, InFlight: 2, Delayed: 1})
+	err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: src.ID, At: t0, Attributes: attrs, DeadLetterTargetARN: dlq.ARN, MaxReceiveCount: 3, Depth: AttributeSample{Visible: 7, InFlight: 2, Delayed: 1}})
 	if err != nil {
 		t.Fatalf("SaveQueueAttributes: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestSaveQueueAttributesAndRedriveSources(t *testing.T) {
 		t.Error("a queue without samples has a latest sample")
 	}
 
-	if err := s.SaveQueueAttributes(ctx, 999, t0, nil, "", 0, AttributeSample{}); !errors.Is(err, ErrNotFound) {
+	if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: 999, At: t0, Depth: AttributeSample{}}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("SaveQueueAttributes of a missing queue = %v; want ErrNotFound", err)
 	}
 }
@@ -198,7 +198,7 @@ func TestAttributeSeries(t *testing.T) {
 	q := addQueue(t, s, "q")
 	for i := range 10 {
 		at := t0.Add(time.Duration(i) * 15 * time.Second)
-		if err := s.SaveQueueAttributes(ctx, q.ID, at, nil, "", 0, AttributeSample{Visible: int64(i)}); err != nil {
+		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: int64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,7 +26,7 @@ func TestPruneRollsUpAndIsIdempotent(t *testing.T) {
 	// Three days of raw depth samples every 15 s: visible counts up within each minute (0..3).
 	for at := start; at.Before(now); at = at.Add(15 * time.Second) {
 		v := int64(at.Sub(start)/(15*time.Second)) % 4
-		if err := s.SaveQueueAttributes(ctx, q.ID, at, nil, "", 0, AttributeSample{Visible: v, InFlight: 10 - v}); err != nil {
+		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: v, InFlight: 10 - v}}); err != nil {
 			t.Fatal(err)
 		}
 	}

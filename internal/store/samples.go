@@ -3,233 +3,352 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
-const latestAttributeSamplesQuery = `
-	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
-	FROM queues q CROSS JOIN attribute_samples a
-	WHERE a.queue_id = q.id AND a.at = (SELECT max(at) FROM attribute_samples WHERE queue_id = q.id)
-	ORDER BY q.id, a.resolution`
-
-// LatestAttributeSamples returns each queue's newest depth sample, by queue id.
-func (s *Store) LatestAttributeSamples(ctx context.Context) (map[int64]AttributeSample, error) {
-	// CROSS JOIN makes SQLite loop over queues outside, so that the correlated max(at) and the
-	// row are seeks on the (queue_id, at, resolution) key, once per queue, instead of a scan of
-	// every sample. A raw sample and a roll-up can share a time; the raw one sorts first and wins.
-	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesQuery)
-	if err != nil {
-		return nil, fmt.Errorf("store: latest attribute samples: %w", err)
+// SaveSample stores one peek pass with its messages and group backlog in one transaction, and
+// returns the sample id.
+func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []SampledMessage, groups []GroupBacklog) (int64, error) {
+	if sample.Kind == "" {
+		sample.Kind = SampleDeadLetter
 	}
-	defer rows.Close()
-	m := map[int64]AttributeSample{}
-	for rows.Next() {
-		a, err := scanAttributeSample(rows)
+	if sample.OldestSentAt.IsZero() {
+		sample.OldestSentAt = oldestSent(messages)
+	}
+	// Marshal before the transaction: the writer connection is shared, so hold it for SQL only.
+	attrs := make([]string, len(messages))
+	for i, m := range messages {
+		if m.Attributes == nil {
+			m.Attributes = []MessageAttribute{}
+		}
+		js, err := json.Marshal(m.Attributes)
 		if err != nil {
-			return nil, fmt.Errorf("store: latest attribute samples: %w", err)
+			return 0, fmt.Errorf("store: save sample of queue %d: attributes of %q: %w", sample.QueueID, m.MessageID, err)
 		}
-		if _, ok := m[a.QueueID]; !ok {
-			m[a.QueueID] = a
+		attrs[i] = string(js)
+	}
+	var id int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `
+			INSERT INTO samples (queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error, oldest_sent_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			sample.QueueID, string(sample.Kind), ms(sample.At), sample.Seen, sample.ApproxVisible,
+			sample.Receives, sample.MessagesTaken, sample.Capped, sample.Error, ms(sample.OldestSentAt)).Scan(&id)
+		if err != nil {
+			return notFoundOnFK(err)
+		}
+		if len(messages) > 0 {
+			if err := saveSampledMessages(ctx, tx, id, sample, messages, attrs); err != nil {
+				return err
+			}
+		}
+		if len(groups) > 0 {
+			stmt, err := tx.PrepareContext(ctx, `
+				INSERT OR REPLACE INTO group_backlog (sample_id, group_id, messages, oldest_sent_at,
+					head_message_id, head_receive_count, blocked)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for _, g := range groups {
+				if _, err := stmt.ExecContext(ctx, id, g.GroupID, g.Messages, ms(g.OldestSentAt),
+					g.HeadMessageID, g.HeadReceiveCount, g.Blocked); err != nil {
+					return fmt.Errorf("group %q: %w", g.GroupID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: save sample of queue %d: %w", sample.QueueID, err)
+	}
+	return id, nil
+}
+
+// saveSampledMessages stores each message once per queue (what it is) and once per sample (how
+// this sample saw it).
+func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
+	upsert, err := tx.PrepareContext(ctx, `
+		INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
+			first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
+			tool_call_id, session_id, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+		RETURNING id`)
+	if err != nil {
+		return err
+	}
+	defer upsert.Close()
+	// A standard queue can deliver one message twice in a pass: keep one sighting, the higher count.
+	sighting, err := tx.PrepareContext(ctx, `
+		INSERT INTO sample_messages (sample_id, message_ref, receive_count, own_receives, near_max_receive) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (sample_id, message_ref) DO UPDATE SET
+			receive_count = max(receive_count, excluded.receive_count),
+			own_receives = max(own_receives, excluded.own_receives),
+			near_max_receive = max(near_max_receive, excluded.near_max_receive)`)
+	if err != nil {
+		return err
+	}
+	defer sighting.Close()
+	at := ms(sample.At)
+	for i, m := range messages {
+		var ref int64
+		err := upsert.QueryRowContext(ctx, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
+			m.SequenceNumber, ms(m.SentAt), ms(m.FirstReceivedAt), m.DeadLetterSourceARN, attrs[i], m.Body, m.BodySize,
+			m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at).Scan(&ref)
+		if err != nil {
+			return fmt.Errorf("message %q: %w", m.MessageID, err)
+		}
+		if _, err := sighting.ExecContext(ctx, sampleID, ref, m.ReceiveCount, m.OwnReceives, m.NearMaxReceive); err != nil {
+			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: latest attribute samples: %w", err)
+	return nil
+}
+
+const sampleColumns = `id, queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error, oldest_sent_at`
+
+func scanSample(r rowScanner) (Sample, error) {
+	var sm Sample
+	var kind string
+	var at, oldest int64
+	err := r.Scan(&sm.ID, &sm.QueueID, &kind, &at, &sm.Seen, &sm.ApproxVisible, &sm.Receives,
+		&sm.MessagesTaken, &sm.Capped, &sm.Error, &oldest)
+	if err != nil {
+		return Sample{}, err
+	}
+	sm.Kind, sm.At, sm.OldestSentAt = SampleKind(kind), fromMS(at), fromMS(oldest)
+	return sm, nil
+}
+
+// oldestSent returns the earliest SentAt of messages; zero when none carries one.
+func oldestSent(messages []SampledMessage) time.Time {
+	var oldest time.Time
+	for _, m := range messages {
+		if !m.SentAt.IsZero() && (oldest.IsZero() || m.SentAt.Before(oldest)) {
+			oldest = m.SentAt
+		}
+	}
+	return oldest
+}
+
+// LatestSample returns the newest sample of a queue.
+func (s *Store) LatestSample(ctx context.Context, queueID int64) (Sample, error) {
+	sm, err := scanSample(s.db.QueryRowContext(ctx, "SELECT "+sampleColumns+
+		" FROM samples WHERE queue_id = ? ORDER BY at DESC, id DESC LIMIT 1", queueID))
+	if err != nil {
+		return Sample{}, fmt.Errorf("store: latest sample of queue %d: %w", queueID, notFound(err))
+	}
+	return sm, nil
+}
+
+// MessageFilter selects messages of one sample. AfterID is the cursor: messages with a larger
+// SampledMessage.ID.
+type MessageFilter struct {
+	ToolName    string
+	NearMaxOnly bool
+	AfterID     int64
+	Limit       int // 0: all
+}
+
+const sampledMessageSelect = `
+	SELECT sm.message_ref, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
+		m.sequence_number, sm.receive_count, m.sent_at, m.first_received_at, m.dead_letter_source_arn,
+		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
+		sm.near_max_receive, sm.own_receives
+	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
+
+func scanSampledMessage(r rowScanner) (SampledMessage, error) {
+	var (
+		m                 SampledMessage
+		sentAt, firstRecv int64
+		attrs             string
+	)
+	err := r.Scan(&m.ID, &m.SampleID, &m.QueueID, &m.MessageID, &m.GroupID, &m.DeduplicationID,
+		&m.SequenceNumber, &m.ReceiveCount, &sentAt, &firstRecv, &m.DeadLetterSourceARN, &attrs,
+		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive,
+		&m.OwnReceives)
+	if err != nil {
+		return SampledMessage{}, err
+	}
+	m.SentAt, m.FirstReceivedAt = fromMS(sentAt), fromMS(firstRecv)
+	if err := json.Unmarshal([]byte(attrs), &m.Attributes); err != nil {
+		return SampledMessage{}, fmt.Errorf("attributes of %q: %w", m.MessageID, err)
+	}
+	if m.Attributes == nil {
+		m.Attributes = []MessageAttribute{}
 	}
 	return m, nil
 }
 
-// AttributeSeries returns a queue's depth samples in [since, until), oldest first, raw and
-// rolled-up rows together.
-func (s *Store) AttributeSeries(ctx context.Context, queueID int64, since, until time.Time) ([]AttributeSample, error) {
+// SampleMessages returns messages of a sample ordered by SampledMessage.ID.
+func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFilter) ([]SampledMessage, error) {
+	query := sampledMessageSelect + " WHERE sm.sample_id = ? AND sm.message_ref > ?"
+	args := []any{sampleID, f.AfterID}
+	if f.ToolName != "" {
+		query += " AND m.tool_name = ?"
+		args = append(args, f.ToolName)
+	}
+	if f.NearMaxOnly {
+		query += " AND sm.near_max_receive = 1"
+	}
+	query += " ORDER BY sm.message_ref"
+	if f.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+	}
+	defer rows.Close()
+	out := []SampledMessage{}
+	for rows.Next() {
+		m, err := scanSampledMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+	}
+	return out, nil
+}
+
+// SampledMessageByID returns a message of a queue's newest sample that holds that message id.
+func (s *Store) SampledMessageByID(ctx context.Context, queueID int64, messageID string) (SampledMessage, error) {
+	// Walk the queue's samples newest first: the newest usually holds the message, and this needs
+	// no index on sample_messages.message_ref.
+	m, err := scanSampledMessage(s.db.QueryRowContext(ctx, sampledMessageSelect+`
+		JOIN samples s ON s.id = sm.sample_id
+		WHERE m.queue_id = ?1 AND m.message_id = ?2 AND s.queue_id = ?1
+		ORDER BY s.at DESC, s.id DESC LIMIT 1`, queueID, messageID))
+	if err != nil {
+		return SampledMessage{}, fmt.Errorf("store: message %q of queue %d: %w", messageID, queueID, notFound(err))
+	}
+	return m, nil
+}
+
+// ToolCount is how many messages of a sample carry one tool name.
+type ToolCount struct {
+	ToolName string
+	Count    int
+}
+
+// SampleToolCounts returns the messages of a sample counted by tool name, largest first.
+func (s *Store) SampleToolCounts(ctx context.Context, sampleID int64) ([]ToolCount, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT queue_id, at, resolution, visible, in_flight, delayed FROM attribute_samples
-		WHERE queue_id = ? AND at >= ? AND at < ? ORDER BY at, resolution`,
-		queueID, ms(since), ms(until))
+		SELECT m.tool_name, count(*) AS n FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref
+		WHERE sm.sample_id = ? GROUP BY m.tool_name ORDER BY n DESC, m.tool_name`, sampleID)
 	if err != nil {
-		return nil, fmt.Errorf("store: attribute series of queue %d: %w", queueID, err)
+		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
 	}
 	defer rows.Close()
-	out := []AttributeSample{}
+	out := []ToolCount{}
 	for rows.Next() {
-		a, err := scanAttributeSample(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: attribute series of queue %d: %w", queueID, err)
+		var tc ToolCount
+		if err := rows.Scan(&tc.ToolName, &tc.Count); err != nil {
+			return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
 		}
-		out = append(out, a)
+		out = append(out, tc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: attribute series of queue %d: %w", queueID, err)
+		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
 	}
 	return out, nil
 }
 
-func scanAttributeSample(r rowScanner) (AttributeSample, error) {
-	var a AttributeSample
-	var at int64
-	if err := r.Scan(&a.QueueID, &at, &a.Resolution, &a.Visible, &a.InFlight, &a.Delayed); err != nil {
-		return AttributeSample{}, err
-	}
-	a.At = fromMS(at)
-	return a, nil
-}
-
-const attributeSeriesSinceQuery = `
-	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
-	FROM queues q CROSS JOIN attribute_samples a
-	WHERE a.queue_id = q.id AND a.at >= ?
-	ORDER BY q.id, a.at, a.resolution`
-
-// AttributeSeriesSince returns every queue's depth samples since a time, oldest first, by queue
-// id, in one query (a range per queue on the primary key; CROSS JOIN keeps SQLite from scanning
-// every sample instead). The overview draws its sparklines from VisiblePeaks, which reads far less.
-func (s *Store) AttributeSeriesSince(ctx context.Context, since time.Time) (map[int64][]AttributeSample, error) {
-	rows, err := s.db.QueryContext(ctx, attributeSeriesSinceQuery, ms(since))
+// SampleGroups returns the group backlog of a sample, oldest message first.
+func (s *Store) SampleGroups(ctx context.Context, sampleID int64) ([]GroupBacklog, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
+			g.head_receive_count, g.blocked
+		FROM group_backlog g JOIN samples s ON s.id = g.sample_id
+		WHERE g.sample_id = ? ORDER BY g.oldest_sent_at, g.group_id`, sampleID)
 	if err != nil {
-		return nil, fmt.Errorf("store: attribute series since %s: %w", since.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
 	}
 	defer rows.Close()
-	out := map[int64][]AttributeSample{}
+	out := []GroupBacklog{}
 	for rows.Next() {
-		a, err := scanAttributeSample(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: attribute series since: %w", err)
+		var g GroupBacklog
+		var oldest int64
+		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
+			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
 		}
-		out[a.QueueID] = append(out[a.QueueID], a)
+		g.OldestSentAt = fromMS(oldest)
+		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: attribute series since: %w", err)
+		return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
 	}
 	return out, nil
 }
 
-// visiblePeaksQuery is VisiblePeaks' query: over every queue, or over queue ?4 alone.
-func visiblePeaksQuery(oneQueue bool) string {
-	q := `
-	SELECT q.id, (
-		SELECT group_concat(bucket || ':' || visible) FROM (
-			SELECT (at - ?1) / ?3 AS bucket, max(visible) AS visible FROM attribute_samples
-			WHERE queue_id = q.id AND at >= ?1 AND at <= ?2
-			GROUP BY bucket) AS peaks)
-	FROM queues q`
-	if oneQueue {
-		q += " WHERE q.id = ?4"
-	}
-	return q
+// ReceiveBudget is what the dashboard's own peeks spent on a queue since a time.
+type ReceiveBudget struct {
+	Receives      int // ReceiveMessage calls
+	MessagesTaken int // receive counts raised
+	Samples       int
 }
 
-// VisiblePeaks returns each queue's highest visible depth per bucket of width, the buckets
-// counted from since, over the depth samples in [since, until] (both included), oldest bucket
-// first, by queue id; a bucket without samples is absent, and so is a queue without any. With
-// queueID not 0 it reads only that queue. The overview draws its sparklines from these, so
-// that an hour of 15-s samples per queue stays inside SQLite.
-func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]DepthPeak, error) {
-	if width < time.Millisecond {
-		return nil, fmt.Errorf("store: visible peaks: bucket width %s is under a millisecond", width)
-	}
-	// The samples' times are milliseconds: the first that is not before since is since rounded
-	// up, and buckets counted from it put each sample where since itself would.
-	from, widthMS := msCeil(since), width.Milliseconds()
-	// One row per queue, its buckets as "bucket:visible,…": grouping each queue's samples in
-	// its own small sort, rather than every queue's in one, keeps the sort in memory, and one
-	// row instead of sixty saves the rest. Measured at 1,000 queues, one GROUP BY queue_id,
-	// bucket over every queue took nearly twice as long (docs/storage.md, Read side).
-	args := []any{from, ms(until), widthMS}
-	if queueID != 0 {
-		args = append(args, queueID)
-	}
-	rows, err := s.db.QueryContext(ctx, visiblePeaksQuery(queueID != 0), args...)
+// ReceiveBudgetSince sums a queue's samples since a time.
+func (s *Store) ReceiveBudgetSince(ctx context.Context, queueID int64, since time.Time) (ReceiveBudget, error) {
+	var b ReceiveBudget
+	err := s.db.QueryRowContext(ctx, `
+		SELECT coalesce(sum(receives), 0), coalesce(sum(messages_taken), 0), count(*)
+		FROM samples WHERE queue_id = ? AND at >= ?`, queueID, ms(since)).
+		Scan(&b.Receives, &b.MessagesTaken, &b.Samples)
 	if err != nil {
-		return nil, fmt.Errorf("store: visible peaks since %s: %w", since.Format(time.RFC3339), err)
+		return ReceiveBudget{}, fmt.Errorf("store: receive budget of queue %d: %w", queueID, err)
+	}
+	return b, nil
+}
+
+// GetSample returns one sample by id.
+func (s *Store) GetSample(ctx context.Context, id int64) (Sample, error) {
+	sm, err := scanSample(s.db.QueryRowContext(ctx, "SELECT "+sampleColumns+" FROM samples WHERE id = ?", id))
+	if err != nil {
+		return Sample{}, fmt.Errorf("store: get sample %d: %w", id, notFound(err))
+	}
+	return sm, nil
+}
+
+// LatestSamples returns each queue's newest sample, by queue id.
+func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+sampleColumns+` FROM samples WHERE id IN (
+		SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1)
+		FROM queues q)`)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest samples: %w", err)
 	}
 	defer rows.Close()
-	out := map[int64][]DepthPeak{}
+	out := map[int64]Sample{}
 	for rows.Next() {
-		var id int64
-		var buckets sql.NullString
-		if err := rows.Scan(&id, &buckets); err != nil {
-			return nil, fmt.Errorf("store: visible peaks: %w", err)
-		}
-		if !buckets.Valid {
-			continue
-		}
-		peaks, err := parsePeaks(buckets.String, from, widthMS)
+		sm, err := scanSample(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: visible peaks of queue %d: %w", id, err)
+			return nil, fmt.Errorf("store: latest samples: %w", err)
 		}
-		out[id] = peaks
+		out[sm.QueueID] = sm
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: visible peaks: %w", err)
+		return nil, fmt.Errorf("store: latest samples: %w", err)
 	}
 	return out, nil
 }
 
-// parsePeaks reads visiblePeaksQuery's "bucket:visible,…" list, oldest bucket first (SQLite does
-// not promise group_concat's order).
-func parsePeaks(list string, from, widthMS int64) ([]DepthPeak, error) {
-	peaks := make([]DepthPeak, 0, strings.Count(list, ",")+1)
-	for pair := range strings.SplitSeq(list, ",") {
-		b, v, _ := strings.Cut(pair, ":")
-		bucket, err := strconv.ParseInt(b, 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		visible, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		peaks = append(peaks, DepthPeak{Start: fromMS(from + bucket*widthMS), Visible: visible})
-	}
-	slices.SortFunc(peaks, func(a, b DepthPeak) int { return a.Start.Compare(b.Start) })
-	return peaks, nil
-}
-
-// latestAttributeSamplesBetweenQuery is LatestAttributeSamplesBetween's query: over every
-// queue, or over queue ?3 alone.
-func latestAttributeSamplesBetweenQuery(oneQueue bool) string {
-	filter := ""
-	if oneQueue {
-		filter = " AND q.id = ?3"
-	}
-	return `
-	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
-	FROM queues q CROSS JOIN attribute_samples a
-	WHERE a.queue_id = q.id` + filter + ` AND a.at = (
-		SELECT max(at) FROM attribute_samples WHERE queue_id = q.id AND at >= ?1 AND at <= ?2)
-	ORDER BY q.id, a.resolution DESC`
-}
-
-// LatestAttributeSamplesBetween returns each queue's newest depth sample in [since, until] (both
-// included), by queue id; a queue without one is absent. With queueID not 0 it reads only that
-// queue. This is the growth rule's earlier sample. Where a roll-up and a raw sample share the
-// newest time, the roll-up (its bucket's maxima) is the one returned.
-func (s *Store) LatestAttributeSamplesBetween(ctx context.Context, queueID int64, since, until time.Time) (map[int64]AttributeSample, error) {
-	// As in LatestAttributeSamples, the CROSS JOIN makes the correlated max(at) a seek per queue.
-	args := []any{msCeil(since), ms(until)}
-	if queueID != 0 {
-		args = append(args, queueID)
-	}
-	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesBetweenQuery(queueID != 0), args...)
+// SampleNearMaxCount counts the messages of a sample near their maxReceiveCount.
+func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx,
+		"SELECT count(*) FROM sample_messages WHERE sample_id = ? AND near_max_receive = 1", sampleID).Scan(&n)
 	if err != nil {
-		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
+		return 0, fmt.Errorf("store: near-max count of sample %d: %w", sampleID, err)
 	}
-	defer rows.Close()
-	m := map[int64]AttributeSample{}
-	for rows.Next() {
-		a, err := scanAttributeSample(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
-		}
-		if _, ok := m[a.QueueID]; !ok {
-			m[a.QueueID] = a
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
-	}
-	return m, nil
+	return n, nil
 }

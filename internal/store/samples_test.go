@@ -2,147 +2,249 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
-// depthRow is one attribute_samples row for the depth-read tests: offset from t0, resolution
-// (0 raw, else a roll-up's bucket seconds), visible.
-type depthRow struct {
-	at         time.Duration
-	resolution int
-	visible    int64
+// dlqMessages returns n messages of three tools; every third is near its max receive count.
+func dlqMessages(n int) []SampledMessage {
+	tools := []string{"create_document", "web_search", "send_email"}
+	out := make([]SampledMessage, n)
+	for i := range out {
+		out[i] = SampledMessage{
+			MessageID:       fmt.Sprintf("m-%04d", i),
+			GroupID:         fmt.Sprintf("sess_%d", i%4),
+			DeduplicationID: fmt.Sprintf("tc_%d", i),
+			SequenceNumber:  fmt.Sprint(1000 + i),
+			ReceiveCount:    1 + i%5,
+			SentAt:          t0.Add(-time.Duration(n-i) * time.Minute),
+			FirstReceivedAt: t0.Add(-time.Duration(n-i) * time.Minute).Add(time.Second),
+			Attributes:      []MessageAttribute{{Name: "traceparent", DataType: "String", Value: "00-ab-cd-01"}},
+			Body:            fmt.Sprintf(`{"toolName":%q,"n":%d}`, tools[i%3], i),
+			BodySize:        30,
+			ToolName:        tools[i%3],
+			ToolCallID:      fmt.Sprintf("tc_%d", i),
+			SessionID:       fmt.Sprintf("sess_%d", i%4),
+			NearMaxReceive:  i%3 == 0,
+		}
+	}
+	return out
 }
 
-// addDepths writes rows for queueID straight into attribute_samples, roll-ups included, which
-// SaveQueueAttributes cannot write.
-func addDepths(t *testing.T, s *Store, queueID int64, rows ...depthRow) {
-	t.Helper()
-	for _, r := range rows {
-		_, err := s.wdb.ExecContext(context.Background(), `
-			INSERT INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
-			VALUES (?, ?, ?, ?, 0, 0)`, queueID, ms(t0.Add(r.at)), r.resolution, r.visible)
+func TestSaveSampleRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	q := addQueue(t, s, "tool-calls-dlq.fifo")
+	msgs := dlqMessages(10)
+	msgs[1].Attributes = nil
+	msgs[2].Body = "not json \x00 <b>ü</b>"
+	msgs[2].BodyTruncated = true
+	groups := []GroupBacklog{
+		{GroupID: "sess_b", Messages: 2, OldestSentAt: t0.Add(-time.Minute), HeadMessageID: "m-0001", HeadReceiveCount: 1},
+		{GroupID: "sess_a", Messages: 3, OldestSentAt: t0.Add(-time.Hour), HeadMessageID: "m-0000", HeadReceiveCount: 5, Blocked: true},
+	}
+	sample := Sample{QueueID: q.ID, Kind: SampleDeadLetter, At: t0, Seen: 10, ApproxVisible: 12, Receives: 3, MessagesTaken: 10, Capped: true}
+	id, err := s.SaveSample(ctx, sample, msgs, groups)
+	if err != nil {
+		t.Fatalf("SaveSample: %v", err)
+	}
+
+	latest, err := s.LatestSample(ctx, q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample.ID = id
+	// SaveSample fills in the oldest SentAt from the messages: the first of dlqMessages(10).
+	sample.OldestSentAt = t0.Add(-10 * time.Minute)
+	if latest != sample {
+		t.Errorf("LatestSample = %+v; want %+v", latest, sample)
+	}
+
+	got, err := s.SampleMessages(ctx, id, MessageFilter{})
+	if err != nil || len(got) != 10 {
+		t.Fatalf("SampleMessages = %d, %v; want 10", len(got), err)
+	}
+	for i, m := range got {
+		want := msgs[i]
+		want.ID, want.SampleID, want.QueueID = m.ID, id, q.ID
+		if want.Attributes == nil {
+			want.Attributes = []MessageAttribute{}
+		}
+		if fmt.Sprint(m) != fmt.Sprint(want) {
+			t.Errorf("message %d round trip:\n got %+v\nwant %+v", i, m, want)
+		}
+	}
+
+	gs, err := s.SampleGroups(ctx, id)
+	if err != nil || len(gs) != 2 || gs[0].GroupID != "sess_a" || !gs[0].Blocked || gs[0].QueueID != q.ID {
+		t.Errorf("SampleGroups = %+v, %v; want sess_a (oldest, blocked) first", gs, err)
+	}
+
+	counts, err := s.SampleToolCounts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ToolCount{{"create_document", 4}, {"send_email", 3}, {"web_search", 3}}; !slices.Equal(counts, want) {
+		t.Errorf("SampleToolCounts = %v; want %v", counts, want)
+	}
+
+	if _, err := s.SaveSample(ctx, Sample{QueueID: 404, At: t0}, nil, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SaveSample of a missing queue = %v; want ErrNotFound", err)
+	}
+	if _, err := s.LatestSample(ctx, 404); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LatestSample without samples = %v; want ErrNotFound", err)
+	}
+}
+
+func TestSampleMessagesFiltersAndCursor(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	q := addQueue(t, s, "web-search-dlq")
+	id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: 25}, dlqMessages(25), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Walk pages of 4 with the cursor: every message once, in order.
+	var seen []string
+	after := int64(0)
+	for pages := 0; ; pages++ {
+		page, err := s.SampleMessages(ctx, id, MessageFilter{AfterID: after, Limit: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(page) == 0 {
+			break
+		}
+		for _, m := range page {
+			seen = append(seen, m.MessageID)
+		}
+		after = page[len(page)-1].ID
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
 	}
-}
-
-func TestVisiblePeaks(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := addQueue(t, s, "a")
-	b := addQueue(t, s, "b")
-	addQueue(t, s, "quiet") // no samples: absent from the answer
-	addDepths(t, s, a.ID,
-		depthRow{-time.Second, 0, 100},                     // before since
-		depthRow{0, 0, 1},                                  // at since: bucket 0
-		depthRow{15 * time.Second, 0, 7},                   // the minute's peak
-		depthRow{45 * time.Second, 0, 2},                   //
-		depthRow{60 * time.Second, 0, 3},                   // a new minute starts at since + 1 min
-		depthRow{60 * time.Second, 300, 9},                 // a roll-up at the same time counts too
-		depthRow{4 * time.Minute, 0, 4},                    // minutes 2 and 3 have no samples: skipped
-		depthRow{5 * time.Minute, 0, 5},                    // at until: included
-		depthRow{5*time.Minute + time.Millisecond, 0, 100}, // after until
-		depthRow{time.Hour, 0, 1},                          // well after until
-	)
-	addDepths(t, s, b.ID, depthRow{30 * time.Second, 0, 6})
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	if len(seen) != 25 || !slices.IsSorted(seen) || len(slices.Compact(slices.Clone(seen))) != 25 {
+		t.Errorf("paged through %d messages: %v", len(seen), seen)
+	}
 
 	tests := []struct {
-		name         string
-		queueID      int64
-		since, until time.Time
-		want         map[int64][]DepthPeak
+		name string
+		f    MessageFilter
+		want int
 	}{
-		{"every queue", 0, t0, at(5 * time.Minute), map[int64][]DepthPeak{
-			a.ID: {{t0, 7}, {at(time.Minute), 9}, {at(4 * time.Minute), 4}, {at(5 * time.Minute), 5}},
-			b.ID: {{t0, 6}},
-		}},
-		{"one queue", a.ID, t0, at(90 * time.Second), map[int64][]DepthPeak{
-			a.ID: {{t0, 7}, {at(time.Minute), 9}},
-		}},
-		// A sample is never before since, even within since's millisecond: the first bucket starts
-		// at the next millisecond, and the sample at since + 60 s opens the second bucket only at
-		// since + 60 s + 1 ms.
-		{"since within a millisecond", a.ID, t0.Add(time.Microsecond), at(2 * time.Minute), map[int64][]DepthPeak{
-			a.ID: {{at(time.Millisecond), 9}},
-		}},
-		{"nothing in range", b.ID, at(time.Hour), at(2 * time.Hour), map[int64][]DepthPeak{}},
+		{"tool", MessageFilter{ToolName: "web_search"}, 8},
+		{"near max", MessageFilter{NearMaxOnly: true}, 9},
+		{"tool and near max", MessageFilter{ToolName: "create_document", NearMaxOnly: true}, 9},
+		{"unknown tool", MessageFilter{ToolName: "nope"}, 0},
+		{"limit", MessageFilter{Limit: 3}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.VisiblePeaks(ctx, tt.queueID, tt.since, tt.until, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(tt.want) {
-				t.Errorf("VisiblePeaks = %v; want %v", got, tt.want)
-			}
-			for id, want := range tt.want {
-				if !slices.EqualFunc(got[id], want, func(x, y DepthPeak) bool { return x.Start.Equal(y.Start) && x.Visible == y.Visible }) {
-					t.Errorf("queue %d peaks = %v; want %v", id, got[id], want)
-				}
+			got, err := s.SampleMessages(ctx, id, tt.f)
+			if err != nil || len(got) != tt.want || got == nil {
+				t.Errorf("SampleMessages(%+v) = %d, %v; want %d", tt.f, len(got), err, tt.want)
 			}
 		})
-	}
-
-	if _, err := s.VisiblePeaks(ctx, 0, t0, at(time.Hour), 0); err == nil {
-		t.Error("VisiblePeaks with a zero width: no error")
 	}
 }
 
-func TestLatestAttributeSamplesBetween(t *testing.T) {
+func TestSampledMessageByIDAndDedup(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
-	a := addQueue(t, s, "a")
-	b := addQueue(t, s, "b")
-	addQueue(t, s, "quiet")
-	addDepths(t, s, a.ID,
-		depthRow{0, 0, 1},
-		depthRow{time.Minute, 0, 2},
-		depthRow{2 * time.Minute, 0, 3},
-		depthRow{2 * time.Minute, 300, 30}, // a roll-up sharing the newest time wins
-		depthRow{3 * time.Minute, 0, 4},
-	)
-	addDepths(t, s, b.ID, depthRow{90 * time.Second, 0, 6})
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-
-	tests := []struct {
-		name         string
-		queueID      int64
-		since, until time.Time
-		want         map[int64]int64 // queue id → visible
-	}{
-		{"every queue", 0, t0, at(150 * time.Second), map[int64]int64{a.ID: 30, b.ID: 6}},
-		{"until included", a.ID, t0, at(time.Minute), map[int64]int64{a.ID: 2}},
-		{"since included", a.ID, t0, t0, map[int64]int64{a.ID: 1}},
-		{"since within a millisecond", a.ID, t0.Add(time.Microsecond), at(59 * time.Second), map[int64]int64{}},
-		{"one queue", b.ID, t0, at(time.Hour), map[int64]int64{b.ID: 6}},
-		{"too old", 0, at(4 * time.Minute), at(time.Hour), map[int64]int64{}},
+	q := addQueue(t, s, "exports-dlq")
+	big := strings.Repeat("é", 100_000)
+	msgs := dlqMessages(3)
+	msgs[0].Body = big
+	first, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0}, msgs, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.LatestAttributeSamplesBetween(ctx, tt.queueID, tt.since, tt.until)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vis := map[int64]int64{}
-			for id, a := range got {
-				vis[id] = a.Visible
-				if a.QueueID != id {
-					t.Errorf("sample of queue %d filed under %d", a.QueueID, id)
-				}
-			}
-			if len(vis) != len(tt.want) {
-				t.Errorf("LatestAttributeSamplesBetween = %v; want %v", vis, tt.want)
-			}
-			for id, want := range tt.want {
-				if vis[id] != want {
-					t.Errorf("queue %d visible = %d; want %d", id, vis[id], want)
-				}
-			}
-		})
+	msgs[0].ReceiveCount = 9
+	second, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0.Add(time.Minute)}, msgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := s.SampledMessageByID(ctx, q.ID, "m-0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SampleID != second || m.ReceiveCount != 9 || m.Body != big {
+		t.Errorf("SampledMessageByID = sample %d, receive count %d, body %d bytes; want sample %d, 9, %d bytes", m.SampleID, m.ReceiveCount, len(m.Body), second, len(big))
+	}
+	if first == second {
+		t.Fatal("two samples share an id")
+	}
+	// The message's content is stored once, however many samples saw it.
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM messages").Scan(&n); err != nil || n != 3 {
+		t.Errorf("messages rows = %d, %v; want 3", n, err)
+	}
+	if _, err := s.SampledMessageByID(ctx, q.ID, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SampledMessageByID(nope) = %v; want ErrNotFound", err)
+	}
+}
+
+func TestReceiveBudgetSince(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	q := addQueue(t, s, "notifications")
+	for i := range 4 {
+		at := t0.Add(time.Duration(i) * 30 * time.Minute)
+		if _, err := s.SaveSample(ctx, Sample{QueueID: q.ID, Kind: SampleSource, At: at, Receives: 2, MessagesTaken: 5}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.ReceiveBudgetSince(ctx, q.ID, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b != (ReceiveBudget{Receives: 4, MessagesTaken: 10, Samples: 2}) {
+		t.Errorf("ReceiveBudgetSince = %+v", b)
+	}
+	if b, err := s.ReceiveBudgetSince(ctx, 404, t0); err != nil || b != (ReceiveBudget{}) {
+		t.Errorf("budget of a queue without samples = %+v, %v", b, err)
+	}
+}
+
+func TestLatestSamplesAndNearMax(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	a := addQueue(t, s, "a-dlq")
+	b := addQueue(t, s, "b-dlq")
+	addQueue(t, s, "never-sampled")
+	var newest int64
+	for i := range 3 {
+		id, err := s.SaveSample(ctx, Sample{QueueID: a.ID, At: t0.Add(time.Duration(i) * time.Minute), Seen: i}, dlqMessages(6), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest = id
+	}
+	bid, err := s.SaveSample(ctx, Sample{QueueID: b.ID, At: t0}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := s.LatestSamples(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(latest) != 2 || latest[a.ID].ID != newest || latest[a.ID].Seen != 2 || latest[b.ID].ID != bid {
+		t.Errorf("LatestSamples = %+v", latest)
+	}
+	if n, err := s.SampleNearMaxCount(ctx, newest); err != nil || n != 2 {
+		t.Errorf("SampleNearMaxCount = %d, %v; want 2", n, err)
+	}
+	got, err := s.GetSample(ctx, newest)
+	if err != nil || got != latest[a.ID] {
+		t.Errorf("GetSample = %+v, %v", got, err)
+	}
+	if _, err := s.GetSample(ctx, 404); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetSample(404) = %v; want ErrNotFound", err)
 	}
 }

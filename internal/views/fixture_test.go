@@ -77,8 +77,7 @@ func (f *fixture) attrs(name, dlq string, maxReceive int, retentionSeconds int, 
 		target = account + dlq
 		a["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, target, maxReceive)
 	}
-	f.must(f.store.SaveQueueAttributes(f.ctx, f.ids[name], at, a, target, maxReceive,
-		store.AttributeSample{At: at, Visible: visible, InFlight: 1, Delayed: 0}))
+	f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: f.ids[name], At: at, Attributes: a, DeadLetterTargetARN: target, MaxReceiveCount: maxReceive, Depth: store.AttributeSample{At: at, Visible: visible, InFlight: 1, Delayed: 0}}))
 }
 
 // empty records a depth sample of nothing visible, in flight or delayed at `at`, keeping the
@@ -87,8 +86,7 @@ func (f *fixture) empty(name string, at time.Time) {
 	f.t.Helper()
 	q, err := f.store.GetQueue(f.ctx, f.ids[name])
 	f.must(err)
-	f.must(f.store.SaveQueueAttributes(f.ctx, q.ID, at, q.Attributes, q.DeadLetterTargetARN, q.MaxReceiveCount,
-		store.AttributeSample{At: at}))
+	f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: q.ID, At: at, Attributes: q.Attributes, DeadLetterTargetARN: q.DeadLetterTargetARN, MaxReceiveCount: q.MaxReceiveCount, Depth: store.AttributeSample{At: at}}))
 }
 
 // finishedRun records an attributes cycle that ended at `at`.

@@ -180,7 +180,7 @@ func (w *World) Watch(tb testing.TB, names ...string) {
 		sample := store.AttributeSample{QueueID: id, At: now,
 			Visible: atoi(attrs["ApproximateNumberOfMessages"]), InFlight: atoi(attrs["ApproximateNumberOfMessagesNotVisible"]),
 			Delayed: atoi(attrs["ApproximateNumberOfMessagesDelayed"])}
-		if err := w.Store.SaveQueueAttributes(ctx, id, now, attrs, dlq, maxReceive, sample); err != nil {
+		if err := w.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: id, At: now, Attributes: attrs, DeadLetterTargetARN: dlq, MaxReceiveCount: maxReceive, Depth: sample}); err != nil {
 			tb.Fatalf("SaveQueueAttributes(%s): %v", name, err)
 		}
 	}
