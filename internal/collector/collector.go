@@ -10,10 +10,10 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -166,8 +166,8 @@ func New(opts Options) (*Collector, error) {
 	}
 	c := &Collector{
 		store:        opts.Store,
-		pub:          opts.Publisher,
-		log:          opts.Logger,
+		pub:          cmp.Or(opts.Publisher, events.Discard),
+		log:          cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		now:          opts.Now,
 		queues:       make(map[string]*watchedQueue),
 		urls:         make(map[urlKey]*watchedQueue),
@@ -188,31 +188,25 @@ func New(opts Options) (*Collector, error) {
 		seen[r.Name] = true
 		c.regions = append(c.regions, &region{Region: r})
 	}
-	if c.pub == nil {
-		c.pub = events.Discard
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	setDefault(&opts.DiscoveryInterval, DefaultDiscoveryInterval)
-	setDefault(&opts.AttributesInterval, DefaultAttributesInterval)
-	setDefault(&opts.MetricsInterval, DefaultMetricsInterval)
-	setDefault(&opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
-	setDefault(&opts.PeekSourceInterval, DefaultPeekSourceInterval)
-	setDefault(&opts.MoveTasksInterval, opts.AttributesInterval)
-	setDefault(&opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
-	setDefault(&opts.PruneInterval, DefaultPruneInterval)
-	setDefault(&opts.Backfill, DefaultBackfill)
-	setDefault(&opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout)
-	setDefault(&opts.Concurrency, DefaultConcurrency)
-	setDefault(&opts.Peek.MaxMessages, DefaultPeekMaxMessages)
-	setDefault(&opts.Peek.BodyCap, DefaultPeekBodyCap)
-	setDefault(&opts.ToolFields.ToolName, "toolName")
-	setDefault(&opts.ToolFields.ToolCallID, "toolCallId")
-	setDefault(&opts.ToolFields.SessionID, "sessionId")
+	opts.DiscoveryInterval = cmp.Or(opts.DiscoveryInterval, DefaultDiscoveryInterval)
+	opts.AttributesInterval = cmp.Or(opts.AttributesInterval, DefaultAttributesInterval)
+	opts.MetricsInterval = cmp.Or(opts.MetricsInterval, DefaultMetricsInterval)
+	opts.PeekDeadLetterInterval = cmp.Or(opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
+	opts.PeekSourceInterval = cmp.Or(opts.PeekSourceInterval, DefaultPeekSourceInterval)
+	opts.MoveTasksInterval = cmp.Or(opts.MoveTasksInterval, opts.AttributesInterval)
+	opts.MoveTasksRunningInterval = cmp.Or(opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
+	opts.PruneInterval = cmp.Or(opts.PruneInterval, DefaultPruneInterval)
+	opts.Backfill = cmp.Or(opts.Backfill, DefaultBackfill)
+	opts.Peek.VisibilityTimeout = cmp.Or(opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout)
+	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
+	opts.Peek.MaxMessages = cmp.Or(opts.Peek.MaxMessages, DefaultPeekMaxMessages)
+	opts.Peek.BodyCap = cmp.Or(opts.Peek.BodyCap, DefaultPeekBodyCap)
+	opts.ToolFields.ToolName = cmp.Or(opts.ToolFields.ToolName, "toolName")
+	opts.ToolFields.ToolCallID = cmp.Or(opts.ToolFields.ToolCallID, "toolCallId")
+	opts.ToolFields.SessionID = cmp.Or(opts.ToolFields.SessionID, "sessionId")
 	if opts.Peek.VisibilityTimeout < time.Second {
 		// ReceiveMessage takes whole seconds, and the SDK drops a zero.
 		opts.Peek.VisibilityTimeout = time.Second
@@ -225,13 +219,6 @@ func New(opts Options) (*Collector, error) {
 	}
 	c.tel = tel
 	return c, nil
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Run runs every loop until ctx ends, then waits for them to stop and returns nil. Discovery
