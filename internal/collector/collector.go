@@ -139,6 +139,8 @@ type Collector struct {
 	sem     chan struct{} // bounds the AWS calls in flight, across all loops
 	sight   *sight        // each operation's last outcome per region
 
+	// mu guards the maps below, the collector's own. What the loops learn about one queue is the
+	// queue's (watchedQueue.mu), so that no loop holds mu for another's queue.
 	mu      sync.Mutex
 	queues  map[string]*watchedQueue // by ARN; the queues that exist as far as we know
 	urls    map[urlKey]*watchedQueue // the same queues by region and URL

@@ -115,8 +115,8 @@ func (c *Collector) updateCost(ctx context.Context) {
 	for _, q := range queues {
 		cq := CostQueue{DeadLetter: dlqs[q.arn], NoCloudWatch: !cloudWatch[q.region]}
 		kind, peeked := c.peekKind(q, cq.DeadLetter)
+		cq.FIFO = q.state().fifo
 		c.mu.Lock()
-		cq.FIFO = q.fifo
 		if peeked {
 			cq.Peeked = true
 			cq.PeekInterval = c.peekInterval(kind)

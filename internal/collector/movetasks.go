@@ -41,9 +41,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}) {
 			continue
 		}
-		c.mu.Lock()
-		last := q.movePolledAt
-		c.mu.Unlock()
+		last := q.state().movePolledAt
 		every := c.opts.MoveTasksInterval
 		if hot[q.id] {
 			every = c.opts.MoveTasksRunningInterval
@@ -69,9 +67,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 }
 
 func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueue) {
-	c.mu.Lock()
-	q.movePolledAt = c.now()
-	c.mu.Unlock()
+	q.setMovePolledAt(c.now())
 	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}
 	var out *sqs.ListMessageMoveTasksOutput
 	err := c.call(ctx, cy, q.region, opListMessageMoveTasks, q, func(ctx context.Context) error {

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -10,13 +11,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
 
-// watchedQueue is a queue the collector samples. Identity fields are set once; the others are
-// guarded by Collector.mu.
+// watchedQueue is a queue the collector samples. Its identity is set once, before the queue is
+// watched, and read freely. Everything else belongs to the queue and is reached only through
+// its methods below, under its own mutex: every loop works on the same queue at once (the
+// attribute cycle writes the depth while the peek reads it, a dead-letter queue's peek forgets
+// messages of its sources), and one lock per queue keeps each read a consistent snapshot without
+// making the loops wait for one another's queues. A mutex rather than an owner goroutine: the
+// loops need a copy of a few fields at a time, which a channel round trip would only slow. The
+// lock is held for a copy or an update only, never across an AWS call, a store write or
+// Collector.mu.
 type watchedQueue struct {
 	id     int64
 	region *region
@@ -24,6 +35,15 @@ type watchedQueue struct {
 	url    string
 	arn    string
 
+	mu sync.Mutex
+	st queueState
+	// seen is what the peeks know of the messages they received, by message id.
+	seen map[string]seenMessage
+}
+
+// queueState is what the loops learn about a queue as they go. A copy of it (watchedQueue.state)
+// is one consistent snapshot.
+type queueState struct {
 	fifo                bool
 	visible             int64 // ApproximateNumberOfMessages of the newest attribute sample
 	inFlight            int64 // ApproximateNumberOfMessagesNotVisible, likewise
@@ -44,17 +64,196 @@ type watchedQueue struct {
 	peekedAt          time.Time // the newest sample's time, from the store on adoption
 	peekedVisible     int64     // ApproxVisible of the newest sample
 	peekPaused        string    // why sampling is paused, as stored
-	movePolledAt      time.Time
 	pausedAt          time.Time // when the current pause began
-
-	// peekMu guards seen: the queue's own peek writes it, and a DLQ's peek forgets the messages
-	// it finds moved there from this queue.
-	peekMu sync.Mutex
-	// seen is what the peeks know of the messages they received, by message id.
-	seen map[string]seenMessage
 	// countless is why the queue is not sampled when its endpoint does not report receive
 	// counts while it has a RedrivePolicy ("" otherwise).
-	countless string
+	countless    string
+	movePolledAt time.Time
+}
+
+// newWatchedQueue returns a queue with what is known of it before it is watched: st and seen
+// come from the store or from its first attributes.
+func newWatchedQueue(r *region, id int64, name, url, arn string, st queueState, seen map[string]seenMessage) *watchedQueue {
+	return &watchedQueue{id: id, region: r, name: name, url: url, arn: arn, st: st, seen: seen}
+}
+
+// state returns a snapshot of what the loops know of q.
+func (q *watchedQueue) state() queueState {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.st
+}
+
+// setAttributes keeps what one GetQueueAttributes answer says of q (its depth in sample, its
+// redrive policy already parsed) for the other loops.
+func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePolicy, sample store.AttributeSample) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.visible, q.st.inFlight, q.st.delayed = sample.Visible, sample.InFlight, sample.Delayed
+	q.st.attributesAt = sample.At
+	if sample.InFlight > 0 {
+		q.st.busyAt = sample.At
+	}
+	q.st.deadLetterTargetARN = policy.DeadLetterTargetARN
+	q.st.maxReceiveCount = policy.MaxReceiveCount
+	q.st.redrivePolicy = attrs["RedrivePolicy"]
+	if vt, ok := visibilityTimeout(attrs); ok {
+		q.st.visibilityTimeout = vt
+	}
+	if v, ok := attrs["FifoQueue"]; ok {
+		q.st.fifo = v == "true"
+	}
+}
+
+// visibilityTimeout reads a queue's VisibilityTimeout attribute.
+func visibilityTimeout(attrs map[string]string) (time.Duration, bool) {
+	v, err := strconv.Atoi(attrs["VisibilityTimeout"])
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return time.Duration(v) * time.Second, true
+}
+
+// setListedSources keeps how many sources ListDeadLetterSourceQueues named for q.
+func (q *watchedQueue) setListedSources(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.listedSources = n
+}
+
+// setMetricsAskedUntil keeps the end of the last regular CloudWatch window answered for q.
+func (q *watchedQueue) setMetricsAskedUntil(end time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.metricsAskedUntil = end
+}
+
+// setBackfilled records that q's one-time CloudWatch backfill is stored.
+func (q *watchedQueue) setBackfilled() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.backfilled = true
+}
+
+// setMovePolledAt records when q's move tasks were last asked for.
+func (q *watchedQueue) setMovePolledAt(at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.movePolledAt = at
+}
+
+// setPeekEnabled records whether q is sampled and reports whether that changed.
+func (q *watchedQueue) setPeekEnabled(enabled bool) (changed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	changed = q.st.peekEnabled != enabled
+	q.st.peekEnabled = enabled
+	return changed
+}
+
+// setPeekPaused records why sampling q is paused ("" when it is not), and when the pause began,
+// and reports whether the reason changed.
+func (q *watchedQueue) setPeekPaused(reason string, now time.Time) (changed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	changed = q.st.peekPaused != reason
+	q.st.peekPaused = reason
+	switch {
+	case reason == "":
+		q.st.pausedAt = time.Time{}
+	case q.st.pausedAt.IsZero():
+		q.st.pausedAt = now
+	}
+	return changed
+}
+
+// setPeeked records the time and the depth read of q's newest sample.
+func (q *watchedQueue) setPeeked(at time.Time, visible int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.peekedAt, q.st.peekedVisible = at, visible
+}
+
+// mostReceived returns the message the peeks know of with the highest receive count (the
+// lowest id among equals, so that the same message is named every time), or receives -1 when
+// they know of none.
+func (q *watchedQueue) mostReceived() (id string, receives int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	receives = -1
+	for mid, m := range q.seen {
+		if m.receives > receives || m.receives == receives && mid < id {
+			id, receives = mid, m.receives
+		}
+	}
+	return id, receives
+}
+
+// forgetSeen drops what the peeks know of q's messages: none of them needs protecting any more.
+func (q *watchedQueue) forgetSeen() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.seen)
+}
+
+// forgetMessage drops one message from what the peeks know of q: it left the queue (a
+// dead-letter queue's sample found it there).
+func (q *watchedQueue) forgetMessage(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.seen, id)
+}
+
+// noteSeen records the messages a pass received in q.seen and returns, by message id, how many
+// of each one's receives are the dashboard's own since it arrived in the queue (this pass's
+// included). A message arrived anew when its receive count went down since toolq last saw it,
+// its first-receive time changed, or a move task of the queue started since (movedAt): whatever
+// toolq spent on it before belongs to an earlier stay (before a redrive, say) and is not
+// subtracted. A complete pass forgets the messages it did not see that toolq last saw more than a
+// visibility timeout ago: they would have been visible again. At most limit messages are kept,
+// the newest seen.
+func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx int64, movedAt time.Time, limit int) map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.seen == nil {
+		q.seen = make(map[string]seenMessage)
+	}
+	if pass.countless {
+		q.st.countless = pass.stopped
+	}
+	own := make(map[string]int, len(pass.messages))
+	for _, m := range pass.messages {
+		id := aws.ToString(m.MessageId)
+		receives, _ := receiveCount(m)
+		first := attrInt(m.Attributes, string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp))
+		prev, known := q.seen[id]
+		anew := !known || receives < prev.receives+1 ||
+			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive) ||
+			(!movedAt.IsZero() && movedAt.After(prev.at))
+		n := 1
+		if !anew {
+			n = prev.own + 1
+		}
+		if receives > 0 {
+			n = min(n, receives)
+		}
+		q.seen[id] = seenMessage{receives: receives, own: n, firstReceive: first, at: at}
+		own[id] = n
+	}
+	if pass.complete(approx) {
+		for id, m := range q.seen {
+			if _, inPass := own[id]; !inPass && at.Sub(m.at) > q.st.visibilityTimeout {
+				delete(q.seen, id)
+			}
+		}
+	}
+	if len(q.seen) > limit {
+		ids := slices.SortedFunc(maps.Keys(q.seen), func(a, b string) int { return q.seen[a].at.Compare(q.seen[b].at) })
+		for _, id := range ids[:len(ids)-limit] {
+			delete(q.seen, id)
+		}
+	}
+	return own
 }
 
 // watched returns the watched queues ordered by region and name, so that every cycle visits
@@ -78,14 +277,13 @@ func (c *Collector) watched() []*watchedQueue {
 // deadLetterARNs returns the ARNs of the watched queues that are dead-letter queues: named by a
 // watched queue's RedrivePolicy, or given sources by ListDeadLetterSourceQueues.
 func (c *Collector) deadLetterARNs() map[string]bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	dlqs := make(map[string]bool)
-	for _, q := range c.queues {
-		if q.deadLetterTargetARN != "" {
-			dlqs[q.deadLetterTargetARN] = true
+	for _, q := range c.watched() {
+		st := q.state()
+		if st.deadLetterTargetARN != "" {
+			dlqs[st.deadLetterTargetARN] = true
 		}
-		if q.listedSources > 0 {
+		if st.listedSources > 0 {
 			dlqs[q.arn] = true
 		}
 	}
@@ -128,22 +326,7 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 		InFlight: attrInt(attrs, "ApproximateNumberOfMessagesNotVisible"),
 		Delayed:  attrInt(attrs, "ApproximateNumberOfMessagesDelayed"),
 	}
-	c.mu.Lock()
-	q.visible, q.inFlight, q.delayed = sample.Visible, sample.InFlight, sample.Delayed
-	q.attributesAt = at
-	if sample.InFlight > 0 {
-		q.busyAt = at
-	}
-	q.deadLetterTargetARN = policy.DeadLetterTargetARN
-	q.maxReceiveCount = policy.MaxReceiveCount
-	q.redrivePolicy = attrs["RedrivePolicy"]
-	if v, err := strconv.Atoi(attrs["VisibilityTimeout"]); err == nil && v >= 0 {
-		q.visibilityTimeout = time.Duration(v) * time.Second
-	}
-	if v, ok := attrs["FifoQueue"]; ok {
-		q.fifo = v == "true"
-	}
-	c.mu.Unlock()
+	q.setAttributes(attrs, policy, sample)
 	if err := c.store.SaveQueueAttributes(ctx, q.id, at, attrs, policy.DeadLetterTargetARN, policy.MaxReceiveCount, sample); err != nil {
 		c.storeFailed(ctx, cy, "SaveQueueAttributes", q, err)
 	}
