@@ -141,15 +141,15 @@ type Collector struct {
 
 	// mu guards the maps below, the collector's own. What the loops learn about one queue is the
 	// queue's (watchedQueue.mu), so that no loop holds mu for another's queue.
-	mu      sync.Mutex
-	queues  map[string]*watchedQueue // by ARN; the queues that exist as far as we know
-	urls    map[urlKey]*watchedQueue // the same queues by region and URL
-	skipped map[skipKey]time.Time    // operations not to call again before a time
-	tasks   map[taskKey]store.MoveTask
-	// recorded is when each kind of failure was last stored (see errorRepeat).
-	recorded map[errorKey]time.Time
-	// peekReceives remembers the receives of each queue's last pass, for the cost estimate.
-	peekReceives map[int64]int
+	mu     sync.Mutex
+	queues map[string]*watchedQueue // by ARN; the queues that exist as far as we know
+	urls   map[urlKey]*watchedQueue // the same queues by region and URL
+	// skipped are the operations not to call again in a whole region before a time; a queue
+	// holds its own.
+	skipped skipMemory[opKey]
+	// recorded is when each kind of failure about no single queue was last stored (see
+	// errorRepeat); a queue remembers its own.
+	recorded failureMemory
 }
 
 // region is one watched Region; queues point to it, and per-region state (skipped operations)
@@ -167,17 +167,15 @@ func New(opts Options) (*Collector, error) {
 		return nil, errors.New("collector: no store")
 	}
 	c := &Collector{
-		store:        opts.Store,
-		pub:          cmp.Or(opts.Publisher, events.Discard),
-		log:          cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		now:          opts.Now,
-		queues:       make(map[string]*watchedQueue),
-		urls:         make(map[urlKey]*watchedQueue),
-		skipped:      make(map[skipKey]time.Time),
-		tasks:        make(map[taskKey]store.MoveTask),
-		recorded:     make(map[errorKey]time.Time),
-		peekReceives: make(map[int64]int),
-		sight:        newSight(),
+		store:    opts.Store,
+		pub:      cmp.Or(opts.Publisher, events.Discard),
+		log:      cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		now:      opts.Now,
+		queues:   make(map[string]*watchedQueue),
+		urls:     make(map[urlKey]*watchedQueue),
+		skipped:  make(skipMemory[opKey]),
+		recorded: make(failureMemory),
+		sight:    newSight(),
 	}
 	seen := make(map[string]bool)
 	for _, r := range opts.Regions {

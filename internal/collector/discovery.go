@@ -313,11 +313,7 @@ func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 		a, err := arn.ParseQueue(target)
 		r := c.regionNamed(a.Region)
 		if err != nil || r == nil {
-			k := skipKey{op: "DeadLetterQueueNotWatched", queueID: q.id}
-			if !c.skipping(k) {
-				c.mu.Lock()
-				c.skipped[k] = forever
-				c.mu.Unlock()
+			if c.claimSkip(skipKey{op: "DeadLetterQueueNotWatched", queue: q}, forever) {
 				c.recordError(ctx, cy, opGetQueueURL, q, "DeadLetterQueueNotWatched",
 					safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
 			}
@@ -390,7 +386,7 @@ func (c *Collector) recordOnce(k skipKey) func(error) bool {
 	return func(err error) bool {
 		switch {
 		case awscalls.Unsupported(err):
-			k.queueID = 0
+			k.queue = nil
 			k.op = "unsupported " + k.op
 			return !c.claimSkip(k, c.now().Add(c.opts.DiscoveryInterval))
 		case !awscalls.AccessDenied(err):

@@ -188,7 +188,7 @@ func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
 
 // refuse records, once per queue, that an opted-in queue will not be sampled.
 func (c *Collector) refuse(ctx context.Context, q *watchedQueue, reason string) {
-	if !c.claimSkip(skipKey{op: "PeekRefused", queueID: q.id}, forever) {
+	if !c.claimSkip(skipKey{op: "PeekRefused", queue: q}, forever) {
 		return
 	}
 	cy := &cycle{kind: store.RunPeek}
@@ -270,10 +270,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	c.tel.peekReceives.WithLabelValues(q.name).Add(float64(pass.receives))
 
 	own := q.noteSeen(pass, sample.At, approx, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
-	c.mu.Lock()
-	c.peekReceives[q.id] = pass.receives
-	c.mu.Unlock()
-	q.setPeeked(sample.At, approx)
+	q.setPeeked(sample.At, approx, pass.receives)
 	if pass.stopped != "" {
 		c.setPeekPaused(ctx, q, pass.stopped)
 	}

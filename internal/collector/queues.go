@@ -28,6 +28,10 @@ import (
 // loops need a copy of a few fields at a time, which a channel round trip would only slow. The
 // lock is held for a copy or an update only, never across an AWS call, a store write or
 // Collector.mu.
+//
+// Because the queue holds all that is known of it, including the memories that grow (messages
+// seen, move tasks, failures, skips), a queue that stops being watched takes them all with it:
+// once markGone drops it from the collector's maps, nothing else refers to it.
 type watchedQueue struct {
 	id     int64
 	region *region
@@ -39,6 +43,13 @@ type watchedQueue struct {
 	st queueState
 	// seen is what the peeks know of the messages they received, by message id.
 	seen map[string]seenMessage
+	// tasks are the move tasks as last stored, among the ten newest SQS lists: a poll writes
+	// only what changed.
+	tasks map[taskKey]store.MoveTask
+	// failures are when each kind of failure of the queue was last stored (see errorRepeat).
+	failures failureMemory
+	// skips are the operations not to call on the queue before a time, by operation.
+	skips skipMemory[string]
 }
 
 // queueState is what the loops learn about a queue as they go. A copy of it (watchedQueue.state)
@@ -69,6 +80,8 @@ type queueState struct {
 	// counts while it has a RedrivePolicy ("" otherwise).
 	countless    string
 	movePolledAt time.Time
+	// peekReceives is what the newest pass spent in receives, for the cost estimate.
+	peekReceives int
 }
 
 // newWatchedQueue returns a queue with what is known of it before it is watched: st and seen
@@ -167,11 +180,11 @@ func (q *watchedQueue) setPeekPaused(reason string, now time.Time) (changed bool
 	return changed
 }
 
-// setPeeked records the time and the depth read of q's newest sample.
-func (q *watchedQueue) setPeeked(at time.Time, visible int64) {
+// setPeeked records the time, the depth read and the receives of q's newest pass.
+func (q *watchedQueue) setPeeked(at time.Time, visible int64, receives int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.st.peekedAt, q.st.peekedVisible = at, visible
+	q.st.peekedAt, q.st.peekedVisible, q.st.peekReceives = at, visible, receives
 }
 
 // mostReceived returns the message the peeks know of with the highest receive count (the
@@ -256,6 +269,79 @@ func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx int64, moved
 	return own
 }
 
+// task returns the move task k of q as last stored, if it is cached.
+func (q *watchedQueue) task(k taskKey) (store.MoveTask, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t, ok := q.tasks[k]
+	return t, ok
+}
+
+// keepTask caches the move task k of q as just stored.
+func (q *watchedQueue) keepTask(k taskKey, t store.MoveTask) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tasks == nil {
+		q.tasks = make(map[taskKey]store.MoveTask)
+	}
+	q.tasks[k] = t
+}
+
+// keepListedTasks forgets the cached move tasks of q that are not in listed, the newest poll:
+// out of SQS's ten, nothing more will change about them.
+func (q *watchedQueue) keepListedTasks(listed map[taskKey]bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	maps.DeleteFunc(q.tasks, func(k taskKey, _ store.MoveTask) bool { return !listed[k] })
+}
+
+// failedAgain reports whether a failure of kind k at `at` repeats one of q stored less than
+// errorRepeat before, and remembers it as stored otherwise (failureMemory.repeat).
+func (q *watchedQueue) failedAgain(k errorKey, at time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failures == nil {
+		q.failures = make(failureMemory)
+	}
+	return q.failures.repeat(k, at)
+}
+
+// skipping reports whether op is not to be called on q at now.
+func (q *watchedQueue) skipping(op string, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.skips.active(op, now)
+}
+
+// claimSkip marks op as not to be called on q before until, and reports whether it was not
+// marked at now already.
+func (q *watchedQueue) claimSkip(op string, until, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.skips == nil {
+		q.skips = make(skipMemory[string])
+	}
+	return q.skips.claim(op, until, now)
+}
+
+// skip marks op as not to be called on q before until.
+func (q *watchedQueue) skip(op string, until time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.skips == nil {
+		q.skips = make(skipMemory[string])
+	}
+	q.skips[op] = until
+}
+
+// forgetExpired drops q's failures and skips that no longer change anything at now.
+func (q *watchedQueue) forgetExpired(now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failures.expire(now)
+	q.skips.expire(now)
+}
+
 // watched returns the watched queues ordered by region and name, so that every cycle visits
 // them in the same order.
 func (c *Collector) watched() []*watchedQueue {
@@ -294,7 +380,8 @@ func (c *Collector) deadLetterARNs() map[string]bool {
 type urlKey struct{ region, url string }
 
 // markGone records that a watched queue no longer exists and stops watching it; its history
-// stays. Two loops may find out at once: only the first records it.
+// stays in the store, and what the collector knew of it goes with the queue (watchedQueue).
+// Two loops may find out at once: only the first records it.
 func (c *Collector) markGone(ctx context.Context, q *watchedQueue) {
 	c.mu.Lock()
 	_, watched := c.queues[q.arn]
