@@ -224,6 +224,12 @@ func New(opts Options) (*Collector, error) {
 // Run runs every loop until ctx ends, then waits for them to stop and returns nil. Discovery
 // runs first, so that the other loops' first cycles, which also run at start-up rather than one
 // interval later, already see the queues.
+//
+// Nothing but ctx ends Run, and it has no error of its own to return: a cycle that fails records
+// its failures in the store and in the collector's sight, and the next cycle tries again. toolq
+// is most needed while AWS misbehaves; a collector that stopped on a failure would leave the
+// dashboard blind just then. A caller waits for Run on shutdown and never watches it for an
+// error.
 func (c *Collector) Run(ctx context.Context) error {
 	c.resumeSight(ctx)
 	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
