@@ -163,7 +163,7 @@ func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
 	if st.redrivePolicy == "" {
 		return "", false
 	}
-	switch maxRC := st.maxReceiveCount; maxRC {
+	switch st.maxReceiveCount {
 	case 0:
 		return "not sampled: its RedrivePolicy cannot be read, so toolq cannot tell how many receives its messages have left", true
 	case 1:
