@@ -151,12 +151,10 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var wg sync.WaitGroup
-	collErr := make(chan error, 1)
-	wg.Go(func() {
-		if err := d.Collector.Run(loops); err != nil && !errors.Is(err, context.Canceled) {
-			collErr <- err
-		}
-	})
+	// The collector does not stop on a failure (each cycle records its own and the next tries
+	// again) and Run returns nil once loops ends, so it is only waited for below: the dashboard
+	// stops on ctx or a failed listener, never on the collector.
+	wg.Go(func() { _ = d.Collector.Run(loops) })
 
 	httpSrv := &http.Server{
 		Handler:           d.Server.Handler(),
@@ -178,7 +176,6 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
-	case err = <-collErr:
 	}
 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

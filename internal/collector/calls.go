@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -114,29 +115,45 @@ func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q
 // minute; the run rows still count every failure.
 const errorRepeat = time.Minute
 
-// errorKey identifies a kind of failure for errorRepeat.
-type errorKey struct {
-	queueID  int64
-	op, code string
+// errorKey identifies a kind of failure for errorRepeat, on the queue or the collector that
+// remembers it.
+type errorKey struct{ op, code string }
+
+// failureMemory is when each kind of failure was last stored.
+type failureMemory map[errorKey]time.Time
+
+// repeat reports whether a failure of kind k at `at` repeats one stored less than errorRepeat
+// before; if not, it remembers k as stored at `at`.
+func (m failureMemory) repeat(k errorKey, at time.Time) bool {
+	if last, seen := m[k]; seen && at.Sub(last) < errorRepeat {
+		return true
+	}
+	m[k] = at
+	return false
+}
+
+// expire forgets the failures stored errorRepeat or longer before now: the next one of the same
+// kind is stored whether it is remembered or not.
+func (m failureMemory) expire(now time.Time) {
+	maps.DeleteFunc(m, func(_ errorKey, last time.Time) bool { return now.Sub(last) >= errorRepeat })
 }
 
 // recordError stores one failed call (or other per-queue failure) of a cycle.
 func (c *Collector) recordError(ctx context.Context, cy *cycle, op string, q *watchedQueue, code, msg string) {
 	cy.errors.Add(1)
 	e := store.CollectorError{RunID: cy.runID, Operation: op, Code: code, Message: msg, At: c.now()}
+	k := errorKey{op: op, code: code}
 	var queue string
+	var repeat bool
 	if q != nil {
 		e.QueueID = q.id
 		queue = q.name
+		repeat = q.failedAgain(k, e.At)
+	} else {
+		c.mu.Lock()
+		repeat = c.recorded.repeat(k, e.At)
+		c.mu.Unlock()
 	}
-	k := errorKey{queueID: e.QueueID, op: op, code: code}
-	c.mu.Lock()
-	last, seen := c.recorded[k]
-	repeat := seen && e.At.Sub(last) < errorRepeat
-	if !repeat {
-		c.recorded[k] = e.At
-	}
-	c.mu.Unlock()
 	if repeat {
 		c.log.Debug("collector: call failed again", "op", op, "queue", queue, "code", code)
 		return
@@ -170,12 +187,12 @@ func (c *Collector) recoverQueue(ctx context.Context, cy *cycle, q *watchedQueue
 // safeMessage is the text of err fit for storage and display (awscalls.Describe).
 func safeMessage(err error) string { return awscalls.Describe(err).Message }
 
-// skipKey names an operation not to call again for a while: on a whole region (queueID 0) or
-// on one queue.
+// skipKey names an operation not to call again for a while: in a whole region, or on one
+// queue, which then holds the skip itself (watchedQueue.skips) so that it goes with the queue.
 type skipKey struct {
-	region  string
-	op      string
-	queueID int64
+	region string
+	op     string
+	queue  *watchedQueue // nil: the whole region
 }
 
 // accessDeniedBackoff is how long an operation refused with AccessDenied is left alone: the
@@ -185,24 +202,51 @@ const accessDeniedBackoff = time.Hour
 // forever marks an operation the endpoint does not have: it is not asked again by this process.
 var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// skipMemory holds, for each operation (by K), the time before which it is not to be called.
+type skipMemory[K comparable] map[K]time.Time
+
+// active reports whether k is not to be called at now.
+func (m skipMemory[K]) active(k K, now time.Time) bool {
+	until, ok := m[k]
+	return ok && now.Before(until)
+}
+
+// claim marks k as not to be called before until, and reports whether it was not marked at now
+// already.
+func (m skipMemory[K]) claim(k K, until, now time.Time) bool {
+	if m.active(k, now) {
+		return false
+	}
+	m[k] = until
+	return true
+}
+
+// expire forgets the skips that ended by now: they no longer skip anything.
+func (m skipMemory[K]) expire(now time.Time) {
+	maps.DeleteFunc(m, func(_ K, until time.Time) bool { return !now.Before(until) })
+}
+
 // skipping reports whether k should not be called now.
 func (c *Collector) skipping(k skipKey) bool {
+	now := c.now()
+	if k.queue != nil {
+		return k.queue.skipping(k.op, now)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	until, ok := c.skipped[k]
-	return ok && c.now().Before(until)
+	return c.skipped.active(opKey{k.region, k.op}, now)
 }
 
 // claimSkip marks k as not to be called before until, and reports whether it was not marked
 // already: of several calls that fail at once, one claims the right to record the failure.
 func (c *Collector) claimSkip(k skipKey, until time.Time) bool {
+	now := c.now()
+	if k.queue != nil {
+		return k.queue.claimSkip(k.op, until, now)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if u, ok := c.skipped[k]; ok && c.now().Before(u) {
-		return false
-	}
-	c.skipped[k] = until
-	return true
+	return c.skipped.claim(opKey{k.region, k.op}, until, now)
 }
 
 // skipAfter decides from err whether k should be left alone for a while, and records that.
@@ -215,10 +259,27 @@ func (c *Collector) skipAfter(k skipKey, err error) bool {
 	default:
 		return false
 	}
+	if k.queue != nil {
+		k.queue.skip(k.op, until)
+		return true
+	}
 	c.mu.Lock()
-	c.skipped[k] = until
+	c.skipped[opKey{k.region, k.op}] = until
 	c.mu.Unlock()
 	return true
+}
+
+// forgetExpired drops the failures and skips, the collector's own and every watched queue's,
+// that no longer change what the collector does (failureMemory.expire, skipMemory.expire), so
+// that what an hour of failures left behind does not stay for the life of the process.
+func (c *Collector) forgetExpired(now time.Time) {
+	c.mu.Lock()
+	c.recorded.expire(now)
+	c.skipped.expire(now)
+	c.mu.Unlock()
+	for _, q := range c.watched() {
+		q.forgetExpired(now)
+	}
 }
 
 // warn logs a failure to keep what was collected, except once ctx has ended: a shutdown

@@ -10,10 +10,10 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -139,15 +139,17 @@ type Collector struct {
 	sem     chan struct{} // bounds the AWS calls in flight, across all loops
 	sight   *sight        // each operation's last outcome per region
 
-	mu      sync.Mutex
-	queues  map[string]*watchedQueue // by ARN; the queues that exist as far as we know
-	urls    map[urlKey]*watchedQueue // the same queues by region and URL
-	skipped map[skipKey]time.Time    // operations not to call again before a time
-	tasks   map[taskKey]store.MoveTask
-	// recorded is when each kind of failure was last stored (see errorRepeat).
-	recorded map[errorKey]time.Time
-	// peekReceives remembers the receives of each queue's last pass, for the cost estimate.
-	peekReceives map[int64]int
+	// mu guards the maps below, the collector's own. What the loops learn about one queue is the
+	// queue's (watchedQueue.mu), so that no loop holds mu for another's queue.
+	mu     sync.Mutex
+	queues map[string]*watchedQueue // by ARN; the queues that exist as far as we know
+	urls   map[urlKey]*watchedQueue // the same queues by region and URL
+	// skipped are the operations not to call again in a whole region before a time; a queue
+	// holds its own.
+	skipped skipMemory[opKey]
+	// recorded is when each kind of failure about no single queue was last stored (see
+	// errorRepeat); a queue remembers its own.
+	recorded failureMemory
 }
 
 // region is one watched Region; queues point to it, and per-region state (skipped operations)
@@ -165,17 +167,15 @@ func New(opts Options) (*Collector, error) {
 		return nil, errors.New("collector: no store")
 	}
 	c := &Collector{
-		store:        opts.Store,
-		pub:          opts.Publisher,
-		log:          opts.Logger,
-		now:          opts.Now,
-		queues:       make(map[string]*watchedQueue),
-		urls:         make(map[urlKey]*watchedQueue),
-		skipped:      make(map[skipKey]time.Time),
-		tasks:        make(map[taskKey]store.MoveTask),
-		recorded:     make(map[errorKey]time.Time),
-		peekReceives: make(map[int64]int),
-		sight:        newSight(),
+		store:    opts.Store,
+		pub:      cmp.Or(opts.Publisher, events.Discard),
+		log:      cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		now:      opts.Now,
+		queues:   make(map[string]*watchedQueue),
+		urls:     make(map[urlKey]*watchedQueue),
+		skipped:  make(skipMemory[opKey]),
+		recorded: make(failureMemory),
+		sight:    newSight(),
 	}
 	seen := make(map[string]bool)
 	for _, r := range opts.Regions {
@@ -188,31 +188,25 @@ func New(opts Options) (*Collector, error) {
 		seen[r.Name] = true
 		c.regions = append(c.regions, &region{Region: r})
 	}
-	if c.pub == nil {
-		c.pub = events.Discard
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	setDefault(&opts.DiscoveryInterval, DefaultDiscoveryInterval)
-	setDefault(&opts.AttributesInterval, DefaultAttributesInterval)
-	setDefault(&opts.MetricsInterval, DefaultMetricsInterval)
-	setDefault(&opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
-	setDefault(&opts.PeekSourceInterval, DefaultPeekSourceInterval)
-	setDefault(&opts.MoveTasksInterval, opts.AttributesInterval)
-	setDefault(&opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
-	setDefault(&opts.PruneInterval, DefaultPruneInterval)
-	setDefault(&opts.Backfill, DefaultBackfill)
-	setDefault(&opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout)
-	setDefault(&opts.Concurrency, DefaultConcurrency)
-	setDefault(&opts.Peek.MaxMessages, DefaultPeekMaxMessages)
-	setDefault(&opts.Peek.BodyCap, DefaultPeekBodyCap)
-	setDefault(&opts.ToolFields.ToolName, "toolName")
-	setDefault(&opts.ToolFields.ToolCallID, "toolCallId")
-	setDefault(&opts.ToolFields.SessionID, "sessionId")
+	opts.DiscoveryInterval = cmp.Or(opts.DiscoveryInterval, DefaultDiscoveryInterval)
+	opts.AttributesInterval = cmp.Or(opts.AttributesInterval, DefaultAttributesInterval)
+	opts.MetricsInterval = cmp.Or(opts.MetricsInterval, DefaultMetricsInterval)
+	opts.PeekDeadLetterInterval = cmp.Or(opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
+	opts.PeekSourceInterval = cmp.Or(opts.PeekSourceInterval, DefaultPeekSourceInterval)
+	opts.MoveTasksInterval = cmp.Or(opts.MoveTasksInterval, opts.AttributesInterval)
+	opts.MoveTasksRunningInterval = cmp.Or(opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
+	opts.PruneInterval = cmp.Or(opts.PruneInterval, DefaultPruneInterval)
+	opts.Backfill = cmp.Or(opts.Backfill, DefaultBackfill)
+	opts.Peek.VisibilityTimeout = cmp.Or(opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout)
+	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
+	opts.Peek.MaxMessages = cmp.Or(opts.Peek.MaxMessages, DefaultPeekMaxMessages)
+	opts.Peek.BodyCap = cmp.Or(opts.Peek.BodyCap, DefaultPeekBodyCap)
+	opts.ToolFields.ToolName = cmp.Or(opts.ToolFields.ToolName, "toolName")
+	opts.ToolFields.ToolCallID = cmp.Or(opts.ToolFields.ToolCallID, "toolCallId")
+	opts.ToolFields.SessionID = cmp.Or(opts.ToolFields.SessionID, "sessionId")
 	if opts.Peek.VisibilityTimeout < time.Second {
 		// ReceiveMessage takes whole seconds, and the SDK drops a zero.
 		opts.Peek.VisibilityTimeout = time.Second
@@ -227,16 +221,15 @@ func New(opts Options) (*Collector, error) {
 	return c, nil
 }
 
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
-}
-
 // Run runs every loop until ctx ends, then waits for them to stop and returns nil. Discovery
 // runs first, so that the other loops' first cycles, which also run at start-up rather than one
 // interval later, already see the queues.
+//
+// Nothing but ctx ends Run, and it has no error of its own to return: a cycle that fails records
+// its failures in the store and in the collector's sight, and the next cycle tries again. toolq
+// is most needed while AWS misbehaves; a collector that stopped on a failure would leave the
+// dashboard blind just then. A caller waits for Run on shutdown and never watches it for an
+// error.
 func (c *Collector) Run(ctx context.Context) error {
 	c.resumeSight(ctx)
 	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {

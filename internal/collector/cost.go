@@ -115,14 +115,13 @@ func (c *Collector) updateCost(ctx context.Context) {
 	for _, q := range queues {
 		cq := CostQueue{DeadLetter: dlqs[q.arn], NoCloudWatch: !cloudWatch[q.region]}
 		kind, peeked := c.peekKind(q, cq.DeadLetter)
-		c.mu.Lock()
-		cq.FIFO = q.fifo
+		st := q.state()
+		cq.FIFO = st.fifo
 		if peeked {
 			cq.Peeked = true
 			cq.PeekInterval = c.peekInterval(kind)
-			cq.ReceivesPerPass = c.peekReceives[q.id]
+			cq.ReceivesPerPass = st.peekReceives
 		}
-		c.mu.Unlock()
 		cqs = append(cqs, cq)
 	}
 	if err := c.store.SetCostEstimate(ctx, EstimateCost(cfg, cqs, c.now())); err != nil {

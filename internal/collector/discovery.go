@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -181,7 +179,7 @@ func (c *Collector) listQueues(ctx context.Context, cy *cycle, r *region, prefix
 func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (bool, error) {
 	if q := c.byURL(r, u); q != nil {
 		_, err := c.store.UpsertQueue(ctx, store.Queue{
-			Region: r.Name, Name: q.name, URL: q.url, ARN: q.arn, FIFO: q.isFIFO(c), LastSeen: c.now(),
+			Region: r.Name, Name: q.name, URL: q.url, ARN: q.arn, FIFO: q.state().fifo, LastSeen: c.now(),
 		})
 		if err != nil {
 			c.warn(ctx, "collector: upsert queue", "queue", q.name, "err", err)
@@ -193,7 +191,6 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 	// queue its first sample at once.
 	var out *sqs.GetQueueAttributesOutput
 	name := queueNameFromURL(u)
-	probe := &watchedQueue{region: r, name: name, url: u}
 	err := c.call(ctx, cy, r, opGetQueueAttributes, nil, func(ctx context.Context) error {
 		var err error
 		out, err = r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -218,18 +215,17 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 		c.storeFailed(ctx, cy, "UpsertQueue", nil, err)
 		return false, err
 	}
-	probe.id, probe.arn, probe.fifo = id, arn, fifo
-	c.resume(ctx, probe)
+	q := c.resume(ctx, r, id, name, u, arn, queueState{fifo: fifo})
 	c.mu.Lock()
 	if existing := c.queues[arn]; existing != nil {
 		// Listed twice (a prefix and a name): keep the first.
 		c.mu.Unlock()
 		return false, nil
 	}
-	c.queues[arn] = probe
-	c.urls[urlKey{r.Name, u}] = probe
+	c.queues[arn] = q
+	c.urls[urlKey{r.Name, u}] = q
 	c.mu.Unlock()
-	c.applyAttributes(ctx, cy, probe, out.Attributes, at)
+	c.applyAttributes(ctx, cy, q, out.Attributes, at)
 	c.log.Info("collector: watching queue", "queue", name, "region", r.Name, "fifo", fifo)
 	return true, nil
 }
@@ -256,21 +252,18 @@ func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
 		if !c.selected(r, sq.Name, sq.URL) && !deadLetter[sq.ARN] {
 			continue
 		}
-		q := &watchedQueue{
-			id: sq.ID, region: r, name: sq.Name, url: sq.URL, arn: sq.ARN, fifo: sq.FIFO,
-			deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
-			redrivePolicy: sq.Attributes["RedrivePolicy"], attributesAt: sq.AttributesAt,
-		}
-		if v, err := strconv.Atoi(sq.Attributes["VisibilityTimeout"]); err == nil && v >= 0 {
-			q.visibilityTimeout = time.Duration(v) * time.Second
-		}
 		c.mu.Lock()
 		_, known := c.queues[sq.ARN]
 		c.mu.Unlock()
 		if known {
 			continue
 		}
-		c.resume(ctx, q)
+		st := queueState{
+			fifo: sq.FIFO, deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
+			redrivePolicy: sq.Attributes["RedrivePolicy"], attributesAt: sq.AttributesAt,
+		}
+		st.visibilityTimeout, _ = visibilityTimeout(sq.Attributes)
+		q := c.resume(ctx, r, sq.ID, sq.Name, sq.URL, sq.ARN, st)
 		c.mu.Lock()
 		if _, known := c.queues[sq.ARN]; !known {
 			c.queues[sq.ARN] = q
@@ -282,23 +275,26 @@ func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
 	return changed
 }
 
-// resume loads what an earlier run of the collector left in the store about q, so that a
-// restart neither backfills twice nor peeks before the queue is due.
-func (c *Collector) resume(ctx context.Context, q *watchedQueue) {
-	if stored, err := c.store.GetQueue(ctx, q.id); err == nil {
-		q.backfilled = !stored.BackfilledAt.IsZero()
-		q.peekEnabled = stored.PeekEnabled
-		q.peekPaused = stored.PeekPaused
+// resume returns the queue to watch, with st completed by what an earlier run of the collector
+// left in the store about it, so that a restart neither backfills twice nor peeks before the
+// queue is due.
+func (c *Collector) resume(ctx context.Context, r *region, id int64, name, url, arn string, st queueState) *watchedQueue {
+	if stored, err := c.store.GetQueue(ctx, id); err == nil {
+		st.backfilled = !stored.BackfilledAt.IsZero()
+		st.peekEnabled = stored.PeekEnabled
+		st.peekPaused = stored.PeekPaused
 	} else {
-		c.warn(ctx, "collector: load queue", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: load queue", "queue", name, "err", err)
 	}
-	if s, err := c.store.LatestSample(ctx, q.id); err == nil {
-		q.peekedAt = s.At
-		q.peekedVisible = s.ApproxVisible
-		q.seen = c.resumeSeen(ctx, q, s)
+	var seen map[string]seenMessage
+	if s, err := c.store.LatestSample(ctx, id); err == nil {
+		st.peekedAt = s.At
+		st.peekedVisible = s.ApproxVisible
+		seen = c.resumeSeen(ctx, name, s)
 	} else if !errors.Is(err, store.ErrNotFound) {
-		c.warn(ctx, "collector: load latest sample", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: load latest sample", "queue", name, "err", err)
 	}
+	return newWatchedQueue(r, id, name, url, arn, st, seen)
 }
 
 // adoptDeadLetterQueues watches the dead-letter queue of every watched queue, even outside the
@@ -307,8 +303,8 @@ func (c *Collector) resume(ctx context.Context, q *watchedQueue) {
 func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 	changed := false
 	for _, q := range c.watched() {
+		target := q.state().deadLetterTargetARN
 		c.mu.Lock()
-		target := q.deadLetterTargetARN
 		_, watched := c.queues[target]
 		c.mu.Unlock()
 		if target == "" || watched {
@@ -317,11 +313,7 @@ func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 		a, err := arn.ParseQueue(target)
 		r := c.regionNamed(a.Region)
 		if err != nil || r == nil {
-			k := skipKey{op: "DeadLetterQueueNotWatched", queueID: q.id}
-			if !c.skipping(k) {
-				c.mu.Lock()
-				c.skipped[k] = forever
-				c.mu.Unlock()
+			if c.claimSkip(skipKey{op: "DeadLetterQueueNotWatched", queue: q}, forever) {
 				c.recordError(ctx, cy, opGetQueueURL, q, "DeadLetterQueueNotWatched",
 					safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
 			}
@@ -378,9 +370,7 @@ func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 			in.NextToken = out.NextToken
 		}
 		slices.Sort(sources)
-		c.mu.Lock()
-		q.listedSources = len(sources)
-		c.mu.Unlock()
+		q.setListedSources(len(sources))
 		if err := c.store.SetListedSources(ctx, q.id, sources); err != nil {
 			c.warn(ctx, "collector: set listed sources", "queue", q.name, "err", err)
 		}
@@ -396,7 +386,7 @@ func (c *Collector) recordOnce(k skipKey) func(error) bool {
 	return func(err error) bool {
 		switch {
 		case awscalls.Unsupported(err):
-			k.queueID = 0
+			k.queue = nil
 			k.op = "unsupported " + k.op
 			return !c.claimSkip(k, c.now().Add(c.opts.DiscoveryInterval))
 		case !awscalls.AccessDenied(err):
@@ -458,10 +448,4 @@ func (c *Collector) urlRegion(u string) *region {
 
 func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
-}
-
-func (q *watchedQueue) isFIFO(c *Collector) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return q.fifo
 }

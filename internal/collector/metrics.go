@@ -94,9 +94,8 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 			if q.region != r {
 				continue
 			}
-			c.mu.Lock()
-			fifo, backfilled, asked := q.fifo, q.backfilled, q.metricsAskedUntil
-			c.mu.Unlock()
+			st := q.state()
+			fifo, backfilled, asked := st.fifo, st.backfilled, st.metricsAskedUntil
 			// From the newest stored datapoint; a quiet queue has none recent, and asking again
 			// for the hours since its last one would only return nothing again.
 			start := newest[q.id]
@@ -146,11 +145,9 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 				}
 			}
 			if err == nil {
-				c.mu.Lock()
 				for _, mq := range batch {
-					mq.queue.metricsAskedUntil = end
+					mq.queue.setMetricsAskedUntil(end)
 				}
-				c.mu.Unlock()
 			}
 		}
 		for _, batch := range packByQueue(backfill) {
@@ -180,9 +177,7 @@ func (c *Collector) markBackfilled(ctx context.Context, batch []metricQuery, at 
 			c.warn(ctx, "collector: set backfilled", "queue", mq.queue.name, "err", err)
 			continue
 		}
-		c.mu.Lock()
-		mq.queue.backfilled = true
-		c.mu.Unlock()
+		mq.queue.setBackfilled()
 	}
 }
 

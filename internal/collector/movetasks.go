@@ -38,12 +38,10 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 		if !dlqs[q.arn] && !hot[q.id] {
 			continue
 		}
-		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}) {
+		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queue: q}) {
 			continue
 		}
-		c.mu.Lock()
-		last := q.movePolledAt
-		c.mu.Unlock()
+		last := q.state().movePolledAt
 		every := c.opts.MoveTasksInterval
 		if hot[q.id] {
 			every = c.opts.MoveTasksRunningInterval
@@ -64,15 +62,12 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
 		c.pollMoveTasks(ctx, cy, q)
 	})
-	c.pruneTasks()
 	return ctx.Err()
 }
 
 func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueue) {
-	c.mu.Lock()
-	q.movePolledAt = c.now()
-	c.mu.Unlock()
-	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queueID: q.id}
+	q.setMovePolledAt(c.now())
+	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queue: q}
 	var out *sqs.ListMessageMoveTasksOutput
 	err := c.call(ctx, cy, q.region, opListMessageMoveTasks, q, func(ctx context.Context) error {
 		var err error
@@ -96,9 +91,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 		t := awscalls.MoveTask(q.id, q.arn, e, now)
 		key := taskKey{sourceARN: t.SourceARN, startedAt: e.StartedTimestamp}
 		listed[key] = true
-		c.mu.Lock()
-		prev, known := c.tasks[key]
-		c.mu.Unlock()
+		prev, known := q.task(key)
 		if known && prev.Status == t.Status && prev.Moved == t.Moved && prev.ToMove == t.ToMove && prev.FailureReason == t.FailureReason {
 			continue
 		}
@@ -108,30 +101,11 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 			c.storeFailed(ctx, cy, "UpsertMoveTask", q, err)
 			continue
 		}
-		c.mu.Lock()
-		c.tasks[key] = t
-		c.mu.Unlock()
+		q.keepTask(key, t)
 		changed = true
 	}
-	c.mu.Lock()
-	for key := range c.tasks {
-		if key.sourceARN == q.arn && !listed[key] {
-			delete(c.tasks, key) // out of SQS's list of ten: nothing more will change about it
-		}
-	}
-	c.mu.Unlock()
+	q.keepListedTasks(listed)
 	if changed {
 		c.pub.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: q.id, At: now})
-	}
-}
-
-// pruneTasks forgets the cached tasks of queues no longer watched.
-func (c *Collector) pruneTasks() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for key := range c.tasks {
-		if _, watched := c.queues[key.sourceARN]; !watched {
-			delete(c.tasks, key)
-		}
 	}
 }

@@ -3,8 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,11 +70,9 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 		if !ok || paused != "" || moving[q.id] {
 			continue
 		}
-		c.mu.Lock()
-		last, lastVisible, visible := q.peekedAt, q.peekedVisible, q.visible
-		c.mu.Unlock()
-		filled := kind == store.SampleDeadLetter && lastVisible == 0 && visible > 0
-		if dueAt(last, now, c.peekInterval(kind), peekDueCheck) || filled {
+		st := q.state()
+		filled := kind == store.SampleDeadLetter && st.peekedVisible == 0 && st.visible > 0
+		if dueAt(st.peekedAt, now, c.peekInterval(kind), peekDueCheck) || filled {
 			due = append(due, q)
 			kinds[q] = kind
 		}
@@ -102,13 +98,11 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 // after maxReceiveCount receives, toolq's included, so it is sampled only when opted in. A queue
 // whose attributes were never read is not sampled: nothing tells a tier from a final DLQ yet.
 func (c *Collector) peekKind(q *watchedQueue, deadLetter bool) (store.SampleKind, bool) {
-	c.mu.Lock()
-	policy, read := q.redrivePolicy, !q.attributesAt.IsZero()
-	c.mu.Unlock()
+	st := q.state()
 	switch {
-	case c.opts.Peek.Disabled || !read:
+	case c.opts.Peek.Disabled || st.attributesAt.IsZero():
 		return "", false
-	case policy != "":
+	case st.redrivePolicy != "":
 		if c.optedIn(q.name) {
 			return store.SampleSource, true
 		}
@@ -165,50 +159,36 @@ type seenMessage struct {
 // visibility timeouts since (a consumed message at its last delivery is soon deleted or moved).
 // An idle queue stays paused: a look would move its messages on.
 func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
-	c.mu.Lock()
-	policy, maxRC := q.redrivePolicy, q.maxReceiveCount
-	empty := !q.attributesAt.IsZero() && q.visible+q.inFlight+q.delayed == 0
-	busyAt, pausedAt, vt := q.busyAt, q.pausedAt, q.visibilityTimeout
-	c.mu.Unlock()
-	if policy == "" {
+	st := q.state()
+	if st.redrivePolicy == "" {
 		return "", false
 	}
-	switch maxRC {
+	switch st.maxReceiveCount {
 	case 0:
 		return "not sampled: its RedrivePolicy cannot be read, so toolq cannot tell how many receives its messages have left", true
 	case 1:
 		return "not sampled: maxReceiveCount is 1, so one receive by the dashboard would send every message to the dead-letter queue", true
 	}
-	q.peekMu.Lock()
-	defer q.peekMu.Unlock()
-	if q.countless != "" {
-		return q.countless, true
+	if st.countless != "" {
+		return st.countless, true
 	}
-	if empty {
-		clear(q.seen)
+	empty := !st.attributesAt.IsZero() && st.visible+st.inFlight+st.delayed == 0
+	busyLong := !st.pausedAt.IsZero() && st.busyAt.After(st.pausedAt.Add(max(4*st.visibilityTimeout, 2*c.opts.PeekSourceInterval)))
+	if empty || busyLong {
+		q.forgetSeen()
 		return "", false
 	}
-	if !pausedAt.IsZero() && busyAt.After(pausedAt.Add(max(4*vt, 2*c.opts.PeekSourceInterval))) {
-		clear(q.seen)
-		return "", false
-	}
-	var worstID string
-	worst := -1
-	for id, m := range q.seen {
-		if m.receives > worst || m.receives == worst && id < worstID {
-			worstID, worst = id, m.receives
-		}
-	}
-	if worst+1 < maxRC {
+	worstID, worst := q.mostReceived()
+	if worst+1 < st.maxReceiveCount {
 		return "", false
 	}
 	return fmt.Sprintf("paused: message %s has been received %d of maxReceiveCount %d times; another receive by toolq would leave it no delivery for its consumers",
-		safetext.Line(worstID, 64), worst, maxRC), false
+		safetext.Line(worstID, 64), worst, st.maxReceiveCount), false
 }
 
 // refuse records, once per queue, that an opted-in queue will not be sampled.
 func (c *Collector) refuse(ctx context.Context, q *watchedQueue, reason string) {
-	if !c.claimSkip(skipKey{op: "PeekRefused", queueID: q.id}, forever) {
+	if !c.claimSkip(skipKey{op: "PeekRefused", queue: q}, forever) {
 		return
 	}
 	cy := &cycle{kind: store.RunPeek}
@@ -217,11 +197,7 @@ func (c *Collector) refuse(ctx context.Context, q *watchedQueue, reason string) 
 
 // setPeekEnabled records in the store whether q is sampled, when that changed.
 func (c *Collector) setPeekEnabled(ctx context.Context, q *watchedQueue, enabled bool) {
-	c.mu.Lock()
-	same := q.peekEnabled == enabled
-	q.peekEnabled = enabled
-	c.mu.Unlock()
-	if same {
+	if !q.setPeekEnabled(enabled) {
 		return
 	}
 	if err := c.store.SetPeekEnabled(ctx, q.id, enabled); err != nil {
@@ -231,17 +207,7 @@ func (c *Collector) setPeekEnabled(ctx context.Context, q *watchedQueue, enabled
 
 // setPeekPaused records why sampling q is paused ("" when it is not), when that changed.
 func (c *Collector) setPeekPaused(ctx context.Context, q *watchedQueue, reason string) {
-	c.mu.Lock()
-	same := q.peekPaused == reason
-	q.peekPaused = reason
-	switch {
-	case reason == "":
-		q.pausedAt = time.Time{}
-	case q.pausedAt.IsZero():
-		q.pausedAt = c.now()
-	}
-	c.mu.Unlock()
-	if same {
+	if !q.setPeekPaused(reason, c.now()) {
 		return
 	}
 	if reason != "" {
@@ -279,9 +245,8 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	}
 	approx := attrInt(attrs, "ApproximateNumberOfMessages")
 	sample := store.Sample{QueueID: q.id, Kind: kind, At: c.now(), ApproxVisible: approx}
-	c.mu.Lock()
-	fifo, maxRC, guarded := q.fifo, q.maxReceiveCount, q.redrivePolicy != ""
-	c.mu.Unlock()
+	st := q.state()
+	fifo, maxRC, guarded := st.fifo, st.maxReceiveCount, st.redrivePolicy != ""
 	var pass peekPass
 	// An empty queue is recorded as such without a receive: the read above costs less and
 	// touches no message.
@@ -304,11 +269,8 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	}
 	c.tel.peekReceives.WithLabelValues(q.name).Add(float64(pass.receives))
 
-	own := c.noteSeen(ctx, q, pass, sample.At, approx)
-	c.mu.Lock()
-	c.peekReceives[q.id] = pass.receives
-	q.peekedAt, q.peekedVisible = sample.At, approx
-	c.mu.Unlock()
+	own := q.noteSeen(pass, sample.At, approx, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
+	q.setPeeked(sample.At, approx, pass.receives)
 	if pass.stopped != "" {
 		c.setPeekPaused(ctx, q, pass.stopped)
 	}
@@ -335,63 +297,9 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	c.pub.Publish(events.Event{Kind: events.SampleTaken, QueueID: q.id, At: c.now()})
 }
 
-// maxSeen bounds what a queue's peeks remember, in multiples of Peek.MaxMessages.
+// maxSeen bounds what a queue's peeks remember (watchedQueue.noteSeen), in multiples of
+// Peek.MaxMessages.
 const maxSeen = 4
-
-// noteSeen records the messages a pass received in q.seen and returns, by message id, how many
-// of each one's receives are the dashboard's own since it arrived in the queue (this pass's
-// included). A message arrived anew when its receive count went down since toolq last saw it,
-// its first-receive time changed, or a move task of the queue started since: whatever toolq
-// spent on it before belongs to an earlier stay (before a redrive, say) and is not subtracted.
-// A complete pass forgets the messages it did not see that toolq last saw more than a
-// visibility timeout ago: they would have been visible again.
-func (c *Collector) noteSeen(ctx context.Context, q *watchedQueue, pass peekPass, at time.Time, approx int64) map[string]int {
-	movedAt := c.lastMoveStarted(ctx, q)
-	c.mu.Lock()
-	vt := q.visibilityTimeout
-	c.mu.Unlock()
-	q.peekMu.Lock()
-	defer q.peekMu.Unlock()
-	if q.seen == nil {
-		q.seen = make(map[string]seenMessage)
-	}
-	if pass.countless {
-		q.countless = pass.stopped
-	}
-	own := make(map[string]int, len(pass.messages))
-	for _, m := range pass.messages {
-		id := aws.ToString(m.MessageId)
-		receives, _ := receiveCount(m)
-		first := attrInt(m.Attributes, string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp))
-		prev, known := q.seen[id]
-		anew := !known || receives < prev.receives+1 ||
-			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive) ||
-			(!movedAt.IsZero() && movedAt.After(prev.at))
-		n := 1
-		if !anew {
-			n = prev.own + 1
-		}
-		if receives > 0 {
-			n = min(n, receives)
-		}
-		q.seen[id] = seenMessage{receives: receives, own: n, firstReceive: first, at: at}
-		own[id] = n
-	}
-	if pass.complete(approx) {
-		for id, m := range q.seen {
-			if _, inPass := own[id]; !inPass && at.Sub(m.at) > vt {
-				delete(q.seen, id)
-			}
-		}
-	}
-	if limit := maxSeen * c.opts.Peek.MaxMessages; len(q.seen) > limit {
-		ids := slices.SortedFunc(maps.Keys(q.seen), func(a, b string) int { return q.seen[a].at.Compare(q.seen[b].at) })
-		for _, id := range ids[:len(ids)-limit] {
-			delete(q.seen, id)
-		}
-	}
-	return own
-}
 
 // lastMoveStarted returns when q's newest move task started (zero without one): messages seen
 // before it may have left and come back since.
@@ -417,21 +325,18 @@ func (c *Collector) forgetMoved(msgs []store.SampledMessage) {
 		c.mu.Lock()
 		src := c.queues[m.DeadLetterSourceARN]
 		c.mu.Unlock()
-		if src == nil {
-			continue
+		if src != nil {
+			src.forgetMessage(m.MessageID)
 		}
-		src.peekMu.Lock()
-		delete(src.seen, m.MessageID)
-		src.peekMu.Unlock()
 	}
 }
 
-// resumeSeen rebuilds what the peeks knew of q's messages from its newest stored sample, so
+// resumeSeen rebuilds what the peeks knew of a queue's messages from its newest stored sample, so
 // that a restart neither forgets a message it must protect nor counts old receives anew.
-func (c *Collector) resumeSeen(ctx context.Context, q *watchedQueue, sample store.Sample) map[string]seenMessage {
+func (c *Collector) resumeSeen(ctx context.Context, queue string, sample store.Sample) map[string]seenMessage {
 	msgs, err := c.store.SampleMessages(ctx, sample.ID, store.MessageFilter{})
 	if err != nil {
-		c.warn(ctx, "collector: load sampled messages", "queue", q.name, "err", err)
+		c.warn(ctx, "collector: load sampled messages", "queue", queue, "err", err)
 		return nil
 	}
 	seen := make(map[string]seenMessage, len(msgs))

@@ -6,8 +6,10 @@ import (
 )
 
 // Prune rolls up and deletes old rows by Options.Retention (store.Prune, whose zero fields take
-// the store's defaults). It runs on its own cadence so that a slow prune never delays a sample.
+// the store's defaults), and forgets the failures and skips the collector remembers once they
+// have expired. It runs on its own cadence so that a slow prune never delays a sample.
 func (c *Collector) Prune(ctx context.Context) error {
+	c.forgetExpired(c.now())
 	res, err := c.store.Prune(ctx, c.now(), c.opts.Retention)
 	c.tel.cycles.WithLabelValues("prune").Inc()
 	if err != nil {

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -10,13 +11,27 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
 
-// watchedQueue is a queue the collector samples. Identity fields are set once; the others are
-// guarded by Collector.mu.
+// watchedQueue is a queue the collector samples. Its identity is set once, before the queue is
+// watched, and read freely. Everything else belongs to the queue and is reached only through
+// its methods below, under its own mutex: every loop works on the same queue at once (the
+// attribute cycle writes the depth while the peek reads it, a dead-letter queue's peek forgets
+// messages of its sources), and one lock per queue keeps each read a consistent snapshot without
+// making the loops wait for one another's queues. A mutex rather than an owner goroutine: the
+// loops need a copy of a few fields at a time, which a channel round trip would only slow. The
+// lock is held for a copy or an update only, never across an AWS call, a store write or
+// Collector.mu.
+//
+// Because the queue holds all that is known of it, including the memories that grow (messages
+// seen, move tasks, failures, skips), a queue that stops being watched takes them all with it:
+// once markGone drops it from the collector's maps, nothing else refers to it.
 type watchedQueue struct {
 	id     int64
 	region *region
@@ -24,6 +39,22 @@ type watchedQueue struct {
 	url    string
 	arn    string
 
+	mu sync.Mutex
+	st queueState
+	// seen is what the peeks know of the messages they received, by message id.
+	seen map[string]seenMessage
+	// tasks are the move tasks as last stored, among the ten newest SQS lists: a poll writes
+	// only what changed.
+	tasks map[taskKey]store.MoveTask
+	// failures are when each kind of failure of the queue was last stored (see errorRepeat).
+	failures failureMemory
+	// skips are the operations not to call on the queue before a time, by operation.
+	skips skipMemory[string]
+}
+
+// queueState is what the loops learn about a queue as they go. A copy of it (watchedQueue.state)
+// is one consistent snapshot.
+type queueState struct {
 	fifo                bool
 	visible             int64 // ApproximateNumberOfMessages of the newest attribute sample
 	inFlight            int64 // ApproximateNumberOfMessagesNotVisible, likewise
@@ -44,17 +75,271 @@ type watchedQueue struct {
 	peekedAt          time.Time // the newest sample's time, from the store on adoption
 	peekedVisible     int64     // ApproxVisible of the newest sample
 	peekPaused        string    // why sampling is paused, as stored
-	movePolledAt      time.Time
 	pausedAt          time.Time // when the current pause began
-
-	// peekMu guards seen: the queue's own peek writes it, and a DLQ's peek forgets the messages
-	// it finds moved there from this queue.
-	peekMu sync.Mutex
-	// seen is what the peeks know of the messages they received, by message id.
-	seen map[string]seenMessage
 	// countless is why the queue is not sampled when its endpoint does not report receive
 	// counts while it has a RedrivePolicy ("" otherwise).
-	countless string
+	countless    string
+	movePolledAt time.Time
+	// peekReceives is what the newest pass spent in receives, for the cost estimate.
+	peekReceives int
+}
+
+// newWatchedQueue returns a queue with what is known of it before it is watched: st and seen
+// come from the store or from its first attributes.
+func newWatchedQueue(r *region, id int64, name, url, arn string, st queueState, seen map[string]seenMessage) *watchedQueue {
+	return &watchedQueue{id: id, region: r, name: name, url: url, arn: arn, st: st, seen: seen}
+}
+
+// state returns a snapshot of what the loops know of q.
+func (q *watchedQueue) state() queueState {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.st
+}
+
+// setAttributes keeps what one GetQueueAttributes answer says of q (its depth in sample, its
+// redrive policy already parsed) for the other loops.
+func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePolicy, sample store.AttributeSample) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.visible, q.st.inFlight, q.st.delayed = sample.Visible, sample.InFlight, sample.Delayed
+	q.st.attributesAt = sample.At
+	if sample.InFlight > 0 {
+		q.st.busyAt = sample.At
+	}
+	q.st.deadLetterTargetARN = policy.DeadLetterTargetARN
+	q.st.maxReceiveCount = policy.MaxReceiveCount
+	q.st.redrivePolicy = attrs["RedrivePolicy"]
+	if vt, ok := visibilityTimeout(attrs); ok {
+		q.st.visibilityTimeout = vt
+	}
+	if v, ok := attrs["FifoQueue"]; ok {
+		q.st.fifo = v == "true"
+	}
+}
+
+// visibilityTimeout reads a queue's VisibilityTimeout attribute.
+func visibilityTimeout(attrs map[string]string) (time.Duration, bool) {
+	v, err := strconv.Atoi(attrs["VisibilityTimeout"])
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return time.Duration(v) * time.Second, true
+}
+
+// setListedSources keeps how many sources ListDeadLetterSourceQueues named for q.
+func (q *watchedQueue) setListedSources(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.listedSources = n
+}
+
+// setMetricsAskedUntil keeps the end of the last regular CloudWatch window answered for q.
+func (q *watchedQueue) setMetricsAskedUntil(end time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.metricsAskedUntil = end
+}
+
+// setBackfilled records that q's one-time CloudWatch backfill is stored.
+func (q *watchedQueue) setBackfilled() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.backfilled = true
+}
+
+// setMovePolledAt records when q's move tasks were last asked for.
+func (q *watchedQueue) setMovePolledAt(at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.movePolledAt = at
+}
+
+// setPeekEnabled records whether q is sampled and reports whether that changed.
+func (q *watchedQueue) setPeekEnabled(enabled bool) (changed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	changed = q.st.peekEnabled != enabled
+	q.st.peekEnabled = enabled
+	return changed
+}
+
+// setPeekPaused records why sampling q is paused ("" when it is not), and when the pause began,
+// and reports whether the reason changed.
+func (q *watchedQueue) setPeekPaused(reason string, now time.Time) (changed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	changed = q.st.peekPaused != reason
+	q.st.peekPaused = reason
+	switch {
+	case reason == "":
+		q.st.pausedAt = time.Time{}
+	case q.st.pausedAt.IsZero():
+		q.st.pausedAt = now
+	}
+	return changed
+}
+
+// setPeeked records the time, the depth read and the receives of q's newest pass.
+func (q *watchedQueue) setPeeked(at time.Time, visible int64, receives int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.peekedAt, q.st.peekedVisible, q.st.peekReceives = at, visible, receives
+}
+
+// mostReceived returns the message the peeks know of with the highest receive count (the
+// lowest id among equals, so that the same message is named every time), or receives -1 when
+// they know of none.
+func (q *watchedQueue) mostReceived() (id string, receives int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	receives = -1
+	for mid, m := range q.seen {
+		if m.receives > receives || m.receives == receives && mid < id {
+			id, receives = mid, m.receives
+		}
+	}
+	return id, receives
+}
+
+// forgetSeen drops what the peeks know of q's messages: none of them needs protecting any more.
+func (q *watchedQueue) forgetSeen() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.seen)
+}
+
+// forgetMessage drops one message from what the peeks know of q: it left the queue (a
+// dead-letter queue's sample found it there).
+func (q *watchedQueue) forgetMessage(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.seen, id)
+}
+
+// noteSeen records the messages a pass received in q.seen and returns, by message id, how many
+// of each one's receives are the dashboard's own since it arrived in the queue (this pass's
+// included). A message arrived anew when its receive count went down since toolq last saw it,
+// its first-receive time changed, or a move task of the queue started since (movedAt): whatever
+// toolq spent on it before belongs to an earlier stay (before a redrive, say) and is not
+// subtracted. A complete pass forgets the messages it did not see that toolq last saw more than a
+// visibility timeout ago: they would have been visible again. At most limit messages are kept,
+// the newest seen.
+func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx int64, movedAt time.Time, limit int) map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.seen == nil {
+		q.seen = make(map[string]seenMessage)
+	}
+	if pass.countless {
+		q.st.countless = pass.stopped
+	}
+	own := make(map[string]int, len(pass.messages))
+	for _, m := range pass.messages {
+		id := aws.ToString(m.MessageId)
+		receives, _ := receiveCount(m)
+		first := attrInt(m.Attributes, string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp))
+		prev, known := q.seen[id]
+		anew := !known || receives < prev.receives+1 ||
+			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive) ||
+			(!movedAt.IsZero() && movedAt.After(prev.at))
+		n := 1
+		if !anew {
+			n = prev.own + 1
+		}
+		if receives > 0 {
+			n = min(n, receives)
+		}
+		q.seen[id] = seenMessage{receives: receives, own: n, firstReceive: first, at: at}
+		own[id] = n
+	}
+	if pass.complete(approx) {
+		for id, m := range q.seen {
+			if _, inPass := own[id]; !inPass && at.Sub(m.at) > q.st.visibilityTimeout {
+				delete(q.seen, id)
+			}
+		}
+	}
+	if len(q.seen) > limit {
+		ids := slices.SortedFunc(maps.Keys(q.seen), func(a, b string) int { return q.seen[a].at.Compare(q.seen[b].at) })
+		for _, id := range ids[:len(ids)-limit] {
+			delete(q.seen, id)
+		}
+	}
+	return own
+}
+
+// task returns the move task k of q as last stored, if it is cached.
+func (q *watchedQueue) task(k taskKey) (store.MoveTask, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t, ok := q.tasks[k]
+	return t, ok
+}
+
+// keepTask caches the move task k of q as just stored.
+func (q *watchedQueue) keepTask(k taskKey, t store.MoveTask) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tasks == nil {
+		q.tasks = make(map[taskKey]store.MoveTask)
+	}
+	q.tasks[k] = t
+}
+
+// keepListedTasks forgets the cached move tasks of q that are not in listed, the newest poll:
+// out of SQS's ten, nothing more will change about them.
+func (q *watchedQueue) keepListedTasks(listed map[taskKey]bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	maps.DeleteFunc(q.tasks, func(k taskKey, _ store.MoveTask) bool { return !listed[k] })
+}
+
+// failedAgain reports whether a failure of kind k at `at` repeats one of q stored less than
+// errorRepeat before, and remembers it as stored otherwise (failureMemory.repeat).
+func (q *watchedQueue) failedAgain(k errorKey, at time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failures == nil {
+		q.failures = make(failureMemory)
+	}
+	return q.failures.repeat(k, at)
+}
+
+// skipping reports whether op is not to be called on q at now.
+func (q *watchedQueue) skipping(op string, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.skips.active(op, now)
+}
+
+// claimSkip marks op as not to be called on q before until, and reports whether it was not
+// marked at now already.
+func (q *watchedQueue) claimSkip(op string, until, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.skips == nil {
+		q.skips = make(skipMemory[string])
+	}
+	return q.skips.claim(op, until, now)
+}
+
+// skip marks op as not to be called on q before until.
+func (q *watchedQueue) skip(op string, until time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.skips == nil {
+		q.skips = make(skipMemory[string])
+	}
+	q.skips[op] = until
+}
+
+// forgetExpired drops q's failures and skips that no longer change anything at now.
+func (q *watchedQueue) forgetExpired(now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failures.expire(now)
+	q.skips.expire(now)
 }
 
 // watched returns the watched queues ordered by region and name, so that every cycle visits
@@ -78,14 +363,13 @@ func (c *Collector) watched() []*watchedQueue {
 // deadLetterARNs returns the ARNs of the watched queues that are dead-letter queues: named by a
 // watched queue's RedrivePolicy, or given sources by ListDeadLetterSourceQueues.
 func (c *Collector) deadLetterARNs() map[string]bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	dlqs := make(map[string]bool)
-	for _, q := range c.queues {
-		if q.deadLetterTargetARN != "" {
-			dlqs[q.deadLetterTargetARN] = true
+	for _, q := range c.watched() {
+		st := q.state()
+		if st.deadLetterTargetARN != "" {
+			dlqs[st.deadLetterTargetARN] = true
 		}
-		if q.listedSources > 0 {
+		if st.listedSources > 0 {
 			dlqs[q.arn] = true
 		}
 	}
@@ -96,7 +380,8 @@ func (c *Collector) deadLetterARNs() map[string]bool {
 type urlKey struct{ region, url string }
 
 // markGone records that a watched queue no longer exists and stops watching it; its history
-// stays. Two loops may find out at once: only the first records it.
+// stays in the store, and what the collector knew of it goes with the queue (watchedQueue).
+// Two loops may find out at once: only the first records it.
 func (c *Collector) markGone(ctx context.Context, q *watchedQueue) {
 	c.mu.Lock()
 	_, watched := c.queues[q.arn]
@@ -128,22 +413,7 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 		InFlight: attrInt(attrs, "ApproximateNumberOfMessagesNotVisible"),
 		Delayed:  attrInt(attrs, "ApproximateNumberOfMessagesDelayed"),
 	}
-	c.mu.Lock()
-	q.visible, q.inFlight, q.delayed = sample.Visible, sample.InFlight, sample.Delayed
-	q.attributesAt = at
-	if sample.InFlight > 0 {
-		q.busyAt = at
-	}
-	q.deadLetterTargetARN = policy.DeadLetterTargetARN
-	q.maxReceiveCount = policy.MaxReceiveCount
-	q.redrivePolicy = attrs["RedrivePolicy"]
-	if v, err := strconv.Atoi(attrs["VisibilityTimeout"]); err == nil && v >= 0 {
-		q.visibilityTimeout = time.Duration(v) * time.Second
-	}
-	if v, ok := attrs["FifoQueue"]; ok {
-		q.fifo = v == "true"
-	}
-	c.mu.Unlock()
+	q.setAttributes(attrs, policy, sample)
 	if err := c.store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.id, At: at, Attributes: attrs, DeadLetterTargetARN: policy.DeadLetterTargetARN, MaxReceiveCount: policy.MaxReceiveCount, Depth: sample}); err != nil {
 		c.storeFailed(ctx, cy, "SaveQueueAttributes", q, err)
 	}

@@ -104,6 +104,63 @@ func TestNewValidatesOptions(t *testing.T) {
 	}
 }
 
+// TestNewFillsDocumentedDefaults pins each zero option to the default its doc comment names, and
+// checks that a set option, a negative Backfill and a MoveTasksInterval that follows a changed
+// attribute interval are kept.
+func TestNewFillsDocumentedDefaults(t *testing.T) {
+	e := newEnv(t)
+	c := bareCollector(t, e, nil)
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"DiscoveryInterval", c.opts.DiscoveryInterval, DefaultDiscoveryInterval},
+		{"AttributesInterval", c.opts.AttributesInterval, DefaultAttributesInterval},
+		{"MetricsInterval", c.opts.MetricsInterval, DefaultMetricsInterval},
+		{"PeekDeadLetterInterval", c.opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval},
+		{"PeekSourceInterval", c.opts.PeekSourceInterval, DefaultPeekSourceInterval},
+		{"MoveTasksInterval", c.opts.MoveTasksInterval, DefaultAttributesInterval},
+		{"MoveTasksRunningInterval", c.opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval},
+		{"PruneInterval", c.opts.PruneInterval, DefaultPruneInterval},
+		{"Backfill", c.opts.Backfill, DefaultBackfill},
+		{"Concurrency", c.opts.Concurrency, DefaultConcurrency},
+		{"Peek.MaxMessages", c.opts.Peek.MaxMessages, DefaultPeekMaxMessages},
+		{"Peek.VisibilityTimeout", c.opts.Peek.VisibilityTimeout, DefaultPeekVisibilityTimeout},
+		{"Peek.BodyCap", c.opts.Peek.BodyCap, DefaultPeekBodyCap},
+		{"ToolFields.ToolName", c.opts.ToolFields.ToolName, "toolName"},
+		{"ToolFields.ToolCallID", c.opts.ToolFields.ToolCallID, "toolCallId"},
+		{"ToolFields.SessionID", c.opts.ToolFields.SessionID, "sessionId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("default %s = %v, want %v", tt.name, tt.got, tt.want)
+			}
+		})
+	}
+	set := bareCollector(t, e, func(o *Options) {
+		o.AttributesInterval = 30 * time.Second
+		o.Backfill = -1
+		o.Peek.VisibilityTimeout = time.Millisecond
+	})
+	if set.opts.MoveTasksInterval != 30*time.Second || set.opts.Backfill != -1 || set.opts.Peek.VisibilityTimeout != time.Second {
+		t.Errorf("set options: move tasks every %v, backfill %v, peek visibility %v; want 30s, -1ns, 1s",
+			set.opts.MoveTasksInterval, set.opts.Backfill, set.opts.Peek.VisibilityTimeout)
+	}
+}
+
+// bareCollector builds a collector over e's simulator from bare options (no test defaults), changed by mod.
+func bareCollector(t *testing.T, e *env, mod func(*Options)) *Collector {
+	t.Helper()
+	opts := Options{Regions: []Region{{Name: "us-east-1", SQS: e.sqs}}, Store: e.store}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := New(opts)
+	must(t, err)
+	return c
+}
+
 func TestPruneRollsUpOldSamples(t *testing.T) {
 	e := newEnv(t)
 	e.createQueue("web-search", nil)
