@@ -64,8 +64,9 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 	return runDemo(ctx, cfg, log)
 }
 
-// runDemo wires the demo together and runs it until ctx ends. The steps are kept apart so
-// that the dashboard's real server and collector replace step 4 and join step 3.
+// runDemo wires the demo together and runs it until ctx ends: listeners first (a taken port
+// fails before anything starts), then the simulator, the dashboard watching it, and the
+// traffic; it stops them in the reverse order.
 func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) {
 	// 1. Bind every listener first: a taken dashboard port fails before anything starts.
 	dashLn, err := net.Listen("tcp", cfg.dashboard.Listen)
@@ -111,7 +112,7 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		addrs.Simulator = endpointURL(publicLn.Addr())
 		logEndpoint(log, addrs.Simulator, cfg.region)
 	}
-	// Shut down last: the traffic (and later the collector) talk to it until they stop.
+	// Shut down last: the traffic and the collector talk to it until they stop.
 	defer func() { err = errors.Join(err, shutdownHTTP(simSrv, log, "simulator")) }()
 
 	// 3. The dashboard, watching the simulator. The demo opts its own source queues in to

@@ -146,7 +146,10 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 // Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP
 // server, the collector (waited for), the websocket hub, the database.
 func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
-	defer func() { err = errors.Join(err, d.Store.Close()) }()
+	defer func() {
+		err = errors.Join(err, d.Store.Close())
+		d.log.Info("shutdown: database closed")
+	}()
 
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
@@ -183,10 +186,13 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	if e := httpSrv.Shutdown(shutdownCtx); e != nil {
 		err = errors.Join(err, fmt.Errorf("app: shut down HTTP: %w", e))
 	}
+	d.log.Info("shutdown: HTTP server stopped")
 	stopLoops()
 	wg.Wait()
+	d.log.Info("shutdown: collector stopped")
 	if e := d.Server.Close(shutdownCtx); e != nil {
 		err = errors.Join(err, fmt.Errorf("app: close websockets: %w", e))
 	}
+	d.log.Info("shutdown: websockets closed")
 	return err
 }

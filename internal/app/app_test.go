@@ -3,25 +3,54 @@ package app
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/gorilla/websocket"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awsconf"
+	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/sqsim"
 )
 
+// records keeps the messages of the log records it handles, in order.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+	bad  []string // warnings and errors
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	if rec.Level >= slog.LevelWarn {
+		line := rec.Message
+		rec.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+		r.bad = append(r.bad, line)
+	}
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
 // TestDashboardRunsAndStopsInOrder assembles the dashboard against the simulator, serves it on a
 // loopback port until it is ready and shows the simulator's queue, then stops it: Run returns
-// nil and the database is closed after everything that used it.
+// nil; the HTTP server stops first, then the collector, then the websockets (an open one is told
+// 1012 and the hub is gone), then the database, after everything that used it (nothing logs a
+// failed write).
 func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 	sim := httptest.NewServer(sqsim.New(sqsim.Options{}))
 	defer sim.Close()
@@ -33,11 +62,13 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 	if _, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-calls")}); err != nil {
 		t.Fatal(err)
 	}
+	logs := &records{}
 	d, err := New(ctx, Config{
 		DBPath:  filepath.Join(t.TempDir(), "toolq.db"),
 		Listen:  "127.0.0.1:0",
 		Regions: []Region{{Name: "us-east-1", Clients: clients}},
 		Auth:    auth.Config{Mode: auth.ModeNone},
+		Logger:  slog.New(logs),
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -54,6 +85,11 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 	waitFor(t, base+"/readyz", "")
 	waitFor(t, base+"/api/v1/queues", `"name":"tool-calls"`)
 	waitFor(t, base+"/metrics", "toolq_aws_calls_total")
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws?topic=overview", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
 
 	stop()
 	select {
@@ -66,6 +102,30 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 	}
 	if err := d.Store.Ping(context.Background()); err == nil {
 		t.Error("the database is still open after Run returned")
+	}
+	for {
+		_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, _, err := ws.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, live.CloseServiceRestart) {
+				t.Errorf("the open websocket ended with %v, want close %d", err, live.CloseServiceRestart)
+			}
+			break
+		}
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	var steps []string
+	for _, m := range logs.msgs {
+		if strings.HasPrefix(m, "shutdown: ") {
+			steps = append(steps, strings.TrimPrefix(m, "shutdown: "))
+		}
+	}
+	want := []string{"HTTP server stopped", "collector stopped", "websockets closed", "database closed"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("shutdown steps = %q, want %q", steps, want)
+	}
+	if len(logs.bad) > 0 {
+		t.Errorf("warnings while running and stopping: %q", logs.bad)
 	}
 }
 

@@ -6,6 +6,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -109,24 +110,12 @@ var errClosed = errors.New("live: the hub is closed")
 
 // New starts a hub. It runs until Close.
 func New[V comparable](opts Options[V]) *Hub[V] {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 2
-	}
-	if opts.Coalesce <= 0 {
-		opts.Coalesce = 250 * time.Millisecond
-	}
-	if opts.FreshnessEvery <= 0 {
-		opts.FreshnessEvery = 5 * time.Second
-	}
-	if opts.SendBuffer <= 0 {
-		opts.SendBuffer = 16
-	}
-	if opts.RenderTimeout <= 0 {
-		opts.RenderTimeout = 5 * time.Second
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Workers = cmp.Or(max(opts.Workers, 0), 2)
+	opts.Coalesce = cmp.Or(max(opts.Coalesce, 0), 250*time.Millisecond)
+	opts.FreshnessEvery = cmp.Or(max(opts.FreshnessEvery, 0), 5*time.Second)
+	opts.SendBuffer = cmp.Or(max(opts.SendBuffer, 0), 16)
+	opts.RenderTimeout = cmp.Or(max(opts.RenderTimeout, 0), 5*time.Second)
 	if opts.After == nil {
 		opts.After = time.After
 	}

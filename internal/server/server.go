@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,27 +83,17 @@ func New(opts Options) (*Server, error) {
 	if opts.ReadOnly != opts.Actions.ReadOnly() {
 		return nil, errors.New("server: ReadOnly differs from the actions service's; build both from the one --read-only flag")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if len(opts.FrameAncestors) == 0 {
 		opts.FrameAncestors = []string{"'self'"}
 	}
-	if opts.RateLimit == 0 {
-		opts.RateLimit = 10
-	}
-	if opts.WebsocketRecheck <= 0 {
-		opts.WebsocketRecheck = 15 * time.Second
-	}
-	if opts.RateBurst <= 0 {
-		opts.RateBurst = 40
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = prometheus.NewRegistry()
-	}
+	opts.RateLimit = cmp.Or(opts.RateLimit, 10) // negative stays: no limit
+	opts.RateBurst = cmp.Or(max(opts.RateBurst, 0), 40)
+	opts.WebsocketRecheck = cmp.Or(max(opts.WebsocketRecheck, 0), 15*time.Second)
+	opts.Metrics = cmp.Or(opts.Metrics, prometheus.NewRegistry())
 	if opts.Auth == nil {
 		a, err := auth.New(auth.Config{Mode: auth.ModeNone, Logger: opts.Logger})
 		if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -18,24 +19,16 @@ func DefaultRetention() Retention {
 	}
 }
 
+// withDefaults fills the zero (or negative) fields of r from DefaultRetention.
 func (r Retention) withDefaults() Retention {
 	d := DefaultRetention()
-	if r.RawFor <= 0 {
-		r.RawFor = d.RawFor
+	return Retention{
+		RawFor:       cmp.Or(max(r.RawFor, 0), d.RawFor),
+		RollupPeriod: cmp.Or(max(r.RollupPeriod, 0), d.RollupPeriod),
+		RollupFor:    cmp.Or(max(r.RollupFor, 0), d.RollupFor),
+		SamplesFor:   cmp.Or(max(r.SamplesFor, 0), d.SamplesFor),
+		RunsFor:      cmp.Or(max(r.RunsFor, 0), d.RunsFor),
 	}
-	if r.RollupPeriod <= 0 {
-		r.RollupPeriod = d.RollupPeriod
-	}
-	if r.RollupFor <= 0 {
-		r.RollupFor = d.RollupFor
-	}
-	if r.SamplesFor <= 0 {
-		r.SamplesFor = d.SamplesFor
-	}
-	if r.RunsFor <= 0 {
-		r.RunsFor = d.RunsFor
-	}
-	return r
 }
 
 // PruneResult says what a Prune did.

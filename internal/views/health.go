@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,28 +22,17 @@ func DefaultThresholds() Thresholds {
 	}
 }
 
-// withDefaults fills the zero fields of t from DefaultThresholds.
+// withDefaults fills the zero (or negative) fields of t from DefaultThresholds.
 func (t Thresholds) withDefaults() Thresholds {
 	d := DefaultThresholds()
-	if t.OldestAgeWarning <= 0 {
-		t.OldestAgeWarning = d.OldestAgeWarning
+	return Thresholds{
+		OldestAgeWarning:  cmp.Or(max(t.OldestAgeWarning, 0), d.OldestAgeWarning),
+		OldestAgeCritical: cmp.Or(max(t.OldestAgeCritical, 0), d.OldestAgeCritical),
+		DLQDepthCritical:  cmp.Or(max(t.DLQDepthCritical, 0), d.DLQDepthCritical),
+		StaleAfter:        cmp.Or(max(t.StaleAfter, 0), d.StaleAfter),
+		ErrorWindow:       cmp.Or(max(t.ErrorWindow, 0), d.ErrorWindow),
+		GrowthWindow:      cmp.Or(max(t.GrowthWindow, 0), d.GrowthWindow),
 	}
-	if t.OldestAgeCritical <= 0 {
-		t.OldestAgeCritical = d.OldestAgeCritical
-	}
-	if t.DLQDepthCritical <= 0 {
-		t.DLQDepthCritical = d.DLQDepthCritical
-	}
-	if t.StaleAfter <= 0 {
-		t.StaleAfter = d.StaleAfter
-	}
-	if t.ErrorWindow <= 0 {
-		t.ErrorWindow = d.ErrorWindow
-	}
-	if t.GrowthWindow <= 0 {
-		t.GrowthWindow = d.GrowthWindow
-	}
-	return t
 }
 
 // healthFacts is everything the health rules look at for one queue, gathered from the store
