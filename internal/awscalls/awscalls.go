@@ -1,5 +1,7 @@
-// Package awscalls classifies and counts the AWS API calls toolq makes, so that the collector's
-// reads and the actions' move tasks show in one Prometheus metric, toolq_aws_calls_total.
+// Package awscalls is what toolq knows of the AWS API calls it makes: which operations and the
+// permission each needs, how a failure is classified and described (no credentials), how calls
+// are counted in one Prometheus metric (toolq_aws_calls_total) for the collector and the actions
+// alike, and the one conversion of an SQS move task.
 package awscalls
 
 import (

@@ -1,5 +1,5 @@
-// Package server is toolq's HTTP server: the REST API for bots, the pages for browsers, the
-// websocket hub that keeps pages live, authentication, CSRF and the security headers.
+// Package server is toolq's HTTP server: the REST API for bots, the pages for browsers and their
+// websockets (served by internal/live), authentication, CSRF and the security headers.
 package server
 
 import (

@@ -1,5 +1,6 @@
-// Package store is toolq's SQLite database: queues, depth samples, CloudWatch datapoints, message
-// samples, move tasks, collector runs, the cost estimate, the audit log and API tokens.
+// Package store is toolq's SQLite database: queues, depth readings, CloudWatch datapoints,
+// message samples, move tasks, collector runs and the collector's sight of AWS, the cost
+// estimate, the audit log, API tokens and browser sessions.
 package store
 
 import (

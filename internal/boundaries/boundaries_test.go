@@ -1,0 +1,172 @@
+package boundaries
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolq/toolq/"
+
+// pkg is what `go list -json` says of one package of the module.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string // direct, non-test
+	Deps       []string // transitive, non-test
+}
+
+// listPackages lists every package of the module.
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "github.com/toolq/toolq/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, module)] = p
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// local returns the module's own packages among paths, without the module prefix.
+func local(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if rest, ok := strings.CutPrefix(p, module); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := listPackages(t)
+	must := func(name string) pkg {
+		t.Helper()
+		p, ok := pkgs[name]
+		if !ok {
+			t.Fatalf("no package %s", name)
+		}
+		return p
+	}
+	t.Run("the simulator and its traffic import nothing of toolq", func(t *testing.T) {
+		for _, name := range []string{"sqsim", "traffic"} {
+			if deps := local(must(name).Deps); len(deps) > 0 {
+				t.Errorf("%s depends on %v", name, deps)
+			}
+		}
+	})
+	t.Run("actions resolve queues with the store, not the views", func(t *testing.T) {
+		if slices.Contains(local(must("internal/actions").Imports), "internal/views") {
+			t.Error("internal/actions imports internal/views")
+		}
+	})
+	t.Run("the server reads through the views, never the store", func(t *testing.T) {
+		if slices.Contains(local(must("internal/server").Imports), "internal/store") {
+			t.Error("internal/server imports internal/store")
+		}
+	})
+	t.Run("only the store imports the SQLite driver", func(t *testing.T) {
+		for name, p := range pkgs {
+			for _, imp := range p.Imports {
+				if strings.HasPrefix(imp, "modernc.org/sqlite") && name != "internal/store" {
+					t.Errorf("%s imports %s", name, imp)
+				}
+			}
+		}
+	})
+	t.Run("nothing imports upward", func(t *testing.T) {
+		// Each package may import only these of toolq's (the data flows one way: AWS → collector
+		// → store → views → pages and JSON; actions beside the views).
+		allowed := map[string][]string{
+			"internal/store":     {"internal/arn", "migrations"},
+			"internal/awscalls":  {"internal/safetext", "internal/store"},
+			"internal/collector": {"internal/arn", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
+			"internal/views":     {"internal/arn", "internal/awscalls", "internal/safetext", "internal/store"},
+			"internal/actions":   {"internal/arn", "internal/auth", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
+			"internal/live":      {"internal/events"},
+			"internal/auth":      {"internal/store"},
+		}
+		for name, ok := range allowed {
+			for _, imp := range local(must(name).Imports) {
+				if !slices.Contains(ok, imp) {
+					t.Errorf("%s imports %s", name, imp)
+				}
+			}
+		}
+	})
+}
+
+// sqlWords match the start of a SQL statement in a string literal.
+var sqlWords = regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|PRAGMA)\s`)
+
+// TestViewsHoldNoSQL: the views turn store rows into what pages show; every query is the store's.
+func TestViewsHoldNoSQL(t *testing.T) {
+	p := listPackages(t)["internal/views"]
+	if slices.Contains(p.Imports, "database/sql") {
+		t.Error("internal/views imports database/sql")
+	}
+	fset := token.NewFileSet()
+	for _, name := range p.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			if s, err := strconv.Unquote(lit.Value); err == nil && sqlWords.MatchString(s) {
+				t.Errorf("%s: SQL in the views: %.60q", fset.Position(lit.Pos()), s)
+			}
+			return true
+		})
+	}
+}
+
+// TestEveryPackageSaysItsJob: each package's doc comment says what it is for.
+func TestEveryPackageSaysItsJob(t *testing.T) {
+	for name, p := range listPackages(t) {
+		if len(p.GoFiles) == 0 {
+			continue
+		}
+		fset := token.NewFileSet()
+		found := false
+		for _, file := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, file), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Doc != nil && strings.HasPrefix(f.Doc.Text(), "Package "+f.Name.Name+" ") || f.Doc != nil && f.Name.Name == "main" && strings.HasPrefix(f.Doc.Text(), "Command ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s has no package doc comment that starts with its name", name)
+		}
+	}
+}
