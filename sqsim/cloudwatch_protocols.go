@@ -98,15 +98,9 @@ func errUnsupportedMediaType(got string) *apiError {
 		"The content type %q is not the one this protocol uses.", truncate(got, 100))
 }
 
+// writeCloudWatchJSONError answers an AWS JSON 1.0 request with CloudWatch's error shape.
 func writeCloudWatchJSONError(w http.ResponseWriter, e *apiError) {
-	body, _ := json.Marshal(struct {
-		Type    string `json:"__type"`
-		Message string `json:"message"`
-	}{"com.amazonaws.cloudwatch#" + e.shape, e.message})
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	w.Header().Set("X-Amzn-Query-Error", e.queryErrorHeader())
-	w.WriteHeader(e.status)
-	w.Write(body)
+	writeJSONError(w, e, "com.amazonaws.cloudwatch#")
 }
 
 // jsonToCBOR decodes a JSON object into the values the handlers read.
@@ -398,20 +392,7 @@ func writeXMLValue(buf *bytes.Buffer, name string, v cbor.Value) {
 }
 
 // writeCloudWatchQueryError answers a Query request with CloudWatch's XML
-// error shape.
+// error shape: SQS's, in CloudWatch's namespace and without a Detail.
 func writeCloudWatchQueryError(w http.ResponseWriter, e *apiError) {
-	fault := "Sender"
-	if e.server {
-		fault = "Receiver"
-	}
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `<?xml version="1.0"?><ErrorResponse xmlns="%s"><Error>`, cloudWatchNamespace)
-	writeElement(&buf, "Type", fault)
-	writeElement(&buf, "Code", e.queryCode)
-	writeElement(&buf, "Message", e.message)
-	fmt.Fprintf(&buf, "</Error><RequestId>%s</RequestId></ErrorResponse>", queryRequestID)
-	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("X-Amzn-Requestid", queryRequestID)
-	w.WriteHeader(e.status)
-	w.Write(buf.Bytes())
+	writeXMLError(w, e, cloudWatchNamespace, "")
 }

@@ -291,14 +291,7 @@ type listInput struct {
 }
 
 func (s *Simulator) listEventBuses(in *listInput) (any, *apiError) {
-	var names []string
-	for name := range s.buses {
-		if strings.HasPrefix(name, in.NamePrefix) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	page, next, err := pageByName(names, in.Limit, in.NextToken)
+	page, next, err := pageByName(namesWithPrefix(s.buses, in.NamePrefix), in.Limit, in.NextToken)
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +303,19 @@ func (s *Simulator) listEventBuses(in *listInput) (any, *apiError) {
 		out.EventBuses = append(out.EventBuses, s.buses[name].output())
 	}
 	return out, nil
+}
+
+// namesWithPrefix returns the keys of m that start with prefix, sorted: what the EventBridge
+// list operations page through.
+func namesWithPrefix[V any](m map[string]V, prefix string) []string {
+	var names []string
+	for name := range m {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // pageByName pages sorted names for the EventBridge list operations: up to
@@ -461,14 +467,7 @@ func (s *Simulator) listRules(in *listRulesInput) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for name := range b.rules {
-		if strings.HasPrefix(name, in.NamePrefix) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	page, next, err := pageByName(names, in.Limit, in.NextToken)
+	page, next, err := pageByName(namesWithPrefix(b.rules, in.NamePrefix), in.Limit, in.NextToken)
 	if err != nil {
 		return nil, err
 	}

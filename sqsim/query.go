@@ -345,16 +345,22 @@ func writeElement(buf *bytes.Buffer, name, text string) {
 // writeQueryError answers a Query request with SQS's XML error shape, whose
 // Code is the legacy code the SDKs of that protocol map to their errors.
 func writeQueryError(w http.ResponseWriter, e *apiError) {
+	writeXMLError(w, e, queryNamespace, "<Detail/>")
+}
+
+// writeXMLError writes the Query protocol's ErrorResponse in a service's
+// namespace, with what that service puts after the Message (detail).
+func writeXMLError(w http.ResponseWriter, e *apiError, namespace, detail string) {
 	fault := "Sender"
 	if e.server {
 		fault = "Receiver"
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `<?xml version="1.0"?><ErrorResponse xmlns="%s"><Error>`, queryNamespace)
+	fmt.Fprintf(&buf, `<?xml version="1.0"?><ErrorResponse xmlns="%s"><Error>`, namespace)
 	writeElement(&buf, "Type", fault)
 	writeElement(&buf, "Code", e.queryCode)
 	writeElement(&buf, "Message", e.message)
-	fmt.Fprintf(&buf, "<Detail/></Error><RequestId>%s</RequestId></ErrorResponse>", queryRequestID)
+	fmt.Fprintf(&buf, "%s</Error><RequestId>%s</RequestId></ErrorResponse>", detail, queryRequestID)
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("X-Amzn-Requestid", queryRequestID)
 	w.WriteHeader(e.status)

@@ -270,11 +270,18 @@ func writeSQS(w http.ResponseWriter, out any) {
 	w.Write(buf.Bytes())
 }
 
+// writeSQSError answers an AWS JSON 1.0 request with SQS's error shape.
 func writeSQSError(w http.ResponseWriter, e *apiError) {
+	writeJSONError(w, e, "com.amazonaws.sqs#")
+}
+
+// writeJSONError writes AWS JSON 1.0's error shape, its __type in a service's namespace, with the
+// query-compatible code the SDKs map to their typed errors.
+func writeJSONError(w http.ResponseWriter, e *apiError, namespace string) {
 	body, _ := json.Marshal(struct {
 		Type    string `json:"__type"`
 		Message string `json:"message"`
-	}{"com.amazonaws.sqs#" + e.shape, e.message})
+	}{namespace + e.shape, e.message})
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("X-Amzn-Query-Error", e.queryErrorHeader())
 	w.WriteHeader(e.status)

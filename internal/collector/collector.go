@@ -294,6 +294,18 @@ func dueAt(last, now time.Time, every, tick time.Duration) bool {
 	return last.IsZero() || now.Sub(last) >= every-tick/2
 }
 
+// runCycle runs one recorded cycle of a loop over the queues that are due, fn for each of them
+// (see each).
+func (c *Collector) runCycle(ctx context.Context, kind string, due []*watchedQueue, fn func(context.Context, *cycle, *watchedQueue)) {
+	cy := c.startCycle(ctx, kind)
+	defer c.finish(ctx, cy)
+	cy.queues.Store(int64(len(due)))
+	for _, q := range due {
+		cy.cover(q.region.Name, 1)
+	}
+	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) { fn(ctx, cy, q) })
+}
+
 // each calls fn for every queue, recovering a panic of one queue's task into a recorded error
 // so that the others go on. It runs up to twice Options.Concurrency tasks at once: AWS calls are
 // bounded to Options.Concurrency by call, and the spare tasks write to the store meanwhile, so

@@ -53,15 +53,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
-	cy := c.startCycle(ctx, store.RunMoveTasks)
-	defer c.finish(ctx, cy)
-	cy.queues.Store(int64(len(due)))
-	for _, q := range due {
-		cy.cover(q.region.Name, 1)
-	}
-	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
-		c.pollMoveTasks(ctx, cy, q)
-	})
+	c.runCycle(ctx, store.RunMoveTasks, due, c.pollMoveTasks)
 	return ctx.Err()
 }
 

@@ -80,13 +80,7 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
-	cy := c.startCycle(ctx, store.RunPeek)
-	defer c.finish(ctx, cy)
-	cy.queues.Store(int64(len(due)))
-	for _, q := range due {
-		cy.cover(q.region.Name, 1)
-	}
-	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) {
+	c.runCycle(ctx, store.RunPeek, due, func(ctx context.Context, cy *cycle, q *watchedQueue) {
 		c.peek(ctx, cy, q, kinds[q])
 	})
 	c.updateCost(ctx)
