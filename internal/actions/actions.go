@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +26,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -257,7 +257,7 @@ func (s *Service) record(ctx context.Context, a attempt, err error, detail strin
 	params, _ := json.Marshal(a.params)
 	name := a.queue.Name
 	if name == "" {
-		name = clip(a.ref, 256)
+		name = safetext.Line(a.ref, 256)
 	}
 	actorName := a.actor.Name
 	if actorName == "" {
@@ -326,7 +326,7 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 func (s *Service) client(region string) (SQSAPI, error) {
 	c, ok := s.clients[region]
 	if !ok || c == nil {
-		return nil, refuse(Upstream, "aws_error", "no AWS client is configured for region %s", clip(region, 32))
+		return nil, refuse(Upstream, "aws_error", "no AWS client is configured for region %s", safetext.Line(region, 32))
 	}
 	return c, nil
 }
@@ -336,16 +336,4 @@ func plausibleRef(ref string) bool {
 	return ref != "" && len(ref) <= 256 && !strings.ContainsFunc(ref, func(r rune) bool {
 		return unicode.IsControl(r) || unicode.IsSpace(r) || r == '/'
 	})
-}
-
-// clip shortens hostile text before it is stored.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

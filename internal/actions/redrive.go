@@ -19,6 +19,7 @@ import (
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awscalls"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -32,13 +33,13 @@ const listLag = 2 * time.Minute
 func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (store.MoveTask, error) {
 	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: map[string]any{}}
 	if req.Destination != "" {
-		a.params["destination"] = clip(req.Destination, 256)
+		a.params["destination"] = safetext.Line(req.Destination, 256)
 	}
 	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
 		if n, err := strconv.Atoi(raw); err == nil {
 			a.params["maxMessagesPerSecond"] = n
 		} else {
-			a.params["maxMessagesPerSecond"] = clip(raw, 32)
+			a.params["maxMessagesPerSecond"] = safetext.Line(raw, 32)
 		}
 	}
 	task, err := s.startRedrive(ctx, actor, req, &a)
@@ -317,7 +318,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	u, err := client.GetQueueUrl(ctx, in)
 	if err != nil {
 		if awscalls.QueueMissing(err) {
-			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", clip(name, 80))
+			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", safetext.Line(name, 80))
 		}
 		return "", false, s.awsError(ctx, "look up the destination", err)
 	}
@@ -327,7 +328,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	})
 	if err != nil {
 		if awscalls.QueueMissing(err) {
-			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", clip(name, 80))
+			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", safetext.Line(name, 80))
 		}
 		return "", false, s.awsError(ctx, "read the destination's attributes", err)
 	}
@@ -378,7 +379,7 @@ func checkRedriveAllowed(dlq store.Queue) error {
 		}
 		return refuse(Unprocessable, "redrive_not_allowed",
 			"the RedriveAllowPolicy of %s lists none of the queues that send it their failures (%s); add them to sourceQueueArns first",
-			dlq.Name, clip(strings.Join(namesOf(dlq.SourceARNs), ", "), 200))
+			dlq.Name, safetext.Line(strings.Join(namesOf(dlq.SourceARNs), ", "), 200))
 	}
 	return refuse(Unprocessable, "redrive_not_allowed", "the RedriveAllowPolicy of %s has an unknown permission", dlq.Name)
 }

@@ -10,10 +10,17 @@ import (
 
 // Store returns s fit for storage: valid UTF-8 (invalid bytes become U+FFFD), no control
 // characters but newline and tab, at most max bytes cut on a rune boundary.
-func Store(s string, max int) string {
+func Store(s string, max int) string { return clean(s, max, true) }
+
+// Field returns a form field or query value fit to echo back and hand on: Store without even
+// newlines and tabs.
+func Field(s string, max int) string { return clean(s, max, false) }
+
+// clean is Store, keeping newline and tab only with lines.
+func clean(s string, max int, lines bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+		if unicode.IsControl(r) && !(lines && (r == '\n' || r == '\t')) {
 			return -1
 		}
 		return r

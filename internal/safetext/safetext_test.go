@@ -28,6 +28,15 @@ func TestStore(t *testing.T) {
 	}
 }
 
+func TestField(t *testing.T) {
+	if got := Field("a\nb\tc\x00d\u0085é", 6); got != "abcdé" {
+		t.Errorf("Field = %q", got)
+	}
+	if got := Field("héllo", 2); got != "h" {
+		t.Errorf("Field cut = %q, want a whole rune", got)
+	}
+}
+
 func TestLine(t *testing.T) {
 	tests := []struct {
 		name string

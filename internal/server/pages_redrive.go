@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 	"github.com/toolq/toolq/web/templates/ids"
@@ -206,14 +206,5 @@ func disabledStatus(r templates.RedriveProps) int {
 // formText returns a form field trimmed to max bytes, without control characters: the value is
 // echoed back into the page and passed to the actions, which validate it for real.
 func formText(c echo.Context, name string, max int) string {
-	v := c.FormValue(name)
-	if len(v) > max {
-		v = v[:max]
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, v)
+	return safetext.Field(c.FormValue(name), max)
 }

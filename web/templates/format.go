@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -130,14 +130,8 @@ func Percent(f float64) string {
 	return strconv.FormatFloat(math.Round(f*100), 'f', 0, 64) + "\u00a0%"
 }
 
-// Clip shortens s to at most n characters (runes), ending with "…" when it cut.
-func Clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
-}
+// Clip shows s as one line of at most n characters (runes), ending with "…" when it cut.
+func Clip(s string, n int) string { return safetext.Line(s, n) }
 
 // OptCount formats an optional count, "–" when unknown.
 func OptCount(n *int64) string {
