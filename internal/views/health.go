@@ -128,6 +128,10 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		}
 	case f.CloudWatchFailure != nil:
 		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
+	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && f.Now.Sub(q.FirstSeen) < th.GrowthWindow:
+		// CloudWatch publishes SQS metrics every minute and a new queue's first datapoint
+		// takes a few: say so rather than suggest something broke.
+		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint yet (watched for %s)", humanDuration(f.Now.Sub(q.FirstSeen))))
 	case f.CloudWatchExpected:
 		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(th.GrowthWindow)))
 	}

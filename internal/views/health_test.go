@@ -22,6 +22,7 @@ func TestEvaluateHealth(t *testing.T) {
 	source := store.Queue{Name: "web-search", MaxReceiveCount: 3, DeadLetterTargetARN: account + "web-search-dlq",
 		Attributes: map[string]string{"MessageRetentionPeriod": "345600"}}
 	plain := store.Queue{Name: "notifications"}
+	newQueue := store.Queue{Name: "notifications", FirstSeen: now.Add(-2 * time.Minute)}
 
 	tests := []struct {
 		name    string
@@ -65,6 +66,8 @@ func TestEvaluateHealth(t *testing.T) {
 		{"no recent datapoint: unknown", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
 			OldestAge: &store.MetricPoint{At: now.Add(-time.Hour), Value: 10}},
 			HealthUnknown, []string{"oldest message age unknown: no CloudWatch datapoint in 15 min"}},
+		{"a queue watched for minutes has no datapoint yet", healthFacts{Queue: newQueue, Latest: busy, CloudWatchExpected: true},
+			HealthUnknown, []string{"oldest message age unknown: no CloudWatch datapoint yet (watched for 2 min)"}},
 		{"a recent datapoint wins over a failure since", healthFacts{Queue: plain, Latest: busy, CloudWatchExpected: true,
 			OldestAge:         &store.MetricPoint{At: now.Add(-time.Minute), Value: 360},
 			CloudWatchFailure: &store.OperationStatus{FailureCode: "Throttling"}},
