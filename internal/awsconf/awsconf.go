@@ -1,6 +1,7 @@
-// Package awsconf builds the SQS and CloudWatch clients toolq uses, from the standard AWS
-// configuration chain (environment, shared profiles, SSO, web identity, container and instance
-// roles) or, for the embedded simulator, from static dummy credentials and a local endpoint.
+// Package awsconf builds the SQS, CloudWatch, Lambda and EventBridge clients toolq uses, from
+// the standard AWS configuration chain (environment, shared profiles, SSO, web identity,
+// container and instance roles) or, for the embedded simulator, from static dummy credentials
+// and a local endpoint.
 package awsconf
 
 import (
@@ -14,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -50,8 +53,8 @@ type Options struct {
 	Region string
 	// Profile selects a shared-config profile. Empty: AWS_PROFILE or "default".
 	Profile string
-	// EndpointURL, when set, is the BaseEndpoint of both clients (the simulator serves SQS and
-	// CloudWatch on one port).
+	// EndpointURL, when set, is the BaseEndpoint of every client (the simulator serves SQS,
+	// CloudWatch, Lambda and EventBridge on one port).
 	EndpointURL string
 	// CloudWatchEndpointURL overrides EndpointURL for CloudWatch when the two differ.
 	CloudWatchEndpointURL string
@@ -75,10 +78,15 @@ var ErrNoRegion = errors.New("awsconf: no region: set --region or AWS_REGION")
 // configuration, each with a retryer and a retry quota of its own: the collector's retries
 // (against an endpoint answering 500 to every poll, say) can never spend the quota an operator's
 // redrive needs, nor the reverse.
+//
+// Lambda and EventBridge are the collector's too: it lists the event source mappings that drain
+// the queues and the rules that feed them (read only; toolq changes neither).
 type Clients struct {
-	SQS        *sqs.Client // the collector's
-	ActionsSQS *sqs.Client // the actions' (move tasks)
-	CloudWatch *cloudwatch.Client
+	SQS         *sqs.Client // the collector's
+	ActionsSQS  *sqs.Client // the actions' (move tasks)
+	CloudWatch  *cloudwatch.Client
+	Lambda      *lambda.Client
+	EventBridge *eventbridge.Client
 }
 
 // Load builds a region's clients from opts. It reads credentials lazily: a missing credential
@@ -101,8 +109,21 @@ func Load(ctx context.Context, opts Options) (Clients, error) {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
 		}
 	})
+	lambdaClient := lambda.NewFromConfig(cfg, func(o *lambda.Options) {
+		if opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
+	ebClient := eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
+		if opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
 	// cfg.Retryer makes a new retryer for each client built from it.
-	return Clients{SQS: sqs.NewFromConfig(cfg, endpoint), ActionsSQS: sqs.NewFromConfig(cfg, endpoint), CloudWatch: cwClient}, nil
+	return Clients{
+		SQS: sqs.NewFromConfig(cfg, endpoint), ActionsSQS: sqs.NewFromConfig(cfg, endpoint), CloudWatch: cwClient,
+		Lambda: lambdaClient, EventBridge: ebClient,
+	}, nil
 }
 
 // LoadConfig returns the aws.Config that Load builds its clients from, for callers that need

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -20,15 +22,34 @@ type SQSAPI interface {
 	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
 }
 
-// CloudWatchAPI is the part of *cloudwatch.Client the collector calls.
+// CloudWatchAPI is the part of *cloudwatch.Client the collector calls: metrics, and the alarms
+// on the queues' metrics.
 type CloudWatchAPI interface {
 	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+	DescribeAlarms(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+}
+
+// LambdaAPI is the part of *lambda.Client the collector calls: listings only, it changes no
+// mapping or function.
+type LambdaAPI interface {
+	ListEventSourceMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput, optFns ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error)
+	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, optFns ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
+}
+
+// EventBridgeAPI is the part of *eventbridge.Client the collector calls: listings only, it
+// puts no event and changes no rule.
+type EventBridgeAPI interface {
+	ListEventBuses(ctx context.Context, in *eventbridge.ListEventBusesInput, optFns ...func(*eventbridge.Options)) (*eventbridge.ListEventBusesOutput, error)
+	ListRules(ctx context.Context, in *eventbridge.ListRulesInput, optFns ...func(*eventbridge.Options)) (*eventbridge.ListRulesOutput, error)
+	ListTargetsByRule(ctx context.Context, in *eventbridge.ListTargetsByRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.ListTargetsByRuleOutput, error)
 }
 
 // Compile-time checks that the stock clients satisfy the interfaces.
 var (
-	_ SQSAPI        = (*sqs.Client)(nil)
-	_ CloudWatchAPI = (*cloudwatch.Client)(nil)
+	_ SQSAPI         = (*sqs.Client)(nil)
+	_ CloudWatchAPI  = (*cloudwatch.Client)(nil)
+	_ LambdaAPI      = (*lambda.Client)(nil)
+	_ EventBridgeAPI = (*eventbridge.Client)(nil)
 )
 
 // AWS operation names, as used in errors, metrics and call counts.
@@ -41,4 +62,10 @@ const (
 	opChangeMessageVisibilityBatch = "ChangeMessageVisibilityBatch"
 	opListMessageMoveTasks         = "ListMessageMoveTasks"
 	opGetMetricData                = "GetMetricData"
+	opDescribeAlarms               = "DescribeAlarms"
+	opListEventSourceMappings      = "ListEventSourceMappings"
+	opGetFunctionConfiguration     = "GetFunctionConfiguration"
+	opListEventBuses               = "ListEventBuses"
+	opListRules                    = "ListRules"
+	opListTargetsByRule            = "ListTargetsByRule"
 )

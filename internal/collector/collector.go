@@ -1,7 +1,8 @@
 // Package collector turns the SQS and CloudWatch APIs into toolq's time-series picture of every
 // watched tool-call queue. It is the only package that reads from AWS. Each concern runs in its
 // own loop at its own cadence: discovery, queue attributes, CloudWatch metrics, message peeks,
-// move-task polling and pruning. Everything goes to the store; change events tell the live pages
+// move-task polling, the queues' topology (Lambda consumers, EventBridge rules, alarms) and
+// pruning. Everything goes to the store; change events tell the live pages
 // to read again.
 //
 // The collector must never harm what it watches. It never deletes, sends or purges (its SQSAPI
@@ -51,8 +52,15 @@ type Region struct {
 	Name string
 	// SQS is the region's SQS client. Required.
 	SQS SQSAPI
-	// CloudWatch is the region's CloudWatch client. Nil: no CloudWatch metrics for this region.
+	// CloudWatch is the region's CloudWatch client. Nil: no CloudWatch metrics or alarms for
+	// this region.
 	CloudWatch CloudWatchAPI
+	// Lambda lists the event source mappings that drain the region's queues. Nil (or
+	// Options.DisableLambda): none are read.
+	Lambda LambdaAPI
+	// EventBridge lists the rules that deliver to the region's queues and their targets'
+	// dead-letter queues. Nil (or Options.DisableEventBridge): none are read.
+	EventBridge EventBridgeAPI
 }
 
 // PeekOptions say which queues' messages the collector samples, and how.
@@ -123,11 +131,16 @@ type Options struct {
 	Retention store.Retention
 	// Registerer, when set, receives the collector's Prometheus metrics.
 	Registerer prometheus.Registerer
+
+	// DisableLambda and DisableEventBridge turn the topology loop's Lambda and EventBridge
+	// reads off (`--lambda=false`, `--eventbridge=false`), for accounts that use neither.
+	DisableLambda      bool
+	DisableEventBridge bool
 }
 
 // Collector samples the watched queues into the store. Create it with New, run it with Run, or
-// drive single cycles (Discover, CycleAttributes, CycleMetrics, PeekDue, PollMoveTasks, Prune)
-// from tests and benchmarks.
+// drive single cycles (Discover, CycleAttributes, CycleMetrics, PeekDue, PollMoveTasks,
+// CycleTopology, Prune) from tests and benchmarks.
 type Collector struct {
 	opts    Options
 	store   *store.Store
@@ -150,6 +163,11 @@ type Collector struct {
 	// recorded is when each kind of failure about no single queue was last stored (see
 	// errorRepeat); a queue remembers its own.
 	recorded failureMemory
+	// eventBridgeDLQs are, by region, the ARNs of the queues EventBridge targets name as their
+	// dead-letter queue, as the last complete reading of the region's rules found them.
+	eventBridgeDLQs map[string]map[string]bool
+	// topologyCalls is what the last topology cycle called, for the cost estimate.
+	topologyCalls topologyCalls
 }
 
 // region is one watched Region; queues point to it, and per-region state (skipped operations)
@@ -176,6 +194,8 @@ func New(opts Options) (*Collector, error) {
 		skipped:  make(skipMemory[opKey]),
 		recorded: make(failureMemory),
 		sight:    newSight(),
+
+		eventBridgeDLQs: make(map[string]map[string]bool),
 	}
 	seen := make(map[string]bool)
 	for _, r := range opts.Regions {
@@ -232,6 +252,7 @@ func New(opts Options) (*Collector, error) {
 // error.
 func (c *Collector) Run(ctx context.Context) error {
 	c.resumeSight(ctx)
+	c.resumeTopology(ctx)
 	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("collector: first discovery", "err", err)
 	}
@@ -245,6 +266,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		{"metrics", c.opts.MetricsInterval, c.CycleMetrics},
 		{"peek", peekDueCheck, c.PeekDue},
 		{"movetasks", c.opts.MoveTasksRunningInterval, c.PollMoveTasks},
+		{"topology", c.opts.DiscoveryInterval, c.CycleTopology},
 		{"prune", c.opts.PruneInterval, c.Prune},
 	}
 	var wg sync.WaitGroup

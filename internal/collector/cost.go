@@ -12,6 +12,10 @@ const (
 	USDPerMillionStandardRequests = 0.40
 	USDPerMillionFIFORequests     = 0.50
 	USDPerThousandMetrics         = 0.01 // GetMetricData, per metric requested
+	// USDPerThousandCloudWatchRequests prices CloudWatch's other API requests, DescribeAlarms
+	// among them (the first million a month are free, which the estimate leaves out like every
+	// free tier). Lambda's and EventBridge's listing calls are not billed.
+	USDPerThousandCloudWatchRequests = 0.01
 )
 
 // CostQueue is what the estimate needs to know of one watched queue.
@@ -39,10 +43,14 @@ type CostConfig struct {
 	CloudWatch         bool
 	// ListSources says whether ListDeadLetterSourceQueues is called per queue per discovery.
 	ListSources bool
+	// AlarmCallsPerDiscovery and FreeCallsPerDiscovery are what one topology cycle (at the
+	// discovery interval) calls: DescribeAlarms pages, and Lambda and EventBridge listings.
+	AlarmCallsPerDiscovery int
+	FreeCallsPerDiscovery  int
 }
 
 // EstimateCost prices a day of the configuration at list prices: every call each loop makes per
-// day for the given queues. A queue's own calls are billed at its type's price; account-level
+// day for the given queues, and the topology loop's calls as its last cycle made them. A queue's own calls are billed at its type's price; account-level
 // listings at the standard price. The one-time backfill and the extra polls of a running move
 // task are left out: they are not part of the steady state.
 func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEstimate {
@@ -76,12 +84,15 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 			metrics += float64(len(metricsOf(q.FIFO))) * perDay(cfg.MetricsInterval)
 		}
 	}
+	alarms := float64(cfg.AlarmCallsPerDiscovery) * perDay(cfg.DiscoveryInterval)
 	e := store.CostEstimate{
 		At:                  at,
 		SQSRequestsPerDay:   standard + fifo,
 		MetricsPerDay:       metrics,
 		SQSUSDPerDay:        standard/1e6*USDPerMillionStandardRequests + fifo/1e6*USDPerMillionFIFORequests,
-		CloudWatchUSDPerDay: metrics / 1000 * USDPerThousandMetrics,
+		CloudWatchUSDPerDay: metrics/1000*USDPerThousandMetrics + alarms/1000*USDPerThousandCloudWatchRequests,
+		AlarmRequestsPerDay: alarms,
+		FreeRequestsPerDay:  float64(cfg.FreeCallsPerDiscovery) * perDay(cfg.DiscoveryInterval),
 	}
 	e.TotalUSDPerDay = e.SQSUSDPerDay + e.CloudWatchUSDPerDay
 	return e
@@ -109,12 +120,16 @@ func (c *Collector) updateCost(ctx context.Context) {
 		CloudWatch:         true,
 		ListSources:        true,
 	}
+	c.mu.Lock()
+	cfg.AlarmCallsPerDiscovery, cfg.FreeCallsPerDiscovery = c.topologyCalls.alarms, c.topologyCalls.free
+	c.mu.Unlock()
 	dlqs := c.deadLetterARNs()
+	sampled := c.sampledDeadLetterARNs()
 	queues := c.watched()
 	cqs := make([]CostQueue, 0, len(queues))
 	for _, q := range queues {
 		cq := CostQueue{DeadLetter: dlqs[q.arn], NoCloudWatch: !cloudWatch[q.region]}
-		kind, peeked := c.peekKind(q, cq.DeadLetter)
+		kind, peeked := c.peekKind(q, sampled[q.arn])
 		st := q.state()
 		cq.FIFO = st.fifo
 		if peeked {

@@ -303,36 +303,44 @@ func (c *Collector) resume(ctx context.Context, r *region, id int64, name, url, 
 func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
 	changed := false
 	for _, q := range c.watched() {
-		target := q.state().deadLetterTargetARN
-		c.mu.Lock()
-		_, watched := c.queues[target]
-		c.mu.Unlock()
-		if target == "" || watched {
-			continue
-		}
-		a, err := arn.ParseQueue(target)
-		r := c.regionNamed(a.Region)
-		if err != nil || r == nil {
-			if c.claimSkip(skipKey{op: "DeadLetterQueueNotWatched", queue: q}, forever) {
-				c.recordError(ctx, cy, opGetQueueURL, q, "DeadLetterQueueNotWatched",
-					safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
-			}
-			continue
-		}
-		var out *sqs.GetQueueUrlOutput
-		err = c.call(ctx, cy, r, opGetQueueURL, q, func(ctx context.Context) error {
-			var err error
-			out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name), QueueOwnerAWSAccountId: aws.String(a.Account)})
-			return err
-		})
-		if err != nil || out.QueueUrl == nil {
-			continue
-		}
-		if adopted, err := c.adopt(ctx, cy, r, *out.QueueUrl); err == nil && adopted {
+		if c.adoptARN(ctx, cy, q.state().deadLetterTargetARN, q) {
 			changed = true
 		}
 	}
 	return changed
+}
+
+// adoptARN watches the queue of ARN target, named by the watched queue from (its dead-letter
+// queue, or the dead-letter queue of an EventBridge target that delivers to it), unless it is
+// watched already or target is empty. A queue in a region the collector does not watch is
+// recorded once against from. It reports whether the queue is new.
+func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from *watchedQueue) bool {
+	c.mu.Lock()
+	_, watched := c.queues[target]
+	c.mu.Unlock()
+	if target == "" || watched {
+		return false
+	}
+	a, err := arn.ParseQueue(target)
+	r := c.regionNamed(a.Region)
+	if err != nil || r == nil {
+		if c.claimSkip(skipKey{op: "DeadLetterQueueNotWatched", queue: from}, forever) {
+			c.recordError(ctx, cy, opGetQueueURL, from, "DeadLetterQueueNotWatched",
+				safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
+		}
+		return false
+	}
+	var out *sqs.GetQueueUrlOutput
+	err = c.call(ctx, cy, r, opGetQueueURL, from, func(ctx context.Context) error {
+		var err error
+		out, err = r.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name), QueueOwnerAWSAccountId: aws.String(a.Account)})
+		return err
+	})
+	if err != nil || out.QueueUrl == nil {
+		return false
+	}
+	adopted, err := c.adopt(ctx, cy, r, *out.QueueUrl)
+	return err == nil && adopted
 }
 
 // listDeadLetterSources records, for every watched queue, the sources that

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -35,6 +37,8 @@ type env struct {
 	url   string
 	sqs   *sqs.Client
 	cw    *cloudwatch.Client
+	fn    *lambda.Client
+	eb    *eventbridge.Client
 	store *store.Store
 	dir   string
 	bus   *recorder
@@ -55,7 +59,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatalf("awsconf.Load: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, url: srv.URL, sqs: clients.SQS, cw: clients.CloudWatch, dir: t.TempDir(), bus: &recorder{}}
+	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, url: srv.URL, sqs: clients.SQS, cw: clients.CloudWatch, fn: clients.Lambda, eb: clients.EventBridge, dir: t.TempDir(), bus: &recorder{}}
 	e.store = e.openStore()
 	return e
 }
@@ -74,7 +78,7 @@ func (e *env) openStore() *store.Store {
 func (e *env) collector(mod func(*Options)) *Collector {
 	e.t.Helper()
 	opts := Options{
-		Regions:   []Region{{Name: "us-east-1", SQS: e.sqs, CloudWatch: e.cw}},
+		Regions:   []Region{{Name: "us-east-1", SQS: e.sqs, CloudWatch: e.cw, Lambda: e.fn, EventBridge: e.eb}},
 		Store:     e.store,
 		Publisher: e.bus,
 		Now:       e.clock.Now,

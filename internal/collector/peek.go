@@ -33,13 +33,13 @@ const (
 	blockedReceiveCount = 2
 )
 
-// PeekDue samples the messages of every queue whose peek is due: dead-letter queues every
-// PeekDeadLetterInterval (and at once when one that was empty gets messages), opted-in source
+// PeekDue samples the messages of every queue whose peek is due: dead-letter queues (those of
+// SQS redrive policies and those of EventBridge targets alike) every PeekDeadLetterInterval (and at once when one that was empty gets messages), opted-in source
 // queues every PeekSourceInterval. It does nothing with Peek.Disabled. A dead-letter queue with a
 // RUNNING or CANCELLING move task is skipped: messages held by a peek would dodge the move. A
 // queue whose receive could cost a message its last delivery is paused (see receiveGuard).
 func (c *Collector) PeekDue(ctx context.Context) error {
-	dlqs := c.deadLetterARNs()
+	dlqs := c.sampledDeadLetterARNs()
 	moving := make(map[int64]bool)
 	if !c.opts.Peek.Disabled {
 		running, err := c.store.RunningMoveTasks(ctx)

@@ -25,7 +25,7 @@ func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
 	t := &telemetry{
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolq_collector_cycles_total",
-			Help: "Collector cycles run, by kind (discovery, attributes, metrics, peek, movetasks, prune).",
+			Help: "Collector cycles run, by kind (discovery, attributes, metrics, peek, movetasks, topology, prune).",
 		}, []string{"kind"}),
 		cycleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolq_collector_cycle_seconds",

@@ -247,8 +247,8 @@ func (s *Store) GetQueuesByName(ctx context.Context, name string) ([]Queue, erro
 	return qs, nil
 }
 
-// queryQueues runs a query over queueColumns and fills in each queue's SourceARNs: the listed
-// ones plus every live queue whose RedrivePolicy names it.
+// queryQueues runs a query over queueColumns and fills in each queue's SourceARNs (the listed
+// ones plus every live queue whose RedrivePolicy names it) and EventBridgeRuleARNs.
 func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Queue, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -273,7 +273,12 @@ func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Q
 	if err != nil {
 		return nil, err
 	}
+	rules, err := s.eventBridgeDeadLetters(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i := range qs {
+		qs[i].EventBridgeRuleARNs = rules[qs[i].ARN]
 		all := append(qs[i].SourceARNs, sources[qs[i].ARN]...)
 		slices.Sort(all)
 		qs[i].SourceARNs = slices.Compact(all)

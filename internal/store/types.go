@@ -39,6 +39,10 @@ type Queue struct {
 	// SourceARNs are the queues whose RedrivePolicy names this queue, plus those that
 	// ListDeadLetterSourceQueues returned. A queue with sources is a dead-letter queue.
 	SourceARNs []string
+	// EventBridgeRuleARNs are the EventBridge rules one of whose targets names this queue as its
+	// DeadLetterConfig: a queue with such rules is an EventBridge target's dead-letter queue,
+	// which holds events that failed delivery, not SQS messages a move task can return.
+	EventBridgeRuleARNs []string
 
 	// PeekEnabled records whether the collector samples this queue's messages, and PeekPaused
 	// why it does not sample them for now although it may ("" while it samples them).
@@ -49,6 +53,10 @@ type Queue struct {
 
 // IsDeadLetterQueue reports whether some queue uses q as its dead-letter queue.
 func (q Queue) IsDeadLetterQueue() bool { return len(q.SourceARNs) > 0 }
+
+// IsEventBridgeDeadLetterQueue reports whether some EventBridge target uses q as its
+// dead-letter queue.
+func (q Queue) IsEventBridgeDeadLetterQueue() bool { return len(q.EventBridgeRuleARNs) > 0 }
 
 // Gone reports whether the queue has disappeared from AWS.
 func (q Queue) Gone() bool { return !q.GoneAt.IsZero() }
@@ -207,6 +215,9 @@ const (
 	RunMetrics    = "metrics"
 	RunPeek       = "peek"
 	RunMoveTasks  = "movetasks"
+	// RunTopology reads what surrounds the queues: Lambda event source mappings, EventBridge
+	// rules and targets, CloudWatch alarms.
+	RunTopology = "topology"
 )
 
 // CollectorRun is one pass of one collector loop.
@@ -268,6 +279,12 @@ type CostEstimate struct {
 	SQSUSDPerDay        float64
 	CloudWatchUSDPerDay float64
 	TotalUSDPerDay      float64
+	// AlarmRequestsPerDay are the DescribeAlarms calls per day, priced as CloudWatch API
+	// requests and included in CloudWatchUSDPerDay.
+	AlarmRequestsPerDay float64 `json:",omitempty"`
+	// FreeRequestsPerDay are the Lambda and EventBridge listing calls per day, which AWS does not
+	// bill.
+	FreeRequestsPerDay float64 `json:",omitempty"`
 }
 
 // Audit results.

@@ -1,0 +1,273 @@
+package collector
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/toolq/toolq/internal/awsconf"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// topologyWorld is the seeds' patterns 4 and 5 set up in the simulator through the stock
+// clients: web-search (with a DLQ) drained by a Lambda function, a custom bus whose rule
+// delivers to the audit queue with a target DLQ outside the selection, and an alarm on the
+// web-search DLQ.
+type topologyWorld struct {
+	webURL, webARN, webDLQURL string
+	auditURL, auditARN        string
+	failedURL, failedARN      string
+	ruleARN                   string
+}
+
+func (e *env) topologyWorld() topologyWorld {
+	e.t.Helper()
+	var w topologyWorld
+	var webDLQARN string
+	w.webDLQURL, webDLQARN = e.createQueue("web-search-dlq", nil)
+	w.webURL, w.webARN = e.createQueue("web-search", map[string]string{
+		"VisibilityTimeout": "60",
+		"RedrivePolicy":     `{"deadLetterTargetArn":"` + webDLQARN + `","maxReceiveCount":3}`,
+	})
+	w.auditURL, w.auditARN = e.createQueue("audit", map[string]string{"MaximumMessageSize": "1024"})
+	w.failedURL, w.failedARN = e.createQueue("failed-audit-events", nil)
+
+	_, err := e.fn.CreateFunction(e.ctx, &lambda.CreateFunctionInput{
+		FunctionName: aws.String("web-search-worker"), Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"),
+		Role: aws.String("arn:aws:iam::000000000000:role/worker"), Timeout: aws.Int32(30),
+		Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")},
+	})
+	must(e.t, err)
+	_, err = e.fn.CreateEventSourceMapping(e.ctx, &lambda.CreateEventSourceMappingInput{
+		FunctionName: aws.String("web-search-worker"), EventSourceArn: aws.String(w.webARN), BatchSize: aws.Int32(10),
+		FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
+	})
+	must(e.t, err)
+
+	_, err = e.eb.CreateEventBus(e.ctx, &eventbridge.CreateEventBusInput{Name: aws.String("mcp")})
+	must(e.t, err)
+	rule, err := e.eb.PutRule(e.ctx, &eventbridge.PutRuleInput{
+		Name: aws.String("tool-call-completed"), EventBusName: aws.String("mcp"),
+		EventPattern: aws.String(`{"source":["mcp.tools"],"detail-type":["ToolCallCompleted"]}`),
+	})
+	must(e.t, err)
+	w.ruleARN = aws.ToString(rule.RuleArn)
+	_, err = e.eb.PutTargets(e.ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tool-call-completed"), EventBusName: aws.String("mcp"),
+		Targets: []ebtypes.Target{{Id: aws.String("audit"), Arn: aws.String(w.auditARN),
+			DeadLetterConfig: &ebtypes.DeadLetterConfig{Arn: aws.String(w.failedARN)},
+			RetryPolicy:      &ebtypes.RetryPolicy{MaximumEventAgeInSeconds: aws.Int32(3600), MaximumRetryAttempts: aws.Int32(3)}}},
+	})
+	must(e.t, err)
+
+	_, err = e.cw.PutMetricAlarm(e.ctx, &cloudwatch.PutMetricAlarmInput{
+		AlarmName: aws.String("web-search-dlq-depth"), Namespace: aws.String("AWS/SQS"), MetricName: aws.String("ApproximateNumberOfMessagesVisible"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("web-search-dlq")}},
+		Statistic:  cwtypes.StatisticMaximum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1),
+		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold,
+	})
+	must(e.t, err)
+	return w
+}
+
+// putEvent publishes one ToolCallCompleted event whose detail carries size bytes of result.
+func (e *env) putEvent(size int) {
+	e.t.Helper()
+	detail, _ := json.Marshal(map[string]any{"toolCallId": "tc_1", "toolName": "read_file", "result": strings.Repeat("x", size)})
+	out, err := e.eb.PutEvents(e.ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+		EventBusName: aws.String("mcp"), Source: aws.String("mcp.tools"), DetailType: aws.String("ToolCallCompleted"), Detail: aws.String(string(detail)),
+	}}})
+	must(e.t, err)
+	if out.FailedEntryCount != 0 {
+		e.t.Fatalf("PutEvents failed: %+v", out.Entries)
+	}
+}
+
+// TestTopologyReadsConsumersRulesAndAlarms: the topology cycle stores the event source mapping
+// with its function's timeout, the rule's target with its dead-letter queue and retry policy,
+// and the alarm; it watches the target's dead-letter queue although the selection leaves it
+// out, and samples it as a dead-letter queue without moving anything.
+func TestTopologyReadsConsumersRulesAndAlarms(t *testing.T) {
+	e := newEnv(t)
+	w := e.topologyWorld()
+	c := e.collector(func(o *Options) { o.QueuePrefixes = []string{"web-search", "audit"} })
+	must(t, c.Discover(e.ctx))
+	if qs, _ := e.store.GetQueuesByName(e.ctx, "failed-audit-events"); len(qs) != 0 {
+		t.Fatalf("the target DLQ is watched before the topology cycle: it is outside the selection")
+	}
+	must(t, c.CycleTopology(e.ctx))
+
+	mappings, err := e.store.EventSourceMappings(e.ctx)
+	must(t, err)
+	if len(mappings) != 1 {
+		t.Fatalf("mappings = %+v, want the one on web-search", mappings)
+	}
+	m := mappings[0]
+	if m.QueueARN != w.webARN || m.BatchSize != 10 || !m.ReportBatchItemFailures || m.MaximumConcurrency != 0 ||
+		m.FunctionTimeoutSeconds != 30 || m.State != "Enabled" || !strings.HasSuffix(m.FunctionARN, ":function:web-search-worker") {
+		t.Errorf("mapping = %+v", m)
+	}
+	targets, err := e.store.EventBridgeTargets(e.ctx)
+	must(t, err)
+	if len(targets) != 1 || targets[0].RuleARN != w.ruleARN || targets[0].BusName != "mcp" || targets[0].TargetARN != w.auditARN ||
+		targets[0].DeadLetterARN != w.failedARN || targets[0].MaxEventAgeSeconds != 3600 || targets[0].MaxRetryAttempts != 3 || targets[0].RuleState != "ENABLED" {
+		t.Errorf("targets = %+v", targets)
+	}
+	alarms, err := e.store.QueueAlarms(e.ctx)
+	must(t, err)
+	if len(alarms) != 1 || alarms[0].QueueName != "web-search-dlq" || alarms[0].MetricName != "ApproximateNumberOfMessagesVisible" {
+		t.Errorf("alarms = %+v", alarms)
+	}
+	failed := e.queueNamed("failed-audit-events")
+	if !failed.IsEventBridgeDeadLetterQueue() || failed.IsDeadLetterQueue() {
+		t.Errorf("failed-audit-events: EventBridge DLQ %v, SQS DLQ %v", failed.IsEventBridgeDeadLetterQueue(), failed.IsDeadLetterQueue())
+	}
+
+	// An event larger than the audit queue's 1 KiB goes to the target's DLQ with EventBridge's
+	// attributes; the collector samples it there as a dead-letter queue's message.
+	e.putEvent(2000)
+	e.putEvent(10)
+	e.advance(time.Second)
+	must(t, c.CycleAttributes(e.ctx))
+	e.sim.ResetCallCounts()
+	must(t, c.PeekDue(e.ctx))
+	must(t, c.PollMoveTasks(e.ctx))
+	s, err := e.store.LatestSample(e.ctx, failed.ID)
+	if err != nil || s.Kind != store.SampleDeadLetter || s.Seen != 1 {
+		t.Fatalf("sample of the target DLQ = %+v, %v; want a dead-letter sample of 1 message", s, err)
+	}
+	msgs, err := e.store.SampleMessages(e.ctx, s.ID, store.MessageFilter{})
+	must(t, err)
+	attrs := map[string]string{}
+	for _, a := range msgs[0].Attributes {
+		attrs[a.Name] = a.Value
+	}
+	if attrs["ERROR_CODE"] != "SDK_CLIENT_ERROR" || attrs["RULE_ARN"] != w.ruleARN || attrs["TARGET_ARN"] != w.auditARN || attrs["ERROR_MESSAGE"] == "" {
+		t.Errorf("sampled attributes = %v", attrs)
+	}
+	if n := e.sim.CallCount("DeleteMessage") + e.sim.CallCount("StartMessageMoveTask"); n != 0 {
+		t.Errorf("%d deletes or move tasks", n)
+	}
+	if snap := e.snapshot("failed-audit-events"); len(snap) != 1 || snap[0].InFlight {
+		t.Errorf("after the peek the DLQ holds %+v; want its one message back, visible", snap)
+	}
+	if snap := e.snapshot("audit"); len(snap) != 1 || snap[0].ReceiveCount != 0 {
+		t.Errorf("the target itself (a source, not opted in) = %+v; want one message never received", snap)
+	}
+	// An EventBridge DLQ has no move tasks to follow: ListMessageMoveTasks is for SQS DLQs.
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != 1 {
+		t.Errorf("ListMessageMoveTasks called %d times, want once (web-search-dlq only)", n)
+	}
+
+	// The loop's calls are in the sight, and priced: DescribeAlarms as CloudWatch requests,
+	// the Lambda and EventBridge listings as free.
+	st, err := e.store.OperationStatuses(e.ctx)
+	must(t, err)
+	var called []string
+	for _, o := range st {
+		if !o.LastSuccessAt.IsZero() {
+			called = append(called, o.Operation)
+		}
+	}
+	for _, op := range []string{"ListEventSourceMappings", "GetFunctionConfiguration", "ListEventBuses", "ListRules", "ListTargetsByRule", "DescribeAlarms"} {
+		if !slices.Contains(called, op) {
+			t.Errorf("%s is not in the sight: %v", op, called)
+		}
+	}
+	cost, err := e.store.GetCostEstimate(e.ctx)
+	must(t, err)
+	// 3 queues + 1 function, 1 bus listing + 2 buses' rules + 1 rule's targets; 1 alarm page.
+	if cost.AlarmRequestsPerDay != 288 || cost.FreeRequestsPerDay != 288*8 {
+		t.Errorf("cost: %v alarm requests, %v free requests a day; want 288 and %d", cost.AlarmRequestsPerDay, cost.FreeRequestsPerDay, 288*8)
+	}
+}
+
+// TestTopologyOff: --lambda=false and --eventbridge=false call neither service.
+func TestTopologyOff(t *testing.T) {
+	e := newEnv(t)
+	e.topologyWorld()
+	c := e.collector(func(o *Options) { o.DisableLambda, o.DisableEventBridge = true, true })
+	must(t, c.Discover(e.ctx))
+	e.sim.ResetCallCounts()
+	must(t, c.CycleTopology(e.ctx))
+	for op, n := range e.sim.CallCounts() {
+		if op != "DescribeAlarms" {
+			t.Errorf("%s called %d times with Lambda and EventBridge off", op, n)
+		}
+	}
+}
+
+// denyLambda answers every Lambda call as a policy without lambda:* permissions does, in
+// REST-JSON's error shape, so that the stock client returns AWS's AccessDeniedException.
+func denyLambda(sim http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/2015-03-31/") {
+			sim.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Errortype", "AccessDeniedException")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"Type":"User","message":"User: arn:aws:iam::123456789012:user/toolq is not authorized to perform: lambda:ListEventSourceMappings"}`)
+	})
+}
+
+// TestTopologyDeniedLambdaIsSeen: a denied ListEventSourceMappings is in the sight with AWS's
+// message, recorded once, not against every queue, and the mappings stored before stay.
+func TestTopologyDeniedLambdaIsSeen(t *testing.T) {
+	e := newEnv(t)
+	e.topologyWorld()
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	must(t, c.CycleTopology(e.ctx))
+
+	srv := httptest.NewServer(denyLambda(e.sim))
+	t.Cleanup(srv.Close)
+	denied, err := awsconf.Load(e.ctx, awsconf.Options{Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 1})
+	must(t, err)
+	c2 := e.collector(func(o *Options) { o.Regions[0].Lambda = denied.Lambda })
+	must(t, c2.Discover(e.ctx))
+	e.advance(time.Minute)
+	must(t, c2.CycleTopology(e.ctx))
+	must(t, c2.CycleTopology(e.ctx))
+
+	var status store.OperationStatus
+	st, err := e.store.OperationStatuses(e.ctx)
+	must(t, err)
+	for _, o := range st {
+		if o.Operation == "ListEventSourceMappings" {
+			status = o
+		}
+	}
+	if !status.Failing() || status.FailureCode != "AccessDeniedException" || !strings.Contains(status.FailureMessage, "lambda:ListEventSourceMappings") {
+		t.Errorf("ListEventSourceMappings status = %+v; want failing with AWS's denial", status)
+	}
+	errs := e.errors(0)
+	denials := 0
+	for _, er := range errs {
+		if er.Operation == "ListEventSourceMappings" {
+			denials++
+			if er.QueueID != 0 {
+				t.Errorf("the denial is recorded against queue %d: it is about the region", er.QueueID)
+			}
+		}
+	}
+	if denials != 1 {
+		t.Errorf("%d denials recorded over two cycles of three queues, want 1", denials)
+	}
+	if mappings, _ := e.store.EventSourceMappings(e.ctx); len(mappings) != 1 {
+		t.Errorf("mappings after the denial = %+v; the last reading stays", mappings)
+	}
+}
