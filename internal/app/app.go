@@ -27,7 +27,8 @@ import (
 )
 
 // Region is one AWS region the dashboard watches and acts on, with its clients: the collector
-// reads with Clients.SQS and Clients.CloudWatch (nil: no CloudWatch metrics for this region), the
+// reads with Clients.SQS, Clients.CloudWatch (nil: no CloudWatch metrics or alarms for this
+// region), Clients.Lambda and Clients.EventBridge (nil: none of their consumers or rules), the
 // actions act with Clients.ActionsSQS, which has a retry quota of its own. SQS and ActionsSQS
 // are required.
 type Region struct {
@@ -103,8 +104,15 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		}
 		clients[r.Name] = r.ActionsSQS
 		cr := collector.Region{Name: r.Name, SQS: r.SQS}
+		// Typed nils would make non-nil interfaces: set each client only when there is one.
 		if r.CloudWatch != nil {
 			cr.CloudWatch = r.CloudWatch
+		}
+		if r.Lambda != nil {
+			cr.Lambda = r.Lambda
+		}
+		if r.EventBridge != nil {
+			cr.EventBridge = r.EventBridge
 		}
 		regions = append(regions, cr)
 	}

@@ -19,6 +19,9 @@ func DefaultThresholds() Thresholds {
 		StaleAfter:        45 * time.Second, // 3× the default 15-s attribute interval
 		ErrorWindow:       5 * time.Minute,
 		GrowthWindow:      15 * time.Minute,
+
+		InFlightLimit:          DefaultInFlightLimit,
+		EmptyReceivesPerMinute: DefaultEmptyReceivesPerMinute,
 	}
 }
 
@@ -32,6 +35,9 @@ func (t Thresholds) withDefaults() Thresholds {
 		StaleAfter:        cmp.Or(max(t.StaleAfter, 0), d.StaleAfter),
 		ErrorWindow:       cmp.Or(max(t.ErrorWindow, 0), d.ErrorWindow),
 		GrowthWindow:      cmp.Or(max(t.GrowthWindow, 0), d.GrowthWindow),
+
+		InFlightLimit:          cmp.Or(max(t.InFlightLimit, 0), d.InFlightLimit),
+		EmptyReceivesPerMinute: cmp.Or(max(t.EmptyReceivesPerMinute, 0), d.EmptyReceivesPerMinute),
 	}
 }
 
@@ -92,7 +98,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		add(HealthWarning, fmt.Sprintf("data is %s old", humanDuration(f.Now.Sub(f.Latest.At))))
 	}
 
-	if q.IsDeadLetterQueue() && f.Latest != nil {
+	if deadLetter(q) && f.Latest != nil {
 		depth := f.Latest.Visible
 		switch {
 		case depth >= th.DLQDepthCritical:
@@ -117,7 +123,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	// rule is unknown, never fine.
 	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
 	switch {
-	case q.IsDeadLetterQueue() || empty || f.Latest == nil:
+	case deadLetter(q) || empty || f.Latest == nil:
 	case f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= th.GrowthWindow:
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
@@ -155,18 +161,9 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64)))
 	}
 
-	if q.IsDeadLetterQueue() && !q.FIFO {
-		// Standard queues keep a message's enqueue time when it moves to the DLQ, so a DLQ that
-		// keeps messages no longer than its source can drop them on arrival. FIFO resets the time.
-		own, ok := retention(q)
-		for _, src := range f.Sources {
-			theirs, srcOK := retention(src)
-			if ok && srcOK && own <= theirs {
-				add(HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
-					humanDuration(own), src.Name, humanDuration(theirs)))
-				break
-			}
-		}
+	if src, own, theirs, short := retentionShortfall(q, f.Sources); short {
+		add(HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
+			humanDuration(own), src.Name, humanDuration(theirs)))
 	}
 	return h
 }

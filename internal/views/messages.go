@@ -207,6 +207,9 @@ func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names
 	for _, a := range m.Attributes {
 		out.Attributes = append(out.Attributes, MessageAttribute{Name: a.Name, DataType: a.DataType, Value: a.Value})
 	}
+	if f, ok := eventBridgeFailure(m.Attributes); ok {
+		out.EventBridgeFailure = &f
+	}
 	return out
 }
 

@@ -36,8 +36,9 @@ type snapshot struct {
 	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
 	running map[int64]bool                   // queues with a running move task
 	tasks   []store.MoveTask                 // the running move tasks
-	sight   sightFacts
-	names   map[string]int // how many queues have each name, for links (QueueSummary.Ref)
+	sight    sightFacts
+	topology topology       // what surrounds the queues: consumers, rules, alarms
+	names    map[string]int // how many queues have each name, for links (QueueSummary.Ref)
 }
 
 // gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
@@ -94,6 +95,9 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	if snap.sight, err = s.readSight(ctx); err != nil {
 		return nil, err
 	}
+	if snap.topology, err = s.readTopology(ctx); err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 
@@ -111,7 +115,7 @@ func oldestAge(snap *snapshot, q store.Queue, window time.Duration) (age float64
 	if !sampled || a.Visible+a.InFlight == 0 {
 		return 0, "", time.Time{}, false
 	}
-	if q.IsDeadLetterQueue() {
+	if deadLetter(q) {
 		sample, ok := snap.samples[q.ID]
 		if !ok || sample.OldestSentAt.IsZero() || snap.now.Sub(sample.At) > sampleAgeWindow {
 			return 0, "", time.Time{}, false
@@ -135,11 +139,17 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		URL:               q.URL,
 		Region:            q.Region,
 		FIFO:              q.FIFO,
-		IsDeadLetterQueue: q.IsDeadLetterQueue(),
+		IsDeadLetterQueue: deadLetter(q),
 		SourceQueues:      []string{},
 		Gone:              q.Gone(),
 		RunningRedrive:    snap.running[q.ID],
 		Sparkline:         []float64{},
+	}
+	switch {
+	case q.IsEventBridgeDeadLetterQueue():
+		sum.DeadLetterKind = DeadLetterEventBridge
+	case q.IsDeadLetterQueue():
+		sum.DeadLetterKind = DeadLetterSQS
 	}
 	if snap.names[q.Name] > 1 {
 		sum.Ref = q.ARN
@@ -188,9 +198,11 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 			sum.SourceQueues = append(sum.SourceQueues, arn)
 		}
 	}
+	var groups []store.GroupBacklog
 	if sample, ok := snap.samples[q.ID]; ok {
 		if q.FIFO {
-			groups, err := s.store.SampleGroups(ctx, sample.ID)
+			var err error
+			groups, err = s.store.SampleGroups(ctx, sample.ID)
 			if err != nil {
 				return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
 			}
@@ -207,6 +219,11 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		f.NearMax = n
 	}
 	sum.Health = evaluateHealth(f, s.th)
+	facts, err := s.adviceFacts(ctx, snap, q, groups)
+	if err != nil {
+		return QueueSummary{}, err
+	}
+	sum.Advice = advise(facts, s.th, s.adviceOff)
 	return sum, nil
 }
 
@@ -332,6 +349,9 @@ func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, err
 		if q.DLQOnly && !sum.IsDeadLetterQueue {
 			continue
 		}
+		if q.Misconfigured && !sum.Misconfigured() {
+			continue
+		}
 		if len(q.Health) > 0 && !slices.Contains(q.Health, sum.Health.Status) {
 			continue
 		}
@@ -400,6 +420,14 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 		return QueueDetail{}, err
 	}
 	d.DeadLetterChain = deadLetterChain(snap, q)
+	d.Consumers = consumersOf(snap.topology.mappings[q.ARN])
+	d.ConsumersProblem = snap.sight.consumersProblem(q.Region)
+	d.FedBy = feedsOf(snap, snap.topology.feeds[q.ARN])
+	d.DeadLetterOfTargets = feedsOf(snap, snap.topology.failures[q.ARN])
+	d.Alarms = alarmsOf(snap.topology.queueAlarms(q))
+	if q.IsEventBridgeDeadLetterQueue() {
+		d.RedriveUnavailable = eventBridgeNoRedrive
+	}
 	if expected, failure := snap.sight.cloudWatch(q.Region); expected && failure != nil {
 		d.MetricsProblem = fmt.Sprintf("CloudWatch metrics of %s are missing (%s): GetMetricData fails in %s with %s since %s",
 			q.Name, strings.Join(cloudWatchMetrics(q.FIFO), ", "), q.Region, safetext.Line(failure.FailureCode, 64), sinceText(failure.LastSuccessAt))

@@ -17,13 +17,17 @@ type Options struct {
 	Store      *store.Store
 	Thresholds Thresholds       // zero fields take DefaultThresholds
 	Now        func() time.Time // default time.Now
+	// AdviceOff are the ids of the advisor's rules not to evaluate (--advice-off); an id that is
+	// no rule's is an error of New's callers to catch (see AdviceRuleByID).
+	AdviceOff []string
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
 type Service struct {
-	store *store.Store
-	th    Thresholds
-	now   func() time.Time
+	store     *store.Store
+	th        Thresholds
+	now       func() time.Time
+	adviceOff map[string]bool
 }
 
 // New returns a Service.
@@ -31,7 +35,11 @@ func New(opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now}
+	off := make(map[string]bool, len(opts.AdviceOff))
+	for _, id := range opts.AdviceOff {
+		off[id] = true
+	}
+	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off}
 }
 
 // Thresholds returns the thresholds in force, defaults filled in.

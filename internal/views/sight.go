@@ -72,6 +72,91 @@ func (f sightFacts) cloudWatch(region string) (expected bool, failure *store.Ope
 	return true, nil
 }
 
+// read reports whether op's newest call in region succeeded: what it reads is current.
+func (f sightFacts) read(region, op string) bool {
+	o, ok := f.ops[[2]string{region, op}]
+	return ok && !o.LastSuccessAt.IsZero() && !o.Failing()
+}
+
+// called reports whether op was ever called in region.
+func (f sightFacts) called(region, op string) bool {
+	_, ok := f.ops[[2]string{region, op}]
+	return ok
+}
+
+// topologyReads are the topology loop's sources of facts: the operations each reads with, and
+// what the pages say when they fail.
+var topologyReads = []struct {
+	what  string
+	ops   []string
+	rules []string
+}{
+	{"Lambda consumers (event source mappings)", []string{"ListEventSourceMappings", "GetFunctionConfiguration"}, lambdaRules},
+	{"EventBridge rules and targets", []string{"ListEventBuses", "ListRules", "ListTargetsByRule"}, eventBridgeRules},
+	{"CloudWatch alarms", []string{"DescribeAlarms"}, alarmRules},
+}
+
+// topologyProblems lists, for a region the topology loop covers, the sources of facts whose
+// newest call failed.
+func (f sightFacts) topologyProblems(region string) []SightProblem {
+	if _, ok := f.loop(region, store.RunTopology); !ok {
+		return nil
+	}
+	var out []SightProblem
+	for _, r := range topologyReads {
+		for _, op := range r.ops {
+			if _, failing := f.failing(region, op); failing {
+				out = append(out, f.problem(region, false, r.what+" cannot be read", r.ops...))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// consumersProblem says why a queue's Lambda consumers may not be what the page shows: the
+// listing fails, or it is not read at all. "" when they are current.
+func (f sightFacts) consumersProblem(region string) string {
+	if _, ok := f.loop(region, store.RunTopology); !ok {
+		return "Lambda consumers have not been read yet."
+	}
+	for _, p := range f.topologyProblems(region) {
+		if p.Operation == "ListEventSourceMappings" || p.Operation == "GetFunctionConfiguration" {
+			return p.Problem
+		}
+	}
+	if !f.called(region, "ListEventSourceMappings") {
+		return "Lambda consumers are not read in " + region + " (--lambda=false, or no Lambda client)."
+	}
+	return ""
+}
+
+// adviceGaps lists the rules that cannot be checked in each region, and why.
+func (f sightFacts) adviceGaps() []AdviceGap {
+	out := []AdviceGap{}
+	for _, region := range f.regions {
+		if _, ok := f.loop(region, store.RunTopology); !ok {
+			continue
+		}
+		for _, r := range topologyReads {
+			var reason string
+			for _, op := range r.ops {
+				if o, failing := f.failing(region, op); failing {
+					reason = fmt.Sprintf("%s cannot be read: %s fails with %s", r.what, op, safetext.Line(o.FailureCode, 64))
+					break
+				}
+			}
+			if reason == "" && !f.read(region, r.ops[0]) {
+				reason = r.what + " are not read (turned off, or not read yet)"
+			}
+			if reason != "" {
+				out = append(out, AdviceGap{Region: region, Rules: r.rules, Reason: reason})
+			}
+		}
+	}
+	return out
+}
+
 // problems lists what the last cycles could not read, blind regions first.
 func (f sightFacts) problems() []SightProblem {
 	out := []SightProblem{}
@@ -100,6 +185,7 @@ func (f sightFacts) problems() []SightProblem {
 			out = append(out, f.problem(region, false,
 				fmt.Sprintf("the redrives of %d of %d dead-letter queues could not be followed", l.FailedQueues, l.Queues), "ListMessageMoveTasks"))
 		}
+		out = append(out, f.topologyProblems(region)...)
 	}
 	slices.SortStableFunc(out, func(a, b SightProblem) int {
 		return cmp.Compare(btoi(b.Blind), btoi(a.Blind))
@@ -201,7 +287,7 @@ type LoopStatus struct {
 }
 
 // loopOrder is the order of the loops on the status page.
-var loopOrder = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks}
+var loopOrder = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks, store.RunTopology}
 
 // Status returns what toolq can and cannot see, region by region.
 func (s *Service) Status(ctx context.Context) (Status, error) {

@@ -40,6 +40,11 @@ type Thresholds struct {
 	StaleAfter        time.Duration // data older than this is stale (default 3× the attribute interval, 45s... set by the wiring)
 	ErrorWindow       time.Duration // collector errors newer than this count against a queue (default 5m)
 	GrowthWindow      time.Duration // a DLQ deeper now than this long ago is growing (default 15m)
+
+	// The advisor's: the in-flight quota (default 120,000) and the empty receives a minute
+	// that mark short polling (default 30).
+	InFlightLimit          int64
+	EmptyReceivesPerMinute float64
 }
 
 // Freshness says how old what a page shows is, and which regions toolq cannot see at all: what
@@ -75,7 +80,11 @@ type QueueSummary struct {
 	MaxReceiveCount         *int       `json:"maxReceiveCount"`      // null without a redrive policy
 	DeadLetterQueue         *string    `json:"deadLetterQueue"`      // the DLQ's name, or null
 	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"` // visible messages of the DLQ, when watched
-	IsDeadLetterQueue       bool       `json:"isDeadLetterQueue"`
+	// IsDeadLetterQueue: a RedrivePolicy names the queue, or an EventBridge target's
+	// DeadLetterConfig does; DeadLetterKind says which ("sqs", "eventbridge-target"; an
+	// EventBridge target's wins when both do, since such a queue cannot be redriven).
+	IsDeadLetterQueue bool   `json:"isDeadLetterQueue"`
+	DeadLetterKind    string `json:"deadLetterKind,omitempty"`
 	// Tier: a dead-letter queue with a RedrivePolicy of its own, so also a source: a look at it
 	// spends its messages' receives, and it is sampled only when opted in.
 	Tier           bool       `json:"tier"`
@@ -84,9 +93,14 @@ type QueueSummary struct {
 	SampledAt      *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
 	Gone           bool       `json:"gone"`
 	RunningRedrive bool       `json:"runningRedrive"`
+	// Advice is what the configuration advisor found, worst first; never nil.
+	Advice []Advice `json:"advice"`
 	// Sparkline is the visible depth over the last hour, oldest first, for the overview.
 	Sparkline []float64 `json:"-"`
 }
+
+// Misconfigured reports whether the advisor found something on the queue.
+func (q QueueSummary) Misconfigured() bool { return len(q.Advice) > 0 }
 
 // MetricValue is the newest datapoint of one CloudWatch metric.
 type MetricValue struct {
@@ -135,6 +149,19 @@ type QueueDetail struct {
 	DeadLetterChain []string `json:"deadLetterChain"`
 	// MetricsProblem says which CloudWatch metrics are missing and why, "" when none are.
 	MetricsProblem string `json:"metricsProblem,omitempty"`
+	// Consumers are the Lambda event source mappings that drain the queue; never nil.
+	// ConsumersProblem says why they may be missing or old ("" when they are current).
+	Consumers        []Consumer `json:"consumers"`
+	ConsumersProblem string     `json:"consumersProblem,omitempty"`
+	// FedBy are the EventBridge rule targets that deliver to the queue; never nil.
+	FedBy []EventBridgeFeed `json:"fedBy"`
+	// DeadLetterOfTargets are the EventBridge rule targets that send their failed events here;
+	// never nil.
+	DeadLetterOfTargets []EventBridgeFeed `json:"deadLetterOfTargets"`
+	// Alarms are the CloudWatch alarms on the queue's metrics; never nil.
+	Alarms []AlarmView `json:"alarms"`
+	// RedriveUnavailable says why a dead-letter queue has no redrive, "" when it may have one.
+	RedriveUnavailable string `json:"redriveUnavailable,omitempty"`
 }
 
 // Point is one value of a time series.
@@ -192,7 +219,10 @@ type Message struct {
 	ToolCallID          string             `json:"toolCallId,omitempty"`
 	SessionID           string             `json:"sessionId,omitempty"`
 	NearMaxReceive      bool               `json:"nearMaxReceive"`
-	Attributes          []MessageAttribute `json:"attributes"`  // never nil
+	// EventBridgeFailure is why EventBridge could not deliver the event, for a message in an
+	// EventBridge target's dead-letter queue; null otherwise.
+	EventBridgeFailure *EventBridgeFailure `json:"eventBridgeFailure"`
+	Attributes         []MessageAttribute  `json:"attributes"` // never nil
 	BodyPreview         string             `json:"bodyPreview"` // the first 200 characters, one line
 	Body                string             `json:"body"`
 	BodySize            int                `json:"bodySize"`
@@ -334,8 +364,10 @@ type DLQDepth struct {
 }
 
 // QueueQuery filters the queue list: Health keeps those statuses (empty: all), DLQOnly keeps
-// dead-letter queues.
+// dead-letter queues, Misconfigured those with advice.
 type QueueQuery struct {
 	Health  []HealthStatus
 	DLQOnly bool
+	// Misconfigured keeps the queues the advisor found something on.
+	Misconfigured bool
 }

@@ -1,0 +1,381 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolq/toolq/internal/safetext"
+	"github.com/toolq/toolq/internal/store"
+)
+
+// What surrounds a queue (its Lambda consumers, the EventBridge rules that feed it or send it
+// their failures, the alarms on it), as the pages and the API show it, and the advisor's facts.
+
+// Dead-letter queue kinds (QueueSummary.DeadLetterKind).
+const (
+	// DeadLetterSQS: a RedrivePolicy names the queue; its messages are SQS messages a move task
+	// returns to their source.
+	DeadLetterSQS = "sqs"
+	// DeadLetterEventBridge: an EventBridge target's DeadLetterConfig names it; its messages are
+	// events that failed delivery.
+	DeadLetterEventBridge = "eventbridge-target"
+)
+
+// eventBridgeNoRedrive is why an EventBridge target's dead-letter queue has no redrive.
+const eventBridgeNoRedrive = "This is an EventBridge target's dead-letter queue: its messages are events EventBridge failed to deliver, " +
+	"to be put on the bus again (PutEvents) once the cause is fixed, not SQS messages a move task could return to a source queue. " +
+	"toolq does not redrive it."
+
+// Consumer is one Lambda event source mapping that drains a queue.
+type Consumer struct {
+	UUID                    string    `json:"uuid"`
+	Function                string    `json:"function"`
+	FunctionARN             string    `json:"functionArn"`
+	State                   string    `json:"state"`
+	StateReason             string    `json:"stateReason,omitempty"`
+	LastProcessingResult    string    `json:"lastProcessingResult,omitempty"`
+	BatchSize               int       `json:"batchSize"`
+	BatchingWindowSeconds   int       `json:"batchingWindowSeconds"`
+	ReportBatchItemFailures bool      `json:"reportBatchItemFailures"`
+	MaximumConcurrency      *int      `json:"maximumConcurrency"`     // null: not set
+	FunctionTimeoutSeconds  *int      `json:"functionTimeoutSeconds"` // null: unknown (FunctionError says why)
+	FunctionError           string    `json:"functionError,omitempty"`
+	ReadAt                  time.Time `json:"readAt"`
+}
+
+// EventBridgeFeed is one EventBridge rule target that delivers to a queue, or that names a
+// queue as its dead-letter queue.
+type EventBridgeFeed struct {
+	Bus       string `json:"bus"`
+	Rule      string `json:"rule"`
+	RuleARN   string `json:"ruleArn"`
+	RuleState string `json:"ruleState"`
+	TargetID  string `json:"targetId"`
+	// Target is the queue the rule delivers to (its name when watched, else its ARN).
+	Target    string `json:"target"`
+	TargetARN string `json:"targetArn"`
+	// DeadLetterQueue is the target's dead-letter queue, likewise; "" without one.
+	DeadLetterQueue    string    `json:"deadLetterQueue,omitempty"`
+	DeadLetterARN      string    `json:"deadLetterArn,omitempty"`
+	MaxEventAgeSeconds *int      `json:"maxEventAgeSeconds"` // null: not set (24 h)
+	MaxRetryAttempts   *int      `json:"maxRetryAttempts"`   // null: not set (185)
+	ReadAt             time.Time `json:"readAt"`
+}
+
+// AlarmView is one CloudWatch alarm on a queue's metric.
+type AlarmView struct {
+	Name           string     `json:"name"`
+	Metric         string     `json:"metric"`
+	State          string     `json:"state"`
+	StateReason    string     `json:"stateReason,omitempty"`
+	StateUpdatedAt *time.Time `json:"stateUpdatedAt"`
+	ActionsEnabled bool       `json:"actionsEnabled"`
+}
+
+// EventBridgeFailure is why EventBridge could not deliver an event now in a target's
+// dead-letter queue, from the message attributes it sets: ERROR_CODE, ERROR_MESSAGE, RULE_ARN,
+// TARGET_ARN and RETRY_ATTEMPTS.
+type EventBridgeFailure struct {
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	RuleARN       string `json:"ruleArn"`
+	TargetARN     string `json:"targetArn"`
+	RetryAttempts *int   `json:"retryAttempts"`
+}
+
+// Reason is the failure in one line, as a messages table shows it.
+func (f EventBridgeFailure) Reason() string {
+	if f.Message == "" {
+		return f.Code
+	}
+	return f.Code + ": " + f.Message
+}
+
+// eventBridgeFailure reads EventBridge's failure attributes from a dead-lettered event's message
+// attributes; ok is false without ERROR_CODE and RULE_ARN (not an EventBridge failure). It is the one reading of
+// these attributes, for the messages views and any general failure-reason column alike.
+func eventBridgeFailure(attrs []store.MessageAttribute) (EventBridgeFailure, bool) {
+	var f EventBridgeFailure
+	for _, a := range attrs {
+		switch a.Name {
+		case "ERROR_CODE":
+			f.Code = safetext.Line(a.Value, 128)
+		case "ERROR_MESSAGE":
+			f.Message = safetext.Line(a.Value, 1000)
+		case "RULE_ARN":
+			f.RuleARN = safetext.Line(a.Value, 512)
+		case "TARGET_ARN":
+			f.TargetARN = safetext.Line(a.Value, 512)
+		case "RETRY_ATTEMPTS":
+			if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil {
+				f.RetryAttempts = &n
+			}
+		}
+	}
+	// EventBridge sets both; a tool call's own attribute called ERROR_CODE is not its failure.
+	return f, f.Code != "" && f.RuleARN != ""
+}
+
+// topology is what the snapshot holds of the queues' surroundings, keyed for summarize.
+type topology struct {
+	mappings map[string][]store.EventSourceMapping // by queue ARN
+	feeds    map[string][]store.EventBridgeTarget  // by target ARN
+	failures map[string][]store.EventBridgeTarget  // by dead-letter queue ARN
+	alarms   map[[2]string][]store.QueueAlarm      // by region, queue name
+}
+
+// readTopology reads the stored mappings, targets and alarms.
+func (s *Service) readTopology(ctx context.Context) (topology, error) {
+	t := topology{
+		mappings: map[string][]store.EventSourceMapping{}, feeds: map[string][]store.EventBridgeTarget{},
+		failures: map[string][]store.EventBridgeTarget{}, alarms: map[[2]string][]store.QueueAlarm{},
+	}
+	mappings, err := s.store.EventSourceMappings(ctx)
+	if err != nil {
+		return t, fmt.Errorf("views: %w", err)
+	}
+	for _, m := range mappings {
+		t.mappings[m.QueueARN] = append(t.mappings[m.QueueARN], m)
+	}
+	targets, err := s.store.EventBridgeTargets(ctx)
+	if err != nil {
+		return t, fmt.Errorf("views: %w", err)
+	}
+	for _, tg := range targets {
+		// A disabled rule delivers nothing: it neither feeds a queue nor fails into one.
+		if tg.RuleState == "DISABLED" {
+			continue
+		}
+		t.feeds[tg.TargetARN] = append(t.feeds[tg.TargetARN], tg)
+		if tg.DeadLetterARN != "" {
+			t.failures[tg.DeadLetterARN] = append(t.failures[tg.DeadLetterARN], tg)
+		}
+	}
+	alarms, err := s.store.QueueAlarms(ctx)
+	if err != nil {
+		return t, fmt.Errorf("views: %w", err)
+	}
+	for _, a := range alarms {
+		k := [2]string{a.Region, a.QueueName}
+		t.alarms[k] = append(t.alarms[k], a)
+	}
+	return t, nil
+}
+
+// queueAlarms returns the alarms on q's metrics.
+func (t topology) queueAlarms(q store.Queue) []store.QueueAlarm {
+	return t.alarms[[2]string{q.Region, q.Name}]
+}
+
+// adviceFacts gathers one queue's facts for the advisor: from the snapshot, plus the few reads
+// only some queues need (the empty receives of a short-polling queue, the bodies of a FIFO queue
+// with content-based deduplication).
+func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue, groups []store.GroupBacklog) (adviceFacts, error) {
+	f := adviceFacts{
+		Now: snap.now, Queue: q, Mappings: snap.topology.mappings[q.ARN], Feeds: snap.topology.feeds[q.ARN],
+		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Region, "DescribeAlarms"), Groups: groups,
+	}
+	if a, ok := snap.latest[q.ID]; ok {
+		f.Latest = &a
+	}
+	if sample, ok := snap.samples[q.ID]; ok {
+		f.Sample = &sample
+	}
+	if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok && q.DeadLetterTargetARN != "" {
+		f.DLQ = &dlq
+	}
+	for _, a := range q.SourceARNs {
+		if src, ok := snap.byARN[a]; ok {
+			f.Sources = append(f.Sources, src)
+		}
+	}
+	if q.Attributes["ReceiveMessageWaitTimeSeconds"] == "0" {
+		points, err := s.store.MetricSeries(ctx, q.ID, "NumberOfEmptyReceives", snap.now.Add(-shortPollWindow), snap.now)
+		if err != nil {
+			return f, fmt.Errorf("views: queue %s: %w", q.Name, err)
+		}
+		f.EmptyReceives = points
+	}
+	if q.FIFO && q.Attributes["ContentBasedDeduplication"] == "true" {
+		bodies, err := s.sampledBodies(ctx, snap, q)
+		if err != nil {
+			return f, err
+		}
+		f.Bodies = bodies
+	}
+	return f, nil
+}
+
+// maxAdviceBodies bounds the bodies the content-deduplication rule reads per queue.
+const maxAdviceBodies = 20
+
+// sampledBodies returns bodies of q's messages as sampled: from its own newest sample, else those
+// of its dead-letter queue's newest sample that came from q.
+func (s *Service) sampledBodies(ctx context.Context, snap *snapshot, q store.Queue) ([]string, error) {
+	sampleID, fromDLQ := int64(0), false
+	if sample, ok := snap.samples[q.ID]; ok && sample.Seen > 0 {
+		sampleID = sample.ID
+	} else if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok {
+		if sample, ok := snap.samples[dlq.ID]; ok {
+			sampleID, fromDLQ = sample.ID, true
+		}
+	}
+	if sampleID == 0 {
+		return nil, nil
+	}
+	msgs, err := s.store.SampleMessages(ctx, sampleID, store.MessageFilter{Limit: maxAdviceBodies * 5})
+	if err != nil {
+		return nil, fmt.Errorf("views: bodies of %s: %w", q.Name, err)
+	}
+	var bodies []string
+	for _, m := range msgs {
+		if fromDLQ && m.DeadLetterSourceARN != q.ARN {
+			continue
+		}
+		bodies = append(bodies, m.Body)
+		if len(bodies) == maxAdviceBodies {
+			break
+		}
+	}
+	return bodies, nil
+}
+
+// consumersOf returns the queue's Lambda consumers as the queue page shows them.
+func consumersOf(mappings []store.EventSourceMapping) []Consumer {
+	out := make([]Consumer, 0, len(mappings))
+	for _, m := range mappings {
+		c := Consumer{
+			UUID: m.UUID, Function: functionName(m.FunctionARN), FunctionARN: m.FunctionARN, State: m.State,
+			StateReason: m.StateReason, LastProcessingResult: m.LastProcessingResult, BatchSize: m.BatchSize,
+			BatchingWindowSeconds: m.BatchingWindowSeconds, ReportBatchItemFailures: m.ReportBatchItemFailures,
+			FunctionError: m.FunctionError, ReadAt: m.ReadAt.UTC(),
+		}
+		if m.MaximumConcurrency > 0 {
+			n := m.MaximumConcurrency
+			c.MaximumConcurrency = &n
+		}
+		if m.FunctionTimeoutSeconds > 0 {
+			n := m.FunctionTimeoutSeconds
+			c.FunctionTimeoutSeconds = &n
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// feedsOf returns targets as the queue page shows them, queues named as the snapshot knows them.
+func feedsOf(snap *snapshot, targets []store.EventBridgeTarget) []EventBridgeFeed {
+	name := func(a string) string {
+		if q, ok := snap.byARN[a]; ok {
+			return q.Name
+		}
+		return a
+	}
+	out := make([]EventBridgeFeed, 0, len(targets))
+	for _, t := range targets {
+		f := EventBridgeFeed{
+			Bus: t.BusName, Rule: t.RuleName, RuleARN: t.RuleARN, RuleState: t.RuleState, TargetID: t.TargetID,
+			Target: name(t.TargetARN), TargetARN: t.TargetARN, DeadLetterARN: t.DeadLetterARN, ReadAt: t.ReadAt.UTC(),
+		}
+		if t.DeadLetterARN != "" {
+			f.DeadLetterQueue = name(t.DeadLetterARN)
+		}
+		if t.MaxEventAgeSeconds > 0 {
+			n := t.MaxEventAgeSeconds
+			f.MaxEventAgeSeconds = &n
+		}
+		if t.MaxRetryAttempts >= 0 {
+			n := t.MaxRetryAttempts
+			f.MaxRetryAttempts = &n
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// alarmsOf returns a queue's alarms as the queue page shows them, one per alarm.
+func alarmsOf(alarms []store.QueueAlarm) []AlarmView {
+	out := []AlarmView{}
+	for _, a := range alarms {
+		if slices.ContainsFunc(out, func(v AlarmView) bool { return v.Name == a.AlarmName }) {
+			continue
+		}
+		out = append(out, AlarmView{Name: a.AlarmName, Metric: a.MetricName, State: a.State, StateReason: a.StateReason,
+			StateUpdatedAt: timePtr(a.StateUpdatedAt), ActionsEnabled: a.ActionsEnabled})
+	}
+	return out
+}
+
+// AdviceList is GET /api/v1/advice: what the advisor found on every watched queue, the rules it
+// checks, and what it could not check.
+type AdviceList struct {
+	GeneratedAt time.Time `json:"generatedAt"`
+	// Advice is every rule that fires, worst first, then by queue; never nil.
+	Advice []Advice `json:"advice"`
+	// Rules are every rule, those turned off (--advice-off) marked; never nil.
+	Rules []AdviceRule `json:"rules"`
+	// Unchecked says which rules could not be checked where, and why; never nil.
+	Unchecked []AdviceGap `json:"unchecked"`
+}
+
+// AdviceGap is a set of rules toolq could not check in a region: what they read cannot be read.
+type AdviceGap struct {
+	Region string   `json:"region"`
+	Rules  []string `json:"rules"`
+	Reason string   `json:"reason"`
+}
+
+// AdviceQuery filters the advice: a queue (by id, 0: all), a rule id ("" all).
+type AdviceQuery struct {
+	QueueID int64
+	Rule    string
+}
+
+// Advice returns the advice on the watched queues.
+func (s *Service) Advice(ctx context.Context, aq AdviceQuery) (AdviceList, error) {
+	now := s.clock()
+	snap, err := s.gather(ctx, now, aq.QueueID)
+	if err != nil {
+		return AdviceList{}, err
+	}
+	out := AdviceList{GeneratedAt: now, Advice: []Advice{}, Rules: s.adviceRules(), Unchecked: snap.sight.adviceGaps()}
+	for _, q := range snap.queues {
+		if aq.QueueID != 0 && q.ID != aq.QueueID {
+			continue
+		}
+		sum, err := s.summarize(ctx, snap, q)
+		if err != nil {
+			return AdviceList{}, err
+		}
+		for _, a := range sum.Advice {
+			if aq.Rule == "" || a.Rule == aq.Rule {
+				out.Advice = append(out.Advice, a)
+			}
+		}
+	}
+	slices.SortStableFunc(out.Advice, func(a, b Advice) int {
+		return cmp.Or(cmp.Compare(b.Severity.rank(), a.Severity.rank()), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Region, b.Region))
+	})
+	return out, nil
+}
+
+// adviceRules returns the rule catalogue with the rules turned off marked.
+func (s *Service) adviceRules() []AdviceRule {
+	out := slices.Clone(AdviceRules)
+	for i := range out {
+		out[i].Off = s.adviceOff[out[i].ID]
+	}
+	return out
+}
+
+// The rules each unreadable source of facts leaves unchecked.
+var (
+	alarmRules       = []string{"dlq-no-alarm", "dlq-alarm-misses-moves", "alarm-firing"}
+	lambdaRules      = []string{"esm-no-batch-item-failures", "esm-no-maximum-concurrency", "visibility-below-6x-lambda-timeout", "esm-disabled", "esm-failing"}
+	eventBridgeRules = []string{"eventbridge-target-no-dlq", "eventbridge-max-event-age-long", "eventbridge-default-bus"}
+)
