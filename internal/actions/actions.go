@@ -74,7 +74,7 @@ const (
 // Error is a refused action: Code is stable for API clients, Message is safe to show.
 type Error struct {
 	Kind    Kind
-	Code    string // e.g. "read_only", "forbidden", "not_dead_letter_queue", "task_running", "no_task_running", "destination_not_found", "destination_type_mismatch", "redrive_not_allowed", "invalid_rate", "queue_not_found", "aws_error"
+	Code    string // e.g. "read_only", "forbidden", "not_dead_letter_queue", "task_running", "no_task_running", "destination_not_found", "destination_type_mismatch", "redrive_not_allowed", "invalid_rate", "queue_not_found", "eventbridge_dead_letter_queue", "aws_error"
 	Message string
 }
 
@@ -315,6 +315,12 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 	}
 	if q.Gone() {
 		return q, refuse(NotFound, "queue_not_found", "the queue %s no longer exists", q.Name)
+	}
+	if q.IsEventBridgeDeadLetterQueue() {
+		// Its messages were sent by EventBridge, not moved by a redrive policy: a move task has
+		// no source to return them to, and a destination would get events where tool calls go.
+		return q, refuse(Unprocessable, "eventbridge_dead_letter_queue",
+			"%s is an EventBridge target's dead-letter queue: its messages are events that failed delivery, to be put on the bus again (PutEvents) once the cause is fixed, not SQS messages a move task can return; toolq does not redrive it", q.Name)
 	}
 	if !q.IsDeadLetterQueue() {
 		return q, refuse(Unprocessable, "not_dead_letter_queue", "%s is not a dead-letter queue: no queue sends its failures there", q.Name)

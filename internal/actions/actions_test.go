@@ -456,3 +456,32 @@ func TestAWSCallsAreCounted(t *testing.T) {
 
 // rate is an optional move rate for a request.
 func rate(n int) string { return strconv.Itoa(n) }
+
+// TestEventBridgeDLQIsNeverRedriven: a move task out of an EventBridge target's dead-letter
+// queue is refused, with why, and audited, also when a RedrivePolicy names the queue too.
+func TestEventBridgeDLQIsNeverRedriven(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.CreateQueue(t, "audit", "", nil)
+	w.CreateQueue(t, "audit-events-dlq", "", nil)
+	w.Watch(t, "audit", "audit-events-dlq")
+	w.TargetDeadLetter(t, "audit", "audit-events-dlq")
+	// orders-dlq is an SQS DLQ with 25 messages; naming it a target's DLQ as well refuses it too.
+	w.TargetDeadLetter(t, "audit", "orders-dlq")
+	svc := w.Actions(actions.Options{})
+	for _, q := range []string{"audit-events-dlq", "orders-dlq"} {
+		_, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: q})
+		wantRefusal(t, err, "eventbridge_dead_letter_queue", actions.Unprocessable)
+		var ae *actions.Error
+		errors.As(err, &ae)
+		if !strings.Contains(ae.Message, "PutEvents") {
+			t.Errorf("refusal says %q; want why (events to put again)", ae.Message)
+		}
+		if e := lastAudit(t, w); e.Result != store.AuditRefused || e.QueueName != q {
+			t.Errorf("audit = %+v", e)
+		}
+		if got := liveTasks(t, w, q); len(got) != 0 {
+			t.Errorf("%s has move tasks %v", q, got)
+		}
+	}
+}

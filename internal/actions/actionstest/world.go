@@ -189,6 +189,24 @@ func (w *World) Watch(tb testing.TB, names ...string) {
 	}
 }
 
+// TargetDeadLetter stores, as the collector's topology loop would, an EventBridge rule whose
+// target delivers to the queue target and sends its failed events to the queue dlq.
+func (w *World) TargetDeadLetter(tb testing.TB, target, dlq string) {
+	tb.Helper()
+	ctx := context.Background()
+	targets, err := w.Store.EventBridgeTargets(ctx)
+	if err != nil {
+		tb.Fatalf("EventBridgeTargets: %v", err)
+	}
+	targets = append(targets, store.EventBridgeTarget{
+		Region: Region, BusName: "mcp", RuleName: "tool-call-completed", RuleARN: "arn:aws:events:" + Region + ":000000000000:rule/mcp/tool-call-completed",
+		RuleState: "ENABLED", TargetID: target + "-to-" + dlq, TargetARN: w.arn(target), DeadLetterARN: w.arn(dlq), MaxEventAgeSeconds: 3600, MaxRetryAttempts: 3, ReadAt: w.Now(),
+	})
+	if err := w.Store.ReplaceEventBridgeTargets(ctx, Region, targets); err != nil {
+		tb.Fatalf("ReplaceEventBridgeTargets: %v", err)
+	}
+}
+
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
