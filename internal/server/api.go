@@ -18,6 +18,7 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	api.GET("/openapi.json", s.openAPI)
 	api.GET("/summary", s.getSummary)
 	api.GET("/status", s.getStatus)
+	api.GET("/advice", s.getAdvice)
 	api.GET("/queues", s.listQueues)
 	api.GET("/queues/:queue", s.getQueue)
 	api.GET("/queues/:queue/metrics", s.getQueueMetric)

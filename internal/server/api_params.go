@@ -25,8 +25,21 @@ import (
 // escaped slashes, "..", control characters — is refused before it reaches the views.
 func queueParam(c echo.Context) (string, error) {
 	ref, err := url.PathUnescape(c.Param("queue"))
-	if err != nil || len(ref) > 256 || !arn.ValidQueueRef(ref) {
-		return "", newError(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or an SQS queue ARN")
+	if err != nil {
+		return "", errInvalidQueue()
+	}
+	return validQueueRef(ref)
+}
+
+// errInvalidQueue refuses a queue reference no queue can have.
+func errInvalidQueue() *apiError {
+	return newError(http.StatusBadRequest, "invalid_queue", "the queue must be a queue name or an SQS queue ARN")
+}
+
+// validQueueRef returns ref when it can name a queue (a name or an SQS ARN, at most 256 bytes).
+func validQueueRef(ref string) (string, error) {
+	if len(ref) > 256 || !arn.ValidQueueRef(ref) {
+		return "", errInvalidQueue()
 	}
 	return ref, nil
 }

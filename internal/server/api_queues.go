@@ -19,7 +19,7 @@ type queueList struct {
 	Queues []views.QueueSummary `json:"queues"`
 }
 
-// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true.
+// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true&misconfigured=true.
 func (s *Server) listQueues(c echo.Context) error {
 	var q views.QueueQuery
 	if h := c.QueryParam("health"); h != "" {
@@ -37,6 +37,9 @@ func (s *Server) listQueues(c echo.Context) error {
 		return err
 	}
 	q.DLQOnly = dlq
+	if q.Misconfigured, err = boolParam(c, "misconfigured"); err != nil {
+		return err
+	}
 	queues, err := s.opts.Views.Queues(c.Request().Context(), q)
 	if err != nil {
 		return err

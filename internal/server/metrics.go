@@ -86,11 +86,14 @@ var (
 	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
 	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 unknown (a rule could not be checked), 2 warning, 3 critical.", labels, nil)
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
+	// The labels are bounded: rule ids are a fixed list (views.AdviceRules), queues the watched ones.
+	descAdvice = prometheus.NewDesc("toolq_advice", "1 for each advisor rule that fires on a queue (GET /api/v1/advice says what and how to fix it); absent when it holds or is turned off.",
+		[]string{"rule", "queue", "region"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descScrapeErr} {
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descScrapeErr, descAdvice} {
 		ch <- d
 	}
 }
@@ -125,6 +128,9 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descDLQDepth, float64(qs.Visible))
 		}
 		gauge(descHealth, healthValue(qs.Health.Status))
+		for _, a := range qs.Advice {
+			ch <- prometheus.MustNewConstMetric(descAdvice, prometheus.GaugeValue, 1, a.Rule, qs.Name, qs.Region)
+		}
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 	"github.com/toolq/toolq/web/templates"
 )
 
-// overviewPage answers GET /?q=&sort=&dir=: every queue, filtered and sorted on the server so that
-// the links work without JavaScript; an HTMX request gets the table alone.
+// overviewPage answers GET /?q=&misconfigured=1&sort=&dir=: every queue, filtered (by name, and to
+// those the advisor found something on) and sorted on the server so that the links work without
+// JavaScript; an HTMX request gets the table alone.
 func (s *Server) overviewPage(c echo.Context) error {
 	q, err := textParam(c, "q", 200)
 	if err != nil {
@@ -26,13 +27,15 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	misconfigured := c.QueryParam("misconfigured") == "1"
 	p := templates.OverviewProps{
-		Page:     s.page(c, "Queues", "overview", live.Overview().String()),
-		Overview: ov,
-		Rows:     overviewRows(ov.Queues, q, sortKey, dir),
-		Sort:     sortKey,
-		Dir:      dir,
-		Query:    q,
+		Page:          s.page(c, "Queues", "overview", live.Overview().String()),
+		Overview:      ov,
+		Rows:          overviewRows(ov.Queues, q, misconfigured, sortKey, dir),
+		Sort:          sortKey,
+		Dir:           dir,
+		Query:         q,
+		Misconfigured: misconfigured,
 	}
 	p.Freshness = ov.Freshness
 	p.TopicInside = true // the table opens the websocket with its filter and sort
@@ -58,13 +61,17 @@ func sortParams(c echo.Context) (key, dir string) {
 	return key, dir
 }
 
-// overviewRows filters queues by a name fragment and sorts them by a column; the "health" order
-// is the views' own (unhealthy first, then by name), kept as it comes.
-func overviewRows(queues []views.QueueSummary, q, key, dir string) []templates.OverviewRow {
+// overviewRows filters queues by a name fragment (and to the misconfigured ones) and sorts them
+// by a column; the "health" order is the views' own (unhealthy first, then by name), kept as it
+// comes.
+func overviewRows(queues []views.QueueSummary, q string, misconfigured bool, key, dir string) []templates.OverviewRow {
 	needle := strings.ToLower(q)
 	rows := make([]templates.OverviewRow, 0, len(queues))
 	for _, qs := range queues {
 		if needle != "" && !strings.Contains(strings.ToLower(qs.Name), needle) {
+			continue
+		}
+		if misconfigured && !qs.Misconfigured() {
 			continue
 		}
 		rows = append(rows, templates.OverviewRow{QueueSummary: qs})
@@ -133,8 +140,8 @@ func (s *Server) overviewPush(ctx context.Context, view pageView) ([]byte, error
 	if sortKey == "" {
 		sortKey, dir = "health", "asc"
 	}
-	q := query.Get("q")
-	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, sortKey, dir), Sort: sortKey, Dir: dir, Query: q}
+	q, misconfigured := query.Get("q"), query.Get("misconfigured") == "1"
+	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, sortKey, dir), Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured}
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()

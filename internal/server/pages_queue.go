@@ -88,6 +88,11 @@ func (s *Server) queueProps(ctx context.Context, queueID int64, page templates.P
 			return p, fmt.Errorf("queue page: sample: %w", err)
 		}
 		p.Sample = &m
+		if d.RedriveUnavailable != "" {
+			// The page says why instead (an EventBridge target's DLQ holds events, not messages
+			// a move task can return).
+			break
+		}
 		r, err := s.redriveProps(ctx, d, page, who)
 		if err != nil {
 			return p, err

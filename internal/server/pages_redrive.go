@@ -71,6 +71,9 @@ func (s *Server) loadRedrive(c echo.Context) (templates.RedriveProps, error) {
 	if !d.IsDeadLetterQueue {
 		return templates.RedriveProps{}, newError(http.StatusNotFound, "not_dead_letter_queue", "this queue is no queue's dead-letter queue: there is nothing to redrive")
 	}
+	if d.RedriveUnavailable != "" {
+		return templates.RedriveProps{}, newError(http.StatusUnprocessableEntity, "eventbridge_dead_letter_queue", d.RedriveUnavailable)
+	}
 	// The panel's own page is not live: it is where browsers without JavaScript (hence without a
 	// websocket) land, and a queue topic's pushes target sections this page does not have.
 	page := s.page(c, "Redrive "+d.Name, "", "")

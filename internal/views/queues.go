@@ -25,17 +25,17 @@ const (
 // snapshot is what the queue views gather from the store in a few bulk reads, before any
 // per-queue work.
 type snapshot struct {
-	now     time.Time
-	queues  []store.Queue // every queue, gone ones included, by name
-	byARN   map[string]store.Queue
-	latest  map[int64]store.AttributeSample
-	peaks   map[int64][]store.DepthPeak      // each minute's visible peak within sparklineWindow
-	earlier map[int64]store.AttributeSample  // the growth rule's earlier sample
-	ages    map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
-	samples map[int64]store.Sample           // newest message sample
-	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
-	running map[int64]bool                   // queues with a running move task
-	tasks   []store.MoveTask                 // the running move tasks
+	now      time.Time
+	queues   []store.Queue // every queue, gone ones included, by name
+	byARN    map[string]store.Queue
+	latest   map[int64]store.AttributeSample
+	peaks    map[int64][]store.DepthPeak      // each minute's visible peak within sparklineWindow
+	earlier  map[int64]store.AttributeSample  // the growth rule's earlier sample
+	ages     map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
+	samples  map[int64]store.Sample           // newest message sample
+	errors   map[int64][]store.CollectorError // within ErrorWindow, newest first
+	running  map[int64]bool                   // queues with a running move task
+	tasks    []store.MoveTask                 // the running move tasks
 	sight    sightFacts
 	topology topology       // what surrounds the queues: consumers, rules, alarms
 	names    map[string]int // how many queues have each name, for links (QueueSummary.Ref)
@@ -302,6 +302,9 @@ func totals(qs []QueueSummary) Totals {
 		case HealthUnknown:
 			t.Unknown++
 		}
+		if q.Misconfigured() {
+			t.Misconfigured++
+		}
 		if q.Gone {
 			continue
 		}
@@ -330,6 +333,8 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 		CloudWatchUSDPerDay: c.CloudWatchUSDPerDay,
 		SQSRequestsPerDay:   c.SQSRequestsPerDay,
 		MetricsPerDay:       c.MetricsPerDay,
+		AlarmRequestsPerDay: c.AlarmRequestsPerDay,
+		FreeRequestsPerDay:  c.FreeRequestsPerDay,
 		At:                  timePtr(c.At),
 	}, nil
 }
@@ -425,6 +430,12 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 	d.FedBy = feedsOf(snap, snap.topology.feeds[q.ARN])
 	d.DeadLetterOfTargets = feedsOf(snap, snap.topology.failures[q.ARN])
 	d.Alarms = alarmsOf(snap.topology.queueAlarms(q))
+	d.AdviceGaps = []AdviceGap{}
+	for _, g := range snap.sight.adviceGaps() {
+		if g.Region == q.Region {
+			d.AdviceGaps = append(d.AdviceGaps, g)
+		}
+	}
 	if q.IsEventBridgeDeadLetterQueue() {
 		d.RedriveUnavailable = eventBridgeNoRedrive
 	}

@@ -110,6 +110,9 @@ func TestOverview(t *testing.T) {
 	if n := by["notifications"]; n.OldestMessageAgeSeconds == nil || *n.OldestMessageAgeSeconds != 600 || n.DeadLetterQueue != nil {
 		t.Errorf("notifications = %+v", n)
 	}
+	if a := by["notifications"].Advice; len(a) != 1 || a[0].Rule != "no-dlq" {
+		t.Errorf("notifications' advice = %+v, want no-dlq", a)
+	}
 	if sp := tc.Sparkline; len(sp) == 0 || len(sp) > 60 {
 		t.Errorf("sparkline has %d points; want 1..60", len(sp))
 	}
@@ -120,7 +123,9 @@ func TestOverview(t *testing.T) {
 		t.Errorf("SampledAt = %v", tc.SampledAt)
 	}
 
-	wantTotals := Totals{Queues: 7, Visible: 10 + 3 + 2 + 0 + 40 + 0 + 150, InFlight: 7, DLQMessages: 153, Warning: 3, Critical: 2}
+	// Misconfigured: the queues without a dead-letter queue whose attributes were read (the
+	// advisor's no-dlq), notifications among them.
+	wantTotals := Totals{Queues: 7, Visible: 10 + 3 + 2 + 0 + 40 + 0 + 150, InFlight: 7, DLQMessages: 153, Warning: 3, Critical: 2, Misconfigured: 2}
 	if ov.Totals != wantTotals {
 		t.Errorf("totals = %+v; want %+v", ov.Totals, wantTotals)
 	}

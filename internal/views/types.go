@@ -160,6 +160,9 @@ type QueueDetail struct {
 	DeadLetterOfTargets []EventBridgeFeed `json:"deadLetterOfTargets"`
 	// Alarms are the CloudWatch alarms on the queue's metrics; never nil.
 	Alarms []AlarmView `json:"alarms"`
+	// AdviceGaps are the advisor's rules that cannot be checked in the queue's region, and why;
+	// never nil.
+	AdviceGaps []AdviceGap `json:"adviceGaps"`
 	// RedriveUnavailable says why a dead-letter queue has no redrive, "" when it may have one.
 	RedriveUnavailable string `json:"redriveUnavailable,omitempty"`
 }
@@ -204,30 +207,30 @@ type Groups struct {
 
 // Message is a sampled message.
 type Message struct {
-	Cursor              string             `json:"-"`
-	MessageID           string             `json:"messageId"`
-	GroupID             string             `json:"groupId,omitempty"`
-	DeduplicationID     string             `json:"deduplicationId,omitempty"`
-	SequenceNumber      string             `json:"sequenceNumber,omitempty"`
-	ReceiveCount        int                `json:"receiveCount"`
-	SentAt              *time.Time         `json:"sentAt"`
-	FirstReceivedAt     *time.Time         `json:"firstReceivedAt"`
-	AgeSeconds          float64            `json:"ageSeconds"`
-	DeadLetterSourceARN string             `json:"deadLetterSourceArn,omitempty"`
-	DeadLetterSource    string             `json:"deadLetterSource,omitempty"` // the source queue's name
-	ToolName            string             `json:"toolName,omitempty"`
-	ToolCallID          string             `json:"toolCallId,omitempty"`
-	SessionID           string             `json:"sessionId,omitempty"`
-	NearMaxReceive      bool               `json:"nearMaxReceive"`
+	Cursor              string     `json:"-"`
+	MessageID           string     `json:"messageId"`
+	GroupID             string     `json:"groupId,omitempty"`
+	DeduplicationID     string     `json:"deduplicationId,omitempty"`
+	SequenceNumber      string     `json:"sequenceNumber,omitempty"`
+	ReceiveCount        int        `json:"receiveCount"`
+	SentAt              *time.Time `json:"sentAt"`
+	FirstReceivedAt     *time.Time `json:"firstReceivedAt"`
+	AgeSeconds          float64    `json:"ageSeconds"`
+	DeadLetterSourceARN string     `json:"deadLetterSourceArn,omitempty"`
+	DeadLetterSource    string     `json:"deadLetterSource,omitempty"` // the source queue's name
+	ToolName            string     `json:"toolName,omitempty"`
+	ToolCallID          string     `json:"toolCallId,omitempty"`
+	SessionID           string     `json:"sessionId,omitempty"`
+	NearMaxReceive      bool       `json:"nearMaxReceive"`
 	// EventBridgeFailure is why EventBridge could not deliver the event, for a message in an
 	// EventBridge target's dead-letter queue; null otherwise.
 	EventBridgeFailure *EventBridgeFailure `json:"eventBridgeFailure"`
-	Attributes         []MessageAttribute  `json:"attributes"` // never nil
-	BodyPreview         string             `json:"bodyPreview"` // the first 200 characters, one line
-	Body                string             `json:"body"`
-	BodySize            int                `json:"bodySize"`
-	BodyTruncated       bool               `json:"bodyTruncated"`
-	SampledAt           time.Time          `json:"sampledAt"`
+	Attributes         []MessageAttribute  `json:"attributes"`  // never nil
+	BodyPreview        string              `json:"bodyPreview"` // the first 200 characters, one line
+	Body               string              `json:"body"`
+	BodySize           int                 `json:"bodySize"`
+	BodyTruncated      bool                `json:"bodyTruncated"`
+	SampledAt          time.Time           `json:"sampledAt"`
 }
 
 // MessageAttribute is one SQS message attribute.
@@ -309,15 +312,21 @@ type Totals struct {
 	Unknown     int   `json:"unknown"`
 	Warning     int   `json:"warning"`
 	Critical    int   `json:"critical"`
+	// Misconfigured counts the queues the advisor found something on.
+	Misconfigured int `json:"misconfigured"`
 }
 
 // Cost is the estimated AWS cost per day of the collector.
 type Cost struct {
-	TotalUSDPerDay      float64    `json:"totalUsdPerDay"`
-	SQSUSDPerDay        float64    `json:"sqsUsdPerDay"`
-	CloudWatchUSDPerDay float64    `json:"cloudWatchUsdPerDay"`
-	SQSRequestsPerDay   float64    `json:"sqsRequestsPerDay"`
-	MetricsPerDay       float64    `json:"metricsPerDay"`
+	TotalUSDPerDay      float64 `json:"totalUsdPerDay"`
+	SQSUSDPerDay        float64 `json:"sqsUsdPerDay"`
+	CloudWatchUSDPerDay float64 `json:"cloudWatchUsdPerDay"`
+	SQSRequestsPerDay   float64 `json:"sqsRequestsPerDay"`
+	MetricsPerDay       float64 `json:"metricsPerDay"`
+	// AlarmRequestsPerDay are the DescribeAlarms calls (in CloudWatchUSDPerDay);
+	// FreeRequestsPerDay the Lambda and EventBridge listings, which AWS does not bill.
+	AlarmRequestsPerDay float64    `json:"alarmRequestsPerDay"`
+	FreeRequestsPerDay  float64    `json:"freeRequestsPerDay"`
 	At                  *time.Time `json:"at"`
 }
 

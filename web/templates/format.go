@@ -194,3 +194,61 @@ func HealthLabel(status views.HealthStatus) string {
 	}
 	return "Unknown"
 }
+
+// AdviceBadge maps an advice severity to a badge colour.
+func AdviceBadge(s views.AdviceSeverity) string {
+	switch s {
+	case views.AdviceCritical:
+		return "critical"
+	case views.AdviceWarning:
+		return "warning"
+	}
+	return "unknown"
+}
+
+// AlarmBadge maps a CloudWatch alarm state to a badge colour.
+func AlarmBadge(state string) string {
+	switch state {
+	case "ALARM":
+		return "critical"
+	case "OK":
+		return "ok"
+	}
+	return "unknown"
+}
+
+// AdviceTitle is the one-line list of what the advisor found, for a tooltip.
+func AdviceTitle(advice []views.Advice) string {
+	parts := make([]string, 0, len(advice))
+	for _, a := range advice {
+		parts = append(parts, a.Rule+": "+a.Finding)
+	}
+	return safetext.Line(strings.Join(parts, "; "), 500)
+}
+
+// YesNo says a setting is on or off.
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// OptInt writes an optional count, or what its absence means.
+func OptInt(n *int, none string) string {
+	if n == nil {
+		return none
+	}
+	return strconv.Itoa(*n)
+}
+
+// AnyEventBridgeFailure reports whether a message of msgs failed an EventBridge delivery: the
+// messages table then says why each did.
+func AnyEventBridgeFailure(msgs []views.Message) bool {
+	for _, m := range msgs {
+		if m.EventBridgeFailure != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -151,6 +151,16 @@ type OverviewProps struct {
 	Sort     string        // a SortColumn key or "health" (the default order)
 	Dir      string        // "asc" or "desc"
 	Query    string        // the filter
+	// Misconfigured keeps only the queues the advisor found something on.
+	Misconfigured bool
+}
+
+// misconfiguredParam is the overview's "misconfigured" filter as a query value.
+func (p OverviewProps) misconfiguredParam() string {
+	if p.Misconfigured {
+		return "1"
+	}
+	return ""
 }
 
 // SortURL returns the link of a column header: ascending, or descending when already ascending.
@@ -159,7 +169,23 @@ func (p OverviewProps) SortURL(key string) string {
 	if p.Sort == key && p.Dir == "asc" {
 		dir = "desc"
 	}
-	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}})
+	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+}
+
+// HealthSortURL returns the link of the health column: the default order, filters kept.
+func (p OverviewProps) HealthSortURL() string {
+	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+}
+
+// MisconfiguredURL returns the link that turns the "misconfigured" filter on, or off when on.
+func (p OverviewProps) MisconfiguredURL() string {
+	v := p.View()
+	if p.Misconfigured {
+		v.Del("misconfigured")
+	} else {
+		v.Set("misconfigured", "1")
+	}
+	return p.Nav.URL("/", v)
 }
 
 // View returns the filter and sort as query parameters, without the default order: what the
@@ -168,6 +194,9 @@ func (p OverviewProps) View() url.Values {
 	v := url.Values{}
 	if p.Query != "" {
 		v.Set("q", p.Query)
+	}
+	if p.Misconfigured {
+		v.Set("misconfigured", "1")
 	}
 	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
 		v.Set("sort", p.Sort)

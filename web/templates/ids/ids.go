@@ -77,3 +77,6 @@ func RedriveRefresh() string { return "redrive-refresh" }
 
 // AuditTable is the audit log's table.
 func AuditTable() string { return "audit-table" }
+
+// Advice is a queue page's configuration advice, pushed as collector cycles end.
+func Advice() string { return "advice" }
