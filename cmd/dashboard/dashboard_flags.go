@@ -31,6 +31,9 @@ type dashboardFlags struct {
 	oldestWarning, oldestCritical time.Duration
 	dlqCritical                   int64
 
+	lambda, eventBridge bool
+	adviceOff           []string
+
 	authMode            string
 	allowInsecureNoAuth bool
 	trustedProxies      []string
@@ -86,6 +89,10 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.oldestCritical, "oldest-age-critical", views.DefaultThresholds().OldestAgeCritical, "oldest message age that makes a queue 'critical'")
 	f.Int64(&d.dlqCritical, "dlq-depth-critical", views.DefaultThresholds().DLQDepthCritical, "dead-letter queue depth that is 'critical' (any message is 'warning')")
 
+	f.Bool(&d.lambda, "lambda", true, "read the Lambda event source mappings that drain the queues (lambda:ListEventSourceMappings, GetFunctionConfiguration; free)")
+	f.Bool(&d.eventBridge, "eventbridge", true, "read the EventBridge rules that feed the queues and their targets' dead-letter queues (events:List*; free)")
+	f.List(&d.adviceOff, "advice-off", nil, "advisor rule `id` not to check (repeatable or comma-separated; GET /api/v1/advice lists the ids)")
+
 	f.String(&d.authMode, "auth", "none", "authentication: none (loopback only), token (API tokens, browser login) or proxy (trusted X-Forwarded-User headers)")
 	f.Bool(&d.allowInsecureNoAuth, "allow-insecure-no-auth", false, "allow --auth none on a non-loopback address (anyone who can reach it can redrive)")
 	f.List(&d.trustedProxies, "trusted-proxy", nil, "`CIDR` of the authenticating proxy whose headers are trusted (repeatable)")
@@ -121,11 +128,17 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 	default:
 		return app.Config{}, &usageError{err: fmt.Errorf("--peek %q: want dlq or none", d.peek)}
 	}
+	for _, id := range d.adviceOff {
+		if _, ok := views.AdviceRuleByID(id); !ok {
+			return app.Config{}, &usageError{err: fmt.Errorf("--advice-off %q: no such rule; the rules are %s", id, strings.Join(views.AdviceRuleIDs(), ", "))}
+		}
+	}
 	return app.Config{
-		DBPath:  d.db,
-		Listen:  d.listen,
-		Version: version,
-		Commit:  commit,
+		DBPath:    d.db,
+		AdviceOff: d.adviceOff,
+		Listen:    d.listen,
+		Version:   version,
+		Commit:    commit,
 		Collector: collector.Options{
 			DiscoveryInterval:      d.discovery,
 			AttributesInterval:     d.attributes,
@@ -140,7 +153,9 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 				MaxMessages: int(d.peekMax),
 				BodyCap:     int(d.bodyCap),
 			},
-			ToolFields: collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
+			ToolFields:         collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
+			DisableLambda:      !d.lambda,
+			DisableEventBridge: !d.eventBridge,
 		},
 		Thresholds: views.Thresholds{
 			OldestAgeWarning:  d.oldestWarning,

@@ -16,11 +16,17 @@ import (
 )
 
 // refusing wraps the simulator in an endpoint that denies what a policy without the named
-// permissions would: every SQS call, and every CloudWatch call, each in its protocol's own
-// error shape, so that the stock clients return the typed AccessDenied errors AWS gives.
-func refusing(sim http.Handler, denySQS, denyCloudWatch bool) http.Handler {
+// permissions would: every SQS call, every CloudWatch call, every Lambda call, each in its
+// protocol's own error shape, so that the stock clients return the typed AccessDenied errors AWS
+// gives.
+func refusing(sim http.Handler, denySQS, denyCloudWatch, denyLambda bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case denyLambda && strings.HasPrefix(r.URL.Path, "/2015-03-31/"):
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "AccessDeniedException")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"Type":"User","message":"User: arn:aws:iam::123456789012:user/toolq is not authorized to perform: lambda:ListEventSourceMappings"}`)
 		case denyCloudWatch && strings.HasPrefix(r.URL.Path, "/service/"):
 			w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
 			w.Header().Set("Content-Type", "application/cbor")
@@ -48,19 +54,23 @@ func refusing(sim http.Handler, denySQS, denyCloudWatch bool) http.Handler {
 // permission it needs, and the gauges say so.
 func TestServeIsNeverGreenWhileBlind(t *testing.T) {
 	tests := []struct {
-		name            string
-		denySQS, denyCW bool
+		name                        string
+		denySQS, denyCW, denyLambda bool
 		wantText        []string
 		wantOp          string
 		wantMetric      string
 	}{
-		{"credentials denied for SQS", true, false,
+		{"credentials denied for SQS", true, false, false,
 			[]string{"toolq: CANNOT SEE us-east-1; ", "CANNOT SEE us-east-1: cannot list its queues: ListQueues failed with AccessDenied (needs sqs:ListQueues)"},
 			"ListQueues", `toolq_region_visible{region="us-east-1"} 0`},
-		{"CloudWatch refused", false, true,
+		{"CloudWatch refused", false, true, false,
 			[]string{"UNKNOWN web-search: oldest message age unknown: CloudWatch GetMetricData fails (AccessDenied)",
 				"CANNOT READ us-east-1: CloudWatch metrics are missing (oldest-message ages, sends, receives): GetMetricData failed with AccessDenied (needs cloudwatch:GetMetricData)"},
 			"GetMetricData", `toolq_aws_operation_failing{operation="GetMetricData",region="us-east-1"} 1`},
+		// A denied Lambda listing is no queue without consumers: it is a problem toolq names.
+		{"Lambda refused", false, false, true,
+			[]string{"CANNOT READ us-east-1: Lambda consumers (event source mappings) cannot be read: ListEventSourceMappings failed with AccessDeniedException (needs lambda:ListEventSourceMappings)"},
+			"ListEventSourceMappings", `toolq_aws_operation_failing{operation="ListEventSourceMappings",region="us-east-1"} 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +85,7 @@ func TestServeIsNeverGreenWhileBlind(t *testing.T) {
 			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String(`{"toolName":"search"}`)}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(refusing(sim, tt.denySQS, tt.denyCW))
+			srv := httptest.NewServer(refusing(sim, tt.denySQS, tt.denyCW, tt.denyLambda))
 			defer srv.Close()
 			base, _ := startServe(t, []string{"--endpoint-url", srv.URL, "--region", "us-east-1",
 				"--db", t.TempDir() + "/toolq.db", "--listen", "127.0.0.1:0", "--log-level", "error"})

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,6 +143,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		"--peek-source", "tool-calls*", "--peek-source", "exports",
 		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
 		"--attributes-interval", "30s",
+		"--lambda=false", "--advice-off", "no-dlq,short-polling", "--advice-off", "dlq-no-alarm",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +165,9 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		{"oldest critical", th.OldestAgeCritical, 20 * time.Minute},
 		{"DLQ critical", th.DLQDepthCritical, int64(7)},
 		{"stale after three attribute cycles", th.StaleAfter, 90 * time.Second},
+		{"Lambda off", cfg.dashboard.Collector.DisableLambda, true},
+		{"EventBridge on by default", cfg.dashboard.Collector.DisableEventBridge, false},
+		{"advice off, comma list and repeated", cfg.dashboard.AdviceOff, []string{"no-dlq", "short-polling", "dlq-no-alarm"}},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,6 +176,13 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 			}
 		})
 	}
+	t.Run("--advice-off with no such rule", func(t *testing.T) {
+		_, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{"--advice-off", "no-dql"})
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "no-dlq") {
+			t.Errorf("err = %v, want a usage error listing the rules", err)
+		}
+	})
 	for _, tt := range []struct {
 		peek    string
 		wantOff bool

@@ -50,6 +50,8 @@ type Config struct {
 	Collector collector.Options
 	// Thresholds of the health rules; zero fields take the defaults.
 	Thresholds views.Thresholds
+	// AdviceOff are the advisor's rules not to check (--advice-off), by id.
+	AdviceOff []string
 
 	Auth                auth.Config // Store, Logger filled in here
 	AllowInsecureNoAuth bool
@@ -94,7 +96,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bus := events.NewBus()
-	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds})
+	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
