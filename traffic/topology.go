@@ -29,6 +29,12 @@ const (
 	QueueExports = "exports"
 	// QueueExportsDLQ keeps messages one hour only: a misconfiguration that loses them.
 	QueueExportsDLQ = "exports-dlq"
+	// QueueToolCallAudit receives the ToolCallCompleted events of RuleToolCallCompleted; its
+	// MaximumMessageSize (8 KiB) refuses events that carry a large result.
+	QueueToolCallAudit = "tool-call-audit"
+	// QueueToolCallAuditDLQ is the rule target's dead-letter queue: the events EventBridge could
+	// not deliver, with its failure attributes. No RedrivePolicy names it.
+	QueueToolCallAuditDLQ = "tool-call-audit-dlq"
 )
 
 // Queue is one queue of the demo topology as created.
@@ -82,6 +88,12 @@ type queueSpec struct {
 	// giveUpAfter makes workers of a queue without DLQ delete a call after that many
 	// deliveries, the common (and lossy) stand-in for a DLQ.
 	giveUpAfter int
+	// maximumMessageSize is the queue's MaximumMessageSize in bytes; 0 leaves SQS's default.
+	maximumMessageSize int
+	// auditLog makes the workers an audit logger: they record each event and delete it.
+	auditLog bool
+	// eventTargetDLQ marks an EventBridge target's dead-letter queue: a DLQ no RedrivePolicy names.
+	eventTargetDLQ bool
 }
 
 const day = 24 * time.Hour
@@ -99,6 +111,7 @@ func demoQueues(visibility time.Duration) []queueSpec {
 		{name: QueueToolCallsDLQ, fifo: true, retention: 14 * day},
 		{name: QueueWebSearchDLQ, retention: 14 * day},
 		{name: QueueExportsDLQ, retention: time.Hour},
+		{name: QueueToolCallAuditDLQ, retention: 14 * day, eventTargetDLQ: true},
 		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(8 * time.Second), retention: 4 * day,
 			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 3, workers: 3, batch: 1},
 		{name: QueueWebSearch, visibilityTimeout: vt(6 * time.Second), retention: 4 * day,
@@ -107,6 +120,8 @@ func demoQueues(visibility time.Duration) []queueSpec {
 			workers: 1, batch: 10, giveUpAfter: 8},
 		{name: QueueExports, visibilityTimeout: vt(10 * time.Second), retention: 4 * day,
 			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true},
+		{name: QueueToolCallAudit, visibilityTimeout: vt(30 * time.Second), retention: day,
+			maximumMessageSize: auditMaxMessageSize, workers: 1, batch: 10, auditLog: true},
 	}
 }
 
@@ -125,6 +140,9 @@ func setup(ctx context.Context, client *sqs.Client, specs []queueSpec) (Topology
 		}
 		if spec.visibilityTimeout > 0 {
 			attrs[string(types.QueueAttributeNameVisibilityTimeout)] = seconds(spec.visibilityTimeout)
+		}
+		if spec.maximumMessageSize > 0 {
+			attrs[string(types.QueueAttributeNameMaximumMessageSize)] = strconv.Itoa(spec.maximumMessageSize)
 		}
 		if spec.fifo {
 			attrs[string(types.QueueAttributeNameContentBasedDeduplication)] = "false"
@@ -195,13 +213,16 @@ func ensureQueue(ctx context.Context, client *sqs.Client, spec queueSpec, attrs 
 func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
 
 // SourceQueueNames returns the names of the demo's source queues (those no queue uses as its
-// dead-letter queue), which the demo opts in to message sampling.
+// dead-letter queue, and no EventBridge target), which the demo opts in to message sampling.
 func SourceQueueNames() []string {
 	specs := demoQueues(0)
 	dlqs := make(map[string]bool)
 	for _, q := range specs {
 		if q.deadLetter != "" {
 			dlqs[q.deadLetter] = true
+		}
+		if q.eventTargetDLQ {
+			dlqs[q.name] = true
 		}
 	}
 	var names []string

@@ -1,9 +1,12 @@
 // Package traffic produces synthetic MCP tool-call traffic on SQS for the demo: ordered
 // sessions on a FIFO queue, independent calls on standard queues, workers that long-poll,
 // take realistic times and delete what succeeds, poison pills that end in the DLQs, a FIFO
-// session blocked behind its failing head, bursts, and hostile text in tool arguments.
+// session blocked behind its failing head, bursts, and hostile text in tool arguments. With
+// Options.Integrations, workers also announce completed calls on an EventBridge bus whose rule
+// feeds an audit queue (oversized events fail into its target dead-letter queue), and a Lambda
+// event source mapping and an alarm complete the seeds' patterns.
 //
-// It talks to SQS only through the stock *sqs.Client, so it can drive any endpoint: the
+// It talks to AWS only through the stock clients, so it can drive any endpoint: the
 // embedded simulator, kumo or a real account. What it decides (which calls, when, which
 // attempts fail) follows from Options.Seed alone; only the wall-clock pacing varies.
 package traffic
@@ -34,6 +37,9 @@ type Options struct {
 	WaitTime time.Duration
 	// StatsEvery is how often a summary is logged at info level. Default one minute.
 	StatsEvery time.Duration
+	// Integrations, when set, add the demo's EventBridge bus (workers publish every completed
+	// tool call on it), its Lambda consumer of web-search and its alarm (see Integrate).
+	Integrations Integrations
 }
 
 // Generator produces and consumes the demo traffic.
@@ -47,7 +53,7 @@ type Generator struct {
 
 // stats counts what the generator did, for the periodic summary.
 type stats struct {
-	sent, succeeded, failed, dropped, sendErrors atomic.Int64
+	sent, succeeded, failed, dropped, sendErrors, events atomic.Int64
 }
 
 // New returns a Generator that uses client.
@@ -78,6 +84,9 @@ func New(client *sqs.Client, opts Options) *Generator {
 // when ctx ends and an error only if the topology cannot be set up.
 func (g *Generator) Run(ctx context.Context) error {
 	topo, err := setup(ctx, g.client, g.specs)
+	if err == nil {
+		err = Integrate(ctx, topo, g.opts.Integrations)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -123,7 +132,7 @@ func (g *Generator) logStats(ctx context.Context) {
 			g.log.Info("traffic summary",
 				"sent", g.stats.sent.Load(), "succeeded", g.stats.succeeded.Load(),
 				"failed_attempts", g.stats.failed.Load(), "dropped", g.stats.dropped.Load(),
-				"send_errors", g.stats.sendErrors.Load())
+				"send_errors", g.stats.sendErrors.Load(), "events", g.stats.events.Load())
 		}
 	}
 }

@@ -58,8 +58,8 @@ func TestSetupCreatesTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Setup again: %v", err)
 	}
-	if len(topo.Queues) != 7 {
-		t.Fatalf("%d queues, want 7", len(topo.Queues))
+	if len(topo.Queues) != 9 {
+		t.Fatalf("%d queues, want 9", len(topo.Queues))
 	}
 
 	tests := []struct {
@@ -70,6 +70,7 @@ func TestSetupCreatesTopology(t *testing.T) {
 		deadLetter     string
 		maxReceive     float64
 		contentDedupOn bool
+		maxSize        string
 	}{
 		{queue: QueueToolCalls, fifo: true, retention: "345600", visibility: "8", deadLetter: QueueToolCallsDLQ, maxReceive: 3},
 		{queue: QueueToolCallsDLQ, fifo: true, retention: "1209600"},
@@ -78,6 +79,8 @@ func TestSetupCreatesTopology(t *testing.T) {
 		{queue: QueueNotifications, retention: "86400", visibility: "5"},
 		{queue: QueueExports, retention: "345600", visibility: "10", deadLetter: QueueExportsDLQ, maxReceive: 3},
 		{queue: QueueExportsDLQ, retention: "3600"},
+		{queue: QueueToolCallAudit, retention: "86400", visibility: "30", maxSize: "8192"},
+		{queue: QueueToolCallAuditDLQ, retention: "1209600"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.queue, func(t *testing.T) {
@@ -100,6 +103,9 @@ func TestSetupCreatesTopology(t *testing.T) {
 			}
 			if tt.visibility != "" && attrs["VisibilityTimeout"] != tt.visibility {
 				t.Errorf("VisibilityTimeout %s, want %s", attrs["VisibilityTimeout"], tt.visibility)
+			}
+			if tt.maxSize != "" && attrs["MaximumMessageSize"] != tt.maxSize {
+				t.Errorf("MaximumMessageSize %s, want %s", attrs["MaximumMessageSize"], tt.maxSize)
 			}
 			if attrs["QueueArn"] != q.ARN {
 				t.Errorf("QueueArn %s, Queue.ARN %s", attrs["QueueArn"], q.ARN)

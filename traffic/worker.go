@@ -80,6 +80,11 @@ func (w *worker) run(ctx context.Context) {
 
 // handle runs one delivery of a tool call.
 func (w *worker) handle(ctx context.Context, m types.Message) {
+	if w.spec.auditLog {
+		// An audit logger writes the event down and is done: nothing in it can fail.
+		w.delete(ctx, w.log, m.ReceiptHandle)
+		return
+	}
 	receiveCount, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	server := ""
 	if v, ok := m.MessageAttributes["mcpServer"]; ok {
@@ -111,6 +116,7 @@ func (w *worker) handle(ctx context.Context, m types.Message) {
 	case res.Err == nil:
 		w.g.stats.succeeded.Add(1)
 		w.delete(ctx, log, m.ReceiptHandle)
+		w.g.publishCompleted(ctx, server, call, res.Duration)
 	case w.spec.giveUpAfter > 0 && receiveCount >= w.spec.giveUpAfter:
 		// Without a DLQ the worker is the last line: it drops the call and the data is gone.
 		// That is the scenario the demo stages for the notifications queue, not a fault of the

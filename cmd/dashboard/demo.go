@@ -135,8 +135,14 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	}
 	// The demo's queues exist before the collector's first discovery, so the first page
 	// already lists them all.
-	if _, err := traffic.Setup(ctx, clients.SQS); err != nil {
+	topo, err := traffic.Setup(ctx, clients.SQS)
+	if err != nil {
 		return fmt.Errorf("demo: create the demo queues: %w", err)
+	}
+	// And the bus, rule, Lambda consumer and alarm, so that the first topology cycle finds them.
+	integrations := traffic.Integrations{EventBridge: clients.EventBridge, Lambda: clients.Lambda, CloudWatch: clients.CloudWatch}
+	if err := traffic.Integrate(ctx, topo, integrations); err != nil {
+		return fmt.Errorf("demo: set up the demo's EventBridge, Lambda and alarm: %w", err)
 	}
 	dcfg.Regions = []app.Region{{Name: cfg.region, Clients: clients}}
 	dcfg.Logger = log
@@ -154,7 +160,7 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		loops.Wait()
 	}()
 	loops.Go(func() { sim.Run(bg) })
-	loops.Go(func() { runTraffic(bg, clients.SQS, cfg.seed, log) })
+	loops.Go(func() { runTraffic(bg, clients, cfg.seed, log) })
 
 	// 5. The dashboard runs until a signal, then stops in order (HTTP server, collector,
 	// websockets, database); the traffic and the simulator stop after it (deferred above).

@@ -147,11 +147,11 @@ func TestDemoFailsOnTakenDashboardPort(t *testing.T) {
 
 func newTestClient(t *testing.T, endpoint string) *sqs.Client {
 	t.Helper()
-	client, err := newSimClient(t.Context(), endpoint, "us-east-1")
+	clients, err := newSimClients(t.Context(), endpoint, "us-east-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client
+	return clients.SQS
 }
 
 // testDashboard is the dashboard part of a demo in tests: the defaults of `demo`'s flags.

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/sqsim"
 	"github.com/toolq/toolq/traffic"
@@ -75,13 +73,13 @@ func serveSim(ctx context.Context, cfg simConfig, sim *sqsim.Simulator, ln net.L
 	var loops sync.WaitGroup
 	loops.Go(func() { sim.Run(ctx) })
 	if cfg.traffic {
-		client, err := newSimClient(ctx, endpoint, cfg.region)
+		clients, err := newSimClients(ctx, endpoint, cfg.region)
 		if err != nil {
 			stop()
 			loops.Wait()
 			return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
 		}
-		loops.Go(func() { runTraffic(ctx, client, cfg.seed, log) })
+		loops.Go(func() { runTraffic(ctx, clients, cfg.seed, log) })
 	}
 
 	var err error
@@ -128,19 +126,20 @@ func newSimServer(sim *sqsim.Simulator) *http.Server {
 	return &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 }
 
-// newSimClient returns a stock SQS client for the simulator at endpoint.
-func newSimClient(ctx context.Context, endpoint, region string) (*sqs.Client, error) {
+// newSimClients returns the stock clients for the simulator at endpoint.
+func newSimClients(ctx context.Context, endpoint, region string) (awsconf.Clients, error) {
 	clients, err := awsconf.Load(ctx, awsconf.Options{Region: region, EndpointURL: endpoint, StaticCredentials: true})
 	if err != nil {
-		return nil, fmt.Errorf("simulator client: %w", err)
+		return awsconf.Clients{}, fmt.Errorf("simulator client: %w", err)
 	}
-	return clients.SQS, nil
+	return clients, nil
 }
 
-// runTraffic runs the synthetic traffic until ctx ends; a failure is logged, not fatal, since
-// the simulator stays useful without it.
-func runTraffic(ctx context.Context, client *sqs.Client, seed int64, log *slog.Logger) {
-	if err := traffic.New(client, traffic.Options{Seed: seed, Logger: log}).Run(ctx); err != nil {
+// runTraffic runs the synthetic traffic until ctx ends, with the demo's EventBridge bus, Lambda
+// consumer and alarm; a failure is logged, not fatal, since the simulator stays useful without it.
+func runTraffic(ctx context.Context, clients awsconf.Clients, seed int64, log *slog.Logger) {
+	in := traffic.Integrations{EventBridge: clients.EventBridge, Lambda: clients.Lambda, CloudWatch: clients.CloudWatch}
+	if err := traffic.New(clients.SQS, traffic.Options{Seed: seed, Logger: log, Integrations: in}).Run(ctx); err != nil {
 		log.Error("traffic stopped", "err", err)
 	}
 }
