@@ -56,9 +56,9 @@ func TestServeIsNeverGreenWhileBlind(t *testing.T) {
 	tests := []struct {
 		name                        string
 		denySQS, denyCW, denyLambda bool
-		wantText        []string
-		wantOp          string
-		wantMetric      string
+		wantText                    []string
+		wantOp                      string
+		wantMetric                  string
 	}{
 		{"credentials denied for SQS", true, false, false,
 			[]string{"toolq: CANNOT SEE us-east-1; ", "CANNOT SEE us-east-1: cannot list its queues: ListQueues failed with AccessDenied (needs sqs:ListQueues)"},
