@@ -15,6 +15,7 @@ var demoQueues = []string{
 	"web-search", "web-search-dlq",
 	"notifications",
 	"exports", "exports-dlq",
+	"tool-call-audit", "tool-call-audit-dlq",
 }
 
 // overviewRowsJS reads the overview's rows as the user sees them: each row's id, queue name and
