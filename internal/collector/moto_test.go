@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,6 +178,116 @@ func TestAgainstMoto(t *testing.T) {
 			if n := m.Attributes["ApproximateReceiveCount"]; n != "1" {
 				t.Errorf("%s: message received %s times by now, want 1 (this receive): toolq received it", u, n)
 			}
+		}
+	}
+}
+
+// topologyFacts is what the topology loop stored, with account ids and UUIDs left out, so that
+// two endpoints' readings of the same world compare equal.
+type topologyFacts struct {
+	Watched         []string
+	Mappings        []string
+	Targets         []string
+	EventBridgeDLQs []string
+}
+
+func readTopologyFacts(t *testing.T, st *store.Store) topologyFacts {
+	t.Helper()
+	ctx := context.Background()
+	var f topologyFacts
+	queues, err := st.ListQueues(ctx, store.QueueFilter{})
+	must(t, err)
+	for _, q := range queues {
+		f.Watched = append(f.Watched, q.Name)
+		if q.IsEventBridgeDeadLetterQueue() {
+			f.EventBridgeDLQs = append(f.EventBridgeDLQs, q.Name)
+		}
+	}
+	mappings, err := st.EventSourceMappings(ctx)
+	must(t, err)
+	for _, m := range mappings {
+		f.Mappings = append(f.Mappings, fmt.Sprintf("%s ← %s: state %s, batch %d, window %d, item failures %v, max concurrency %d, timeout %d",
+			arnName(m.QueueARN), arnName(m.FunctionARN), m.State, m.BatchSize, m.BatchingWindowSeconds, m.ReportBatchItemFailures, m.MaximumConcurrency, m.FunctionTimeoutSeconds))
+	}
+	targets, err := st.EventBridgeTargets(ctx)
+	must(t, err)
+	for _, tg := range targets {
+		f.Targets = append(f.Targets, fmt.Sprintf("%s/%s (%s) → %s [%s], DLQ %s, max age %d, retries %d",
+			tg.BusName, tg.RuleName, tg.RuleState, arnName(tg.TargetARN), tg.TargetID, arnName(tg.DeadLetterARN), tg.MaxEventAgeSeconds, tg.MaxRetryAttempts))
+	}
+	slices.Sort(f.Mappings)
+	slices.Sort(f.Targets)
+	return f
+}
+
+// arnName is the last field of an ARN (a queue's or a function's name).
+func arnName(a string) string {
+	if i := strings.LastIndexByte(a, ':'); i >= 0 {
+		return a[i+1:]
+	}
+	return a
+}
+
+// motoRole creates the IAM role moto requires of a Lambda function. toolq has no IAM client: the
+// request is IAM's query protocol by hand, which moto routes by the service of its credential
+// scope (it checks no signature).
+func motoRole(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/", strings.NewReader("Action=CreateRole&Version=2010-05-08&RoleName=web-search-worker&AssumeRolePolicyDocument=%7B%7D"))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0")
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("moto CreateRole: %d %s", res.StatusCode, body)
+	}
+	return "arn:aws:iam::123456789012:role/web-search-worker"
+}
+
+// TestTopologyAgreesWithMoto builds the same Lambda consumer and EventBridge rule in the
+// simulator and in moto and runs discovery and the topology loop against each through the stock
+// clients: what toolq stores of both (mappings with their function's timeout, targets with their
+// dead-letter queues and retry policies, which queue is an EventBridge target's DLQ, that it is
+// watched though outside the selection) is the same. moto speaks no CBOR, so alarms are left out
+// on both sides.
+func TestTopologyAgreesWithMoto(t *testing.T) {
+	url := startMoto(t)
+	ctx := context.Background()
+	moto, err := awsconf.Load(ctx, awsconf.Options{Region: "us-east-1", EndpointURL: url, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond})
+	must(t, err)
+	moto.CloudWatch = nil
+	setupTopology(t, ctx, moto, motoRole(t, url))
+
+	e := newEnv(t)
+	setupTopology(t, ctx, awsconf.Clients{SQS: e.sqs, Lambda: e.fn, EventBridge: e.eb}, "arn:aws:iam::000000000000:role/web-search-worker")
+
+	read := func(st *store.Store, r Region) topologyFacts {
+		c, err := New(Options{Regions: []Region{r}, Store: st, Now: e.clock.Now, Backfill: -1, QueuePrefixes: []string{"web-search", "audit"}})
+		must(t, err)
+		must(t, c.Discover(ctx))
+		must(t, c.CycleTopology(ctx))
+		return readTopologyFacts(t, st)
+	}
+	motoStore, err := store.Open(ctx, filepath.Join(t.TempDir(), "moto.db"))
+	must(t, err)
+	t.Cleanup(func() { motoStore.Close() })
+	gotMoto := read(motoStore, Region{Name: "us-east-1", SQS: moto.SQS, Lambda: moto.Lambda, EventBridge: moto.EventBridge})
+	gotSim := read(e.store, Region{Name: "us-east-1", SQS: e.sqs, Lambda: e.fn, EventBridge: e.eb})
+
+	if fmt.Sprint(gotMoto) != fmt.Sprint(gotSim) {
+		t.Errorf("moto and the simulator disagree:\nmoto      %+v\nsimulator %+v", gotMoto, gotSim)
+	}
+	if !slices.Equal(gotSim.EventBridgeDLQs, []string{"failed-audit-events"}) || len(gotSim.Mappings) != 1 || len(gotSim.Targets) != 1 {
+		t.Errorf("simulator's reading = %+v", gotSim)
+	}
+	st, err := motoStore.OperationStatuses(ctx)
+	must(t, err)
+	for _, o := range st {
+		if o.Failing() {
+			t.Errorf("against moto %s fails: %s %s", o.Operation, o.FailureCode, o.FailureMessage)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"archive/zip"
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,6 +20,8 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/store"
@@ -35,50 +40,71 @@ type topologyWorld struct {
 
 func (e *env) topologyWorld() topologyWorld {
 	e.t.Helper()
+	return setupTopology(e.t, e.ctx, awsconf.Clients{SQS: e.sqs, Lambda: e.fn, EventBridge: e.eb, CloudWatch: e.cw}, "arn:aws:iam::000000000000:role/worker")
+}
+
+// setupTopology builds the world through the stock clients of any endpoint; without a
+// CloudWatch client (moto speaks no CBOR) it sets no alarm.
+func setupTopology(t testing.TB, ctx context.Context, c awsconf.Clients, role string) topologyWorld {
+	t.Helper()
+	create := func(name string, attrs map[string]string) (string, string) {
+		out, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		must(t, err)
+		a, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		must(t, err)
+		return aws.ToString(out.QueueUrl), a.Attributes["QueueArn"]
+	}
 	var w topologyWorld
 	var webDLQARN string
-	w.webDLQURL, webDLQARN = e.createQueue("web-search-dlq", nil)
-	w.webURL, w.webARN = e.createQueue("web-search", map[string]string{
+	w.webDLQURL, webDLQARN = create("web-search-dlq", nil)
+	w.webURL, w.webARN = create("web-search", map[string]string{
 		"VisibilityTimeout": "60",
 		"RedrivePolicy":     `{"deadLetterTargetArn":"` + webDLQARN + `","maxReceiveCount":3}`,
 	})
-	w.auditURL, w.auditARN = e.createQueue("audit", map[string]string{"MaximumMessageSize": "1024"})
-	w.failedURL, w.failedARN = e.createQueue("failed-audit-events", nil)
+	w.auditURL, w.auditARN = create("audit", map[string]string{"MaximumMessageSize": "1024"})
+	w.failedURL, w.failedARN = create("failed-audit-events", nil)
 
-	_, err := e.fn.CreateFunction(e.ctx, &lambda.CreateFunctionInput{
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	f, err := zw.Create("index.js")
+	must(t, err)
+	io.WriteString(f, "exports.handler = async () => ({ batchItemFailures: [] });")
+	must(t, zw.Close())
+	_, err = c.Lambda.CreateFunction(ctx, &lambda.CreateFunctionInput{
 		FunctionName: aws.String("web-search-worker"), Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"),
-		Role: aws.String("arn:aws:iam::000000000000:role/worker"), Timeout: aws.Int32(30),
-		Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")},
+		Role: aws.String(role), Timeout: aws.Int32(30), Code: &lambdatypes.FunctionCode{ZipFile: zipped.Bytes()},
 	})
-	must(e.t, err)
-	_, err = e.fn.CreateEventSourceMapping(e.ctx, &lambda.CreateEventSourceMappingInput{
+	must(t, err)
+	_, err = c.Lambda.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
 		FunctionName: aws.String("web-search-worker"), EventSourceArn: aws.String(w.webARN), BatchSize: aws.Int32(10),
 		FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
 	})
-	must(e.t, err)
+	must(t, err)
 
-	_, err = e.eb.CreateEventBus(e.ctx, &eventbridge.CreateEventBusInput{Name: aws.String("mcp")})
-	must(e.t, err)
-	rule, err := e.eb.PutRule(e.ctx, &eventbridge.PutRuleInput{
+	_, err = c.EventBridge.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String("mcp")})
+	must(t, err)
+	rule, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{
 		Name: aws.String("tool-call-completed"), EventBusName: aws.String("mcp"),
 		EventPattern: aws.String(`{"source":["mcp.tools"],"detail-type":["ToolCallCompleted"]}`),
 	})
-	must(e.t, err)
+	must(t, err)
 	w.ruleARN = aws.ToString(rule.RuleArn)
-	_, err = e.eb.PutTargets(e.ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tool-call-completed"), EventBusName: aws.String("mcp"),
+	_, err = c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("tool-call-completed"), EventBusName: aws.String("mcp"),
 		Targets: []ebtypes.Target{{Id: aws.String("audit"), Arn: aws.String(w.auditARN),
 			DeadLetterConfig: &ebtypes.DeadLetterConfig{Arn: aws.String(w.failedARN)},
 			RetryPolicy:      &ebtypes.RetryPolicy{MaximumEventAgeInSeconds: aws.Int32(3600), MaximumRetryAttempts: aws.Int32(3)}}},
 	})
-	must(e.t, err)
+	must(t, err)
 
-	_, err = e.cw.PutMetricAlarm(e.ctx, &cloudwatch.PutMetricAlarmInput{
-		AlarmName: aws.String("web-search-dlq-depth"), Namespace: aws.String("AWS/SQS"), MetricName: aws.String("ApproximateNumberOfMessagesVisible"),
-		Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("web-search-dlq")}},
-		Statistic:  cwtypes.StatisticMaximum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1),
-		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold,
-	})
-	must(e.t, err)
+	if c.CloudWatch != nil {
+		_, err = c.CloudWatch.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
+			AlarmName: aws.String("web-search-dlq-depth"), Namespace: aws.String("AWS/SQS"), MetricName: aws.String("ApproximateNumberOfMessagesVisible"),
+			Dimensions: []cwtypes.Dimension{{Name: aws.String("QueueName"), Value: aws.String("web-search-dlq")}},
+			Statistic:  cwtypes.StatisticMaximum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1),
+			ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold,
+		})
+		must(t, err)
+	}
 	return w
 }
 
