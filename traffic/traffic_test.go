@@ -3,7 +3,6 @@ package traffic
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -20,14 +19,8 @@ import (
 // SQS client for it.
 func newSim(t *testing.T) (*sqsim.Simulator, *sqs.Client) {
 	t.Helper()
-	sim := sqsim.New(sqsim.Options{Seed: 1})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { sim.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return sim, newClient(t, srv.URL)
+	sim, clients := newSimClients(t)
+	return sim, clients.SQS
 }
 
 func queueAttributes(t *testing.T, client *sqs.Client, url string) map[string]string {

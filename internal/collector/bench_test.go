@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -70,6 +74,45 @@ func BenchmarkMetricsCycle1000Queues(b *testing.B) {
 		queries += n
 	}
 	b.ReportMetric(float64(queries)/float64(b.N), "queries/op")
+}
+
+// BenchmarkTopologyCycle1000Queues measures one topology cycle over 1,000 queues with 20 ms
+// per call, 100 of them drained by a Lambda function each and 100 fed by an EventBridge rule:
+// 1,000 ListEventSourceMappings and 100 GetFunctionConfiguration, Concurrency at a time for the
+// first, and one region's serial EventBridge listing (1 + 2 buses + 100 rules) and DescribeAlarms.
+func BenchmarkTopologyCycle1000Queues(b *testing.B) {
+	e := newEnv(b)
+	for i := range 1000 {
+		_, arn := e.createQueue(fmt.Sprintf("tool-calls-%04d", i), nil)
+		if i%10 != 0 {
+			continue
+		}
+		name := fmt.Sprintf("worker-%04d", i)
+		_, err := e.fn.CreateFunction(e.ctx, &lambda.CreateFunctionInput{FunctionName: aws.String(name), Role: aws.String("arn:aws:iam::000000000000:role/w"),
+			Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"), Timeout: aws.Int32(30), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")}})
+		must(b, err)
+		_, err = e.fn.CreateEventSourceMapping(e.ctx, &lambda.CreateEventSourceMappingInput{FunctionName: aws.String(name), EventSourceArn: aws.String(arn)})
+		must(b, err)
+		if i == 0 {
+			_, err = e.eb.CreateEventBus(e.ctx, &eventbridge.CreateEventBusInput{Name: aws.String("mcp")})
+			must(b, err)
+		}
+		rule := fmt.Sprintf("rule-%04d", i)
+		_, err = e.eb.PutRule(e.ctx, &eventbridge.PutRuleInput{Name: aws.String(rule), EventBusName: aws.String("mcp"), EventPattern: aws.String(`{"source":["mcp.tools"]}`)})
+		must(b, err)
+		_, err = e.eb.PutTargets(e.ctx, &eventbridge.PutTargetsInput{Rule: aws.String(rule), EventBusName: aws.String("mcp"), Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String(arn)}}})
+		must(b, err)
+	}
+	c := e.collector(nil)
+	must(b, c.Discover(e.ctx))
+	e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+	e.sim.ResetCallCounts()
+	b.ReportAllocs()
+	for b.Loop() {
+		must(b, c.CycleTopology(e.ctx))
+		e.advance(DefaultDiscoveryInterval)
+	}
+	reportCalls(b, e, "ListEventSourceMappings", "GetFunctionConfiguration", "ListRules", "ListTargetsByRule", "DescribeAlarms")
 }
 
 // BenchmarkPeekPass500Messages measures one pass over a dead-letter queue of 500 tool calls

@@ -333,9 +333,18 @@ func (c *Collector) runCycle(ctx context.Context, kind string, due []*watchedQue
 // bounded to Options.Concurrency by call, and the spare tasks write to the store meanwhile, so
 // that SQLite's single writer does not stretch the cycle.
 func (c *Collector) each(ctx context.Context, cy *cycle, queues []*watchedQueue, fn func(context.Context, *watchedQueue)) {
+	c.parallel(ctx, len(queues), func(i int) {
+		defer c.recoverQueue(ctx, cy, queues[i])
+		fn(ctx, queues[i])
+	})
+}
+
+// parallel calls fn(0) … fn(n-1), up to twice Options.Concurrency at once (the calls they make
+// are bounded by Concurrency as every call is), and returns when all have returned.
+func (c *Collector) parallel(ctx context.Context, n int, fn func(i int)) {
 	slots := make(chan struct{}, 2*c.opts.Concurrency)
 	var wg sync.WaitGroup
-	for _, q := range queues {
+	for i := range n {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
@@ -344,8 +353,7 @@ func (c *Collector) each(ctx context.Context, cy *cycle, queues []*watchedQueue,
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			defer c.recoverQueue(ctx, cy, q)
-			fn(ctx, q)
+			fn(i)
 		})
 	}
 	wg.Wait()

@@ -101,22 +101,36 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 			mu.Unlock()
 		}
 	})
-	// One GetFunctionConfiguration per function and cycle, however many queues it drains.
+	// One GetFunctionConfiguration per function and cycle, however many queues it drains, as
+	// many at once as the listings.
 	type functionKey struct {
 		region *region
 		arn    string
 	}
-	timeouts := make(map[functionKey]store.EventSourceMapping)
+	type timeout struct {
+		seconds int
+		err     string
+	}
+	timeouts := make(map[functionKey]timeout)
+	for _, mappings := range listed {
+		for _, m := range mappings {
+			timeouts[functionKey{c.regionNamed(m.Region), m.FunctionARN}] = timeout{}
+		}
+	}
+	keys := slices.Collect(maps.Keys(timeouts))
+	c.parallel(ctx, len(keys), func(i int) {
+		k := keys[i]
+		var t timeout
+		t.seconds, t.err = c.functionTimeout(ctx, cy, k.region, k.arn, count)
+		mu.Lock()
+		timeouts[k] = t
+		mu.Unlock()
+	})
 	for _, q := range slices.SortedFunc(maps.Keys(listed), func(a, b *watchedQueue) int { return strings.Compare(a.arn, b.arn) }) {
 		mappings := listed[q]
 		for i, m := range mappings {
-			k := functionKey{q.region, m.FunctionARN}
-			got, known := timeouts[k]
-			if !known {
-				got.FunctionTimeoutSeconds, got.FunctionError = c.functionTimeout(ctx, cy, q.region, m.FunctionARN, count)
-				timeouts[k] = got
-			}
-			mappings[i].FunctionTimeoutSeconds, mappings[i].FunctionError = got.FunctionTimeoutSeconds, got.FunctionError
+			t := timeouts[functionKey{q.region, m.FunctionARN}]
+			mappings[i].FunctionTimeoutSeconds, mappings[i].FunctionError = t.seconds, t.err
 		}
 		if err := c.store.SaveEventSourceMappings(ctx, q.arn, mappings); err != nil {
 			c.storeFailed(ctx, cy, "SaveEventSourceMappings", q, err)
@@ -251,8 +265,11 @@ func (c *Collector) listEventBridge(ctx context.Context, cy *cycle, r *region, c
 		}
 		busToken = out.NextToken
 	}
-	targets := []store.EventBridgeTarget{}
-	now := c.now()
+	type ruleOfBus struct {
+		bus  ebtypes.EventBus
+		rule ebtypes.Rule
+	}
+	var rules []ruleOfBus
 	for _, bus := range buses {
 		busName := aws.ToString(bus.Name)
 		var ruleToken *string
@@ -260,28 +277,40 @@ func (c *Collector) listEventBridge(ctx context.Context, cy *cycle, r *region, c
 			if page == maxPages {
 				return nil, false
 			}
-			var rules *eventbridge.ListRulesOutput
+			var page *eventbridge.ListRulesOutput
 			if !c.ebCall(ctx, cy, r, opListRules, count, func(ctx context.Context) error {
 				var err error
-				rules, err = eb.ListRules(ctx, &eventbridge.ListRulesInput{EventBusName: aws.String(busName), NextToken: ruleToken, Limit: aws.Int32(100)})
+				page, err = eb.ListRules(ctx, &eventbridge.ListRulesInput{EventBusName: aws.String(busName), NextToken: ruleToken, Limit: aws.Int32(100)})
 				return err
 			}) {
 				return nil, false
 			}
-			for _, rule := range rules.Rules {
-				got, ok := c.listTargets(ctx, cy, r, bus, rule, now, count)
-				if !ok {
-					return nil, false
-				}
-				targets = append(targets, got...)
+			for _, rule := range page.Rules {
+				rules = append(rules, ruleOfBus{bus, rule})
 			}
-			if rules.NextToken == nil || *rules.NextToken == "" || (ruleToken != nil && *ruleToken == *rules.NextToken) {
+			if page.NextToken == nil || *page.NextToken == "" || (ruleToken != nil && *ruleToken == *page.NextToken) {
 				break
 			}
-			ruleToken = rules.NextToken
+			ruleToken = page.NextToken
 		}
 	}
-	return targets, true
+	// Each rule's targets, as many rules at once as the collector calls AWS.
+	now := c.now()
+	byRule := make([][]store.EventBridgeTarget, len(rules))
+	failed := make([]bool, len(rules))
+	c.parallel(ctx, len(rules), func(i int) {
+		var ok bool
+		byRule[i], ok = c.listTargets(ctx, cy, r, rules[i].bus, rules[i].rule, now, count)
+		failed[i] = !ok
+	})
+	targets := []store.EventBridgeTarget{}
+	for i := range rules {
+		if failed[i] {
+			return nil, false
+		}
+		targets = append(targets, byRule[i]...)
+	}
+	return targets, ctx.Err() == nil
 }
 
 // listTargets pages through one rule's targets.
