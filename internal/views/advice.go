@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +22,9 @@ import (
 // the queue is doing now, and neither raises the other.
 
 // AdviceSeverity says how much a piece of advice matters: critical where messages or events are
-// lost or tool calls run twice, warning where failures hide or cost more than they should, info
-// where a setting only weakens a safety net.
+// lost, tool calls run twice or someone should be looking now, warning where failures hide or
+// cost more than they should, info where a setting only weakens a safety net (no rule is info
+// today; the level is there for rules to come and for the API's consumers to switch on).
 type AdviceSeverity string
 
 // Advice severities, worst last.
@@ -180,8 +180,8 @@ var AdviceRules = []AdviceRule{
 	{ID: "dlq-no-alarm", Severity: AdviceWarning, Source: seedDLQAlarm,
 		Why:   "a dead-letter queue without an alarm on its depth is found only when someone looks; the seeds alarm within a minute of the first message",
 		check: checkDLQNoAlarm},
-	{ID: "dlq-alarm-misses-moves", Severity: AdviceInfo, Source: seedDomainMove,
-		Why:   "NumberOfMessagesSent does not count messages SQS moves to a DLQ after failed receives; alarm on the DLQ's depth as well",
+	{ID: "dlq-alarm-misses-moves", Severity: AdviceWarning, Source: seedDomainMove,
+		Why:   "NumberOfMessagesSent does not count the messages SQS moves to a DLQ after failed receives, so that alarm never sees a redrive policy's failures; alarm on the DLQ's depth",
 		check: checkDLQAlarmOnSentOnly},
 	{ID: "alarm-firing", Severity: AdviceCritical, Source: seedDLQAlarm,
 		Why:   "an alarm on this queue is in ALARM: someone should be looking now",
@@ -368,8 +368,16 @@ func checkHighThroughputHalf(f adviceFacts, _ Thresholds) (string, string, bool)
 }
 
 // changingFields are body fields that differ between two sends of the same tool call: times and
-// per-request ids. Matched case-insensitively, at any depth.
-var changingFields = regexp.MustCompile(`(?i)^(sent_?at|timestamp|ts|time|created_?at|requested_?at|request_?id|trace_?id|nonce|attempt)$`)
+// per-request ids. Matched at any depth, case and underscores aside (sentAt, sent_at).
+var changingFields = map[string]bool{
+	"sentat": true, "timestamp": true, "ts": true, "time": true, "createdat": true, "requestedat": true,
+	"requestid": true, "traceid": true, "nonce": true, "attempt": true,
+}
+
+// changingField reports whether a body field's name is one of changingFields.
+func changingField(key string) bool {
+	return len(key) <= 32 && changingFields[strings.ReplaceAll(strings.ToLower(key), "_", "")]
+}
 
 func checkContentDedup(f adviceFacts, _ Thresholds) (string, string, bool) {
 	q := f.Queue
@@ -408,7 +416,7 @@ func changingKeys(body string) []string {
 			return
 		}
 		for k, child := range m {
-			if changingFields.MatchString(k) {
+			if changingField(k) {
 				out = append(out, safetext.Line(k, 40))
 			}
 			walk(child, depth+1)
@@ -755,14 +763,27 @@ func formatCount(v float64) string {
 	return s
 }
 
-// shellSafe are the characters that need no quoting in a POSIX shell word.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+// shellSafe reports whether s needs no quoting as a POSIX shell word: letters, digits and
+// _@%+=:,./- only.
+func shellSafe(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_@%+=:,./-", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // shellQuote makes s one word of a POSIX shell command: values in a fix come from AWS (queue
 // names and URLs of an endpoint, alarm names, rule names) and must not become shell syntax when
 // an operator pastes the command.
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -254,3 +254,21 @@ func TestEventBridgeFailure(t *testing.T) {
 		t.Errorf("a tool call's own ERROR_CODE attribute read as an EventBridge failure")
 	}
 }
+
+// BenchmarkAdvise measures the advisor on one queue with every kind of fact: what it adds to
+// each overview row.
+func BenchmarkAdvise(b *testing.B) {
+	q := withDLQ(adviceQueue("calls.fifo", map[string]string{"ContentBasedDeduplication": "true", "ReceiveMessageWaitTimeSeconds": "0"}), "calls-dlq", 12)
+	f := adviceFacts{Now: now, Queue: q, AlarmsRead: true, Latest: &store.AttributeSample{InFlight: 100_000},
+		Bodies:        []string{`{"toolCallId":"tc_1","sentAt":1}`, `{"toolCallId":"tc_2","meta":{"requestId":"r"}}`},
+		EmptyReceives: []store.MetricPoint{{At: now.Add(-time.Minute), Period: 60, Value: 100}},
+		Mappings:      []store.EventSourceMapping{mapping(func(m *store.EventSourceMapping) { m.MaximumConcurrency = 0 })},
+		Feeds:         []store.EventBridgeTarget{feed(func(t *store.EventBridgeTarget) { t.BusName = "default" })},
+		Sample:        &store.Sample{ApproxVisible: 100, Seen: 20}, Groups: []store.GroupBacklog{{GroupID: "g", Messages: 10}}}
+	th := DefaultThresholds()
+	for b.Loop() {
+		if len(advise(f, th, nil)) == 0 {
+			b.Fatal("no advice")
+		}
+	}
+}
