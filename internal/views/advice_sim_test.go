@@ -252,7 +252,9 @@ func TestAdviceRulesOnTheSimulator(t *testing.T) {
 				w.set(w.url("web-search"), map[string]string{"RedrivePolicy": w.policy("web-search-dlq", 5)})
 			}},
 		{"fifo-high-throughput-half", "calls.fifo", worldOptions{},
-			func(w *simWorld) { w.pair("calls.fifo", "calls-dlq.fifo", map[string]string{"DeduplicationScope": "messageGroup"}) },
+			func(w *simWorld) {
+				w.pair("calls.fifo", "calls-dlq.fifo", map[string]string{"DeduplicationScope": "messageGroup"})
+			},
 			func(w *simWorld) {
 				w.set(w.url("calls.fifo"), map[string]string{"FifoThroughputLimit": "perMessageGroupId"})
 			}},
@@ -347,7 +349,9 @@ func TestAdviceRulesOnTheSimulator(t *testing.T) {
 				w.pair("web-search", "web-search-dlq", map[string]string{"VisibilityTimeout": "360"})
 				w.function("web-search", 30, &lambda.CreateEventSourceMappingInput{BatchSize: aws.Int32(1), Enabled: aws.Bool(false), ScalingConfig: &lambdatypes.ScalingConfig{MaximumConcurrency: aws.Int32(5)}})
 			},
-			func(w *simWorld) { w.updateMapping(w.mapping(), &lambda.UpdateEventSourceMappingInput{Enabled: aws.Bool(true)}) }},
+			func(w *simWorld) {
+				w.updateMapping(w.mapping(), &lambda.UpdateEventSourceMappingInput{Enabled: aws.Bool(true)})
+			}},
 		{"esm-failing", "web-search", worldOptions{},
 			func(w *simWorld) {
 				w.pair("web-search", "web-search-dlq", map[string]string{"VisibilityTimeout": "360"})
