@@ -101,8 +101,14 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	bus := events.NewBus()
 	// The collector and the actions publish through the replica, which also tells the other
 	// replicas; the live pages listen on this replica's bus.
+	// A follower tries to take the lead every half attribute interval (at most every 5 s), and a
+	// new leader's collector reads every queue at once: a takeover costs at most two intervals.
+	check := replicas.DefaultCheck
+	if a := cfg.Collector.AttributesInterval; a > 0 {
+		check = min(check, max(a/2, 100*time.Millisecond))
+	}
 	rep := replicas.New(replicas.Options{
-		Store: st, Local: bus, Version: cfg.Version, Logger: log.With("part", "replicas"), Registerer: reg,
+		Store: st, Local: bus, Version: cfg.Version, Check: check, Logger: log.With("part", "replicas"), Registerer: reg,
 	})
 	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds})
 

@@ -200,3 +200,31 @@ func (s *Store) DeleteReplicasBefore(ctx context.Context, before time.Time, id s
 	}
 	return res.RowsAffected()
 }
+
+// LockQueue serialises the actions on one queue across replicas: on PostgreSQL it waits for a
+// session advisory lock on the queue's ARN, held on a connection of its own until unlock is
+// called (or the session ends); on SQLite, with one process, it returns at once, the actions'
+// own lock being enough. It gives up when ctx ends.
+func (s *Store) LockQueue(ctx context.Context, arn string) (unlock func(), err error) {
+	if s.d != postgresDialect {
+		return func() {}, nil
+	}
+	conn, err := s.db.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock queue %s: %w", arn, err)
+	}
+	// The two-key form keeps queue locks apart from the lead's one-key lock: 1 is "a queue".
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(1, hashtext($1))", arn); err != nil {
+		conn.Raw(func(any) error { return driver.ErrBadConn }) // a cancelled wait may still get the lock
+		conn.Close()
+		return nil, fmt.Errorf("store: lock queue %s: %w", arn, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_unlock(1, hashtext($1))", arn); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // closing the session frees the lock
+		}
+		conn.Close()
+	}, nil
+}

@@ -133,3 +133,31 @@ func openURL(t *testing.T, url string) *Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestLockQueueAcrossStores: a queue's lock taken through one store makes another store on the
+// same database wait until it is released; other queues are not held up.
+func TestLockQueueAcrossStores(t *testing.T) {
+	url := pgtest.DB(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx := context.Background()
+	unlock, err := a.LockQueue(ctx, "arn:q1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := b.LockQueue(ctx, "arn:q2"); err != nil {
+		t.Fatalf("lock of another queue: %v", err)
+	} else {
+		u()
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := b.LockQueue(short, "arn:q1"); err == nil {
+		t.Fatal("a second lock of a held queue was granted")
+	}
+	unlock()
+	u, err := b.LockQueue(ctx, "arn:q1")
+	if err != nil {
+		t.Fatalf("lock after the release: %v", err)
+	}
+	u()
+}
