@@ -179,7 +179,7 @@ func (r *Replica) Run(ctx context.Context, lead func(context.Context)) {
 func (r *Replica) lead(ctx context.Context, lead func(context.Context)) {
 	t := time.NewTicker(r.check)
 	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		lease, err := r.st.TryLead(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("replicas: try to lead", "err", err)
