@@ -28,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolq/toolq/internal/pgtest"
 )
 
 // suite is the state shared by every test of the run: the binary, the demo and the browser.
@@ -74,7 +76,8 @@ func runSuite(m *testing.M) int {
 		suite.binary, suite.buildErr = dashboardBinary(dir)
 	}
 
-	code := m.Run()
+	// pgtest.Main runs the tests and then stops the PostgreSQL server the replica tests started.
+	code := pgtest.Main(m)
 
 	// The demo must stop cleanly on SIGTERM, as `docker stop` and systemd send it: a hang, a
 	// non-zero status or a race report fails the run even when every test passed.

@@ -53,14 +53,14 @@ type dashboardDefaults struct {
 
 var (
 	serveDefaults = dashboardDefaults{
-		db: "toolq.db", dbUsage: "SQLite `file` of the store (created and migrated at start)",
+		db: "toolq.db", dbUsage: "the store: a SQLite `file`, or a postgres:// URL that replicas share (created or migrated at start)",
 		discovery:  collector.DefaultDiscoveryInterval,
 		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
 	demoDefaults = dashboardDefaults{
-		db: "", dbUsage: "SQLite `file` of the store; default a temporary file removed at exit",
+		db: "", dbUsage: "the store: a SQLite `file` or a postgres:// URL; default a temporary SQLite file removed at exit",
 		discovery: 30 * time.Second, attributes: 5 * time.Second, metrics: time.Minute,
 	}
 )

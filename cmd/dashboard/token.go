@@ -31,7 +31,7 @@ func runTokenCommand(ctx context.Context, env *environment, args []string) error
 	sub, rest := args[0], args[1:]
 	var db, name, role string
 	fl := newEnvFlags("token "+sub, "token "+sub+" [flags]", about, env.stderr)
-	fl.String(&db, "db", serveDefaults.db, "SQLite `file` of the store, the one `serve` uses")
+	fl.String(&db, "db", serveDefaults.db, "the store `serve` uses: a SQLite file or a postgres:// URL")
 	switch sub {
 	case "create":
 		fl.String(&name, "name", "", "the token's `name`, shown in the audit log (required)")

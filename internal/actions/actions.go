@@ -100,6 +100,8 @@ type Store interface {
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
 	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
 	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
+	// LockQueue serialises actions on a queue across replicas sharing the database.
+	LockQueue(ctx context.Context, arn string) (unlock func(), err error)
 }
 
 // Options configure a Service. Clients and Store are required.
@@ -214,7 +216,9 @@ func (c countedSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttr
 // ReadOnly reports whether actions are turned off.
 func (s *Service) ReadOnly() bool { return s.readOnly }
 
-// lock serialises actions on one queue; it gives up when ctx ends.
+// lock serialises actions on one queue, in this process and then across the replicas sharing
+// the database (two operators pressing "start" on two replicas make one task); it gives up when
+// ctx ends.
 func (s *Service) lock(ctx context.Context, arn string) (unlock func(), err error) {
 	s.mu.Lock()
 	ch, ok := s.locks[arn]
@@ -225,10 +229,15 @@ func (s *Service) lock(ctx context.Context, arn string) (unlock func(), err erro
 	s.mu.Unlock()
 	select {
 	case ch <- struct{}{}:
-		return func() { <-ch }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	unlockShared, err := s.store.LockQueue(ctx, arn)
+	if err != nil {
+		<-ch
+		return nil, err
+	}
+	return func() { unlockShared(); <-ch }, nil
 }
 
 // attempt is one action being audited.

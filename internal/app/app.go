@@ -21,6 +21,7 @@ import (
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/replicas"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -38,6 +39,8 @@ type Region struct {
 
 // Config is everything the dashboard needs. DBPath, Listen and at least one Region are required.
 type Config struct {
+	// DBPath is the database: a SQLite file, or a postgres:// URL that several dashboards
+	// (replicas) can share, one of them collecting at a time (see package replicas).
 	DBPath  string
 	Listen  string
 	Regions []Region
@@ -69,6 +72,9 @@ type Dashboard struct {
 	Actions   *actions.Service
 	Collector *collector.Collector
 	Server    *server.Server
+	// Replica elects the one dashboard of a PostgreSQL database that runs the collector, and
+	// relays every change to the others' live pages. On SQLite it always leads.
+	Replica *replicas.Replica
 }
 
 // New opens the store (applying migrations) and builds every part. It makes no AWS call.
@@ -96,6 +102,17 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bus := events.NewBus()
+	// The collector and the actions publish through the replica, which also tells the other
+	// replicas; the live pages listen on this replica's bus.
+	// A follower tries to take the lead every half attribute interval (at most every 5 s), and a
+	// new leader's collector reads every queue at once: a takeover costs at most two intervals.
+	check := replicas.DefaultCheck
+	if a := cfg.Collector.AttributesInterval; a > 0 {
+		check = min(check, max(a/2, 100*time.Millisecond))
+	}
+	rep := replicas.New(replicas.Options{
+		Store: st, Local: bus, Version: cfg.Version, Check: check, Logger: log.With("part", "replicas"), Registerer: reg,
+	})
 	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
@@ -119,14 +136,14 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		regions = append(regions, cr)
 	}
 	acts := actions.New(actions.Options{
-		Clients: clients, Store: st, Publisher: bus,
+		Clients: clients, Store: st, Publisher: rep,
 		ReadOnly: cfg.ReadOnly, Logger: log.With("part", "actions"), Registerer: reg,
 	})
 
 	copts := cfg.Collector
 	copts.Regions = regions
 	copts.Store = st
-	copts.Publisher = bus
+	copts.Publisher = rep
 	copts.Logger = log.With("part", "collector")
 	copts.Registerer = reg
 	coll, err := collector.New(copts)
@@ -150,7 +167,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Server: srv}, nil
+	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Server: srv, Replica: rep}, nil
 }
 
 // Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP
@@ -164,10 +181,13 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var wg sync.WaitGroup
-	// The collector does not stop on a failure (each cycle records its own and the next tries
-	// again) and Run returns nil once loops ends, so it is only waited for below: the dashboard
-	// stops on ctx or a failed listener, never on the collector.
-	wg.Go(func() { _ = d.Collector.Run(loops) })
+	// The collector runs while this dashboard leads (always, on SQLite). It does not stop on a
+	// failure (each cycle records its own and the next tries again) and Run returns nil once its
+	// context ends, so it is only waited for below: the dashboard stops on ctx or a failed
+	// listener, never on the collector.
+	wg.Go(func() {
+		d.Replica.Run(loops, func(lead context.Context) { _ = d.Collector.Run(lead) })
+	})
 
 	httpSrv := &http.Server{
 		Handler:           d.Server.Handler(),

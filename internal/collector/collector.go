@@ -168,6 +168,8 @@ type Collector struct {
 	eventBridgeDLQs map[string]map[string]bool
 	// topologyCalls is what the last topology cycle called, for the cost estimate.
 	topologyCalls topologyCalls
+
+	ran bool // Run was called before (only Run touches it)
 }
 
 // region is one watched Region; queues point to it, and per-region state (skipped operations)
@@ -251,6 +253,10 @@ func New(opts Options) (*Collector, error) {
 // dashboard blind just then. A caller waits for Run on shutdown and never watches it for an
 // error.
 func (c *Collector) Run(ctx context.Context) error {
+	if c.ran {
+		c.forget()
+	}
+	c.ran = true
 	c.resumeSight(ctx)
 	c.resumeTopology(ctx)
 	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
@@ -278,6 +284,23 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// forget drops what an earlier Run learned, so that this one starts from the store as a fresh
+// process would. A replica that lost the collector's lead and leads again must not trust what
+// it knew then: another replica collected meanwhile, and its receives of a queue's messages
+// count against the receive guard as much as this one's.
+func (c *Collector) forget() {
+	c.mu.Lock()
+	c.queues = make(map[string]*watchedQueue)
+	c.urls = make(map[urlKey]*watchedQueue)
+	c.skipped = make(skipMemory[opKey])
+	c.recorded = make(failureMemory)
+	c.mu.Unlock()
+	c.sight.mu.Lock()
+	c.sight.ops = make(map[opKey]*store.OperationStatus)
+	c.sight.dirty = make(map[opKey]bool)
+	c.sight.mu.Unlock()
 }
 
 // loop calls cycle every interval until ctx ends; first says whether to call it at once.

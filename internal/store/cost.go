@@ -12,7 +12,7 @@ const costEstimateKey = "cost_estimate"
 func (s *Store) SetCostEstimate(ctx context.Context, c CostEstimate) error {
 	js, err := json.Marshal(c)
 	if err == nil {
-		_, err = s.wdb.ExecContext(ctx, "INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", costEstimateKey, string(js))
+		_, err = s.wdb.ExecContext(ctx, "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", costEstimateKey, string(js))
 	}
 	if err != nil {
 		return fmt.Errorf("store: set cost estimate: %w", err)

@@ -81,7 +81,7 @@ func scanAttributeSample(r rowScanner) (AttributeSample, error) {
 func visiblePeaksQuery(oneQueue bool) string {
 	q := `
 	SELECT q.id, (
-		SELECT group_concat(bucket || ':' || visible) FROM (
+		SELECT string_agg(bucket || ':' || visible, ',') FROM (
 			SELECT (at - ?1) / ?3 AS bucket, max(visible) AS visible FROM attribute_samples
 			WHERE queue_id = q.id AND at >= ?1 AND at <= ?2
 			GROUP BY bucket) AS peaks)
@@ -140,7 +140,7 @@ func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until ti
 }
 
 // parsePeaks reads visiblePeaksQuery's "bucket:visible,…" list, oldest bucket first (SQLite does
-// not promise group_concat's order).
+// not promise string_agg's order).
 func parsePeaks(list string, from, widthMS int64) ([]DepthPeak, error) {
 	peaks := make([]DepthPeak, 0, strings.Count(list, ",")+1)
 	for pair := range strings.SplitSeq(list, ",") {

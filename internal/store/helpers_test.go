@@ -2,10 +2,16 @@ package store
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolq/toolq/internal/pgtest"
 )
+
+// TestMain stops the PostgreSQL server the tests started, if any.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // t0 is the tests' fixed "now": tests never read the wall clock.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -19,6 +25,25 @@ func openTest(tb testing.TB) *Store {
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
+}
+
+// openPostgresTest opens a store on a fresh PostgreSQL database (pgtest.DB: skipped where no
+// server can be started, failed under CI=true) and closes it when the test ends.
+func openPostgresTest(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), pgtest.DB(tb))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// forEachEngine runs a test once on SQLite and once on PostgreSQL, as subtests named after
+// the engine; open opens a fresh store of that engine.
+func forEachEngine(t *testing.T, test func(t *testing.T, open func(testing.TB) *Store)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, openTest) })
+	t.Run("postgres", func(t *testing.T) { test(t, openPostgresTest) })
 }
 
 // addQueue upserts a queue named name (FIFO when it ends in .fifo) in us-east-1 and returns it.

@@ -87,9 +87,10 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 		}
 		ids[p.Metric] = id
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		stmt, err := tx.PrepareContext(ctx, `
-			INSERT OR REPLACE INTO metric_points (queue_id, metric_id, at, period, value) VALUES (?, ?, ?, ?, ?)`)
+			INSERT INTO metric_points (queue_id, metric_id, at, period, value) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (queue_id, metric_id, at, period) DO UPDATE SET value = excluded.value`)
 		if err != nil {
 			return err
 		}

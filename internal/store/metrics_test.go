@@ -29,91 +29,95 @@ func TestMetricStat(t *testing.T) {
 }
 
 func TestMetricPoints(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := addQueue(t, s, "a")
-	b := addQueue(t, s, "b")
-	addQueue(t, s, "no-metrics")
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		a := addQueue(t, s, "a")
+		b := addQueue(t, s, "b")
+		addQueue(t, s, "no-metrics")
 
-	var pts []MetricPoint
-	for i := range 5 {
-		at := t0.Add(time.Duration(i) * time.Minute)
-		pts = append(pts,
-			MetricPoint{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: at, Period: 60, Value: float64(i)},
-			MetricPoint{QueueID: a.ID, Metric: "ApproximateAgeOfOldestMessage", At: at, Period: 60, Value: float64(10 * i)},
-		)
-	}
-	pts = append(pts, MetricPoint{QueueID: b.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 1})
-	if err := s.UpsertMetricPoints(ctx, pts); err != nil {
-		t.Fatalf("UpsertMetricPoints: %v", err)
-	}
-	// Same key again: replaced, not duplicated.
-	if err := s.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 42}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.UpsertMetricPoints(ctx, nil); err != nil {
-		t.Errorf("UpsertMetricPoints(nil) = %v", err)
-	}
+		var pts []MetricPoint
+		for i := range 5 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			pts = append(pts,
+				MetricPoint{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: at, Period: 60, Value: float64(i)},
+				MetricPoint{QueueID: a.ID, Metric: "ApproximateAgeOfOldestMessage", At: at, Period: 60, Value: float64(10 * i)},
+			)
+		}
+		pts = append(pts, MetricPoint{QueueID: b.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 1})
+		if err := s.UpsertMetricPoints(ctx, pts); err != nil {
+			t.Fatalf("UpsertMetricPoints: %v", err)
+		}
+		// Same key again: replaced, not duplicated.
+		if err := s.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 42}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertMetricPoints(ctx, nil); err != nil {
+			t.Errorf("UpsertMetricPoints(nil) = %v", err)
+		}
 
-	series, err := s.MetricSeries(ctx, a.ID, "NumberOfMessagesSent", t0, t0.Add(3*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vals []float64
-	for _, p := range series {
-		vals = append(vals, p.Value)
-	}
-	if !slices.Equal(vals, []float64{42, 1, 2}) {
-		t.Errorf("series = %v; want [42 1 2]", vals)
-	}
-	if empty, err := s.MetricSeries(ctx, a.ID, "Unknown", t0, t0.Add(time.Hour)); err != nil || empty == nil || len(empty) != 0 {
-		t.Errorf("series of an unknown metric = %v, %v; want empty", empty, err)
-	}
+		series, err := s.MetricSeries(ctx, a.ID, "NumberOfMessagesSent", t0, t0.Add(3*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []float64
+		for _, p := range series {
+			vals = append(vals, p.Value)
+		}
+		if !slices.Equal(vals, []float64{42, 1, 2}) {
+			t.Errorf("series = %v; want [42 1 2]", vals)
+		}
+		if empty, err := s.MetricSeries(ctx, a.ID, "Unknown", t0, t0.Add(time.Hour)); err != nil || empty == nil || len(empty) != 0 {
+			t.Errorf("series of an unknown metric = %v, %v; want empty", empty, err)
+		}
 
-	latest, err := s.LatestMetricValues(ctx, a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := latest["ApproximateAgeOfOldestMessage"]; p.Value != 40 || !p.At.Equal(t0.Add(4*time.Minute)) || p.Period != 60 {
-		t.Errorf("latest age = %+v", p)
-	}
-	if len(latest) != 2 {
-		t.Errorf("latest has %d metrics; want 2", len(latest))
-	}
+		latest, err := s.LatestMetricValues(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := latest["ApproximateAgeOfOldestMessage"]; p.Value != 40 || !p.At.Equal(t0.Add(4*time.Minute)) || p.Period != 60 {
+			t.Errorf("latest age = %+v", p)
+		}
+		if len(latest) != 2 {
+			t.Errorf("latest has %d metrics; want 2", len(latest))
+		}
 
-	newest, err := s.NewestMetricTimes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !newest[a.ID].Equal(t0.Add(4*time.Minute)) || !newest[b.ID].Equal(t0) || len(newest) != 2 {
-		t.Errorf("NewestMetricTimes = %v", newest)
-	}
+		newest, err := s.NewestMetricTimes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !newest[a.ID].Equal(t0.Add(4*time.Minute)) || !newest[b.ID].Equal(t0) || len(newest) != 2 {
+			t.Errorf("NewestMetricTimes = %v", newest)
+		}
 
-	if err := s.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: 404, Metric: "NumberOfMessagesSent", At: t0, Period: 60}}); err == nil {
-		t.Error("a datapoint of a missing queue was stored")
-	}
+		if err := s.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: 404, Metric: "NumberOfMessagesSent", At: t0, Period: 60}}); err == nil {
+			t.Error("a datapoint of a missing queue was stored")
+		}
+	})
 }
 
 func TestLatestMetricPoints(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := addQueue(t, s, "a")
-	b := addQueue(t, s, "b")
-	const age = "ApproximateAgeOfOldestMessage"
-	err := s.UpsertMetricPoints(ctx, []MetricPoint{
-		{QueueID: a.ID, Metric: age, At: t0, Period: 60, Value: 1},
-		{QueueID: a.ID, Metric: age, At: t0.Add(time.Minute), Period: 60, Value: 2},
-		{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: t0.Add(time.Hour), Period: 60, Value: 3},
-		{QueueID: b.ID, Metric: age, At: t0, Period: 300, Value: 7},
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		a := addQueue(t, s, "a")
+		b := addQueue(t, s, "b")
+		const age = "ApproximateAgeOfOldestMessage"
+		err := s.UpsertMetricPoints(ctx, []MetricPoint{
+			{QueueID: a.ID, Metric: age, At: t0, Period: 60, Value: 1},
+			{QueueID: a.ID, Metric: age, At: t0.Add(time.Minute), Period: 60, Value: 2},
+			{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: t0.Add(time.Hour), Period: 60, Value: 3},
+			{QueueID: b.ID, Metric: age, At: t0, Period: 300, Value: 7},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.LatestMetricPoints(ctx, age)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[a.ID].Value != 2 || got[b.ID].Value != 7 || got[b.ID].Period != 300 {
+			t.Errorf("LatestMetricPoints = %+v", got)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.LatestMetricPoints(ctx, age)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[a.ID].Value != 2 || got[b.ID].Value != 7 || got[b.ID].Period != 300 {
-		t.Errorf("LatestMetricPoints = %+v", got)
-	}
 }

@@ -37,7 +37,7 @@ func (s *Store) UpsertMoveTask(ctx context.Context, t MoveTask) (int64, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (source_arn, started_at) DO UPDATE SET
 			queue_id = excluded.queue_id,
-			task_handle = CASE WHEN excluded.task_handle <> '' THEN excluded.task_handle ELSE task_handle END,
+			task_handle = CASE WHEN excluded.task_handle <> '' THEN excluded.task_handle ELSE move_tasks.task_handle END,
 			status = excluded.status, destination_arn = excluded.destination_arn,
 			max_per_second = excluded.max_per_second, moved = excluded.moved, to_move = excluded.to_move,
 			failure_reason = excluded.failure_reason, updated_at = excluded.updated_at

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -104,7 +103,7 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 	if sample.At.IsZero() {
 		sample.At = a.At
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *dbTx) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE queues SET attributes = ?, attributes_at = ?, dlq_target_arn = ?, max_receive_count = ?
 			WHERE id = ?`, string(js), ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount, a.QueueID)
@@ -117,8 +116,10 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 			return ErrNotFound
 		}
 		_, err = tx.ExecContext(ctx, `
-			INSERT OR REPLACE INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
-			VALUES (?, ?, 0, ?, ?, ?)`, a.QueueID, ms(sample.At), sample.Visible, sample.InFlight, sample.Delayed)
+			INSERT INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
+			VALUES (?, ?, 0, ?, ?, ?)
+			ON CONFLICT (queue_id, at, resolution) DO UPDATE SET
+				visible = excluded.visible, in_flight = excluded.in_flight, delayed = excluded.delayed`, a.QueueID, ms(sample.At), sample.Visible, sample.InFlight, sample.Delayed)
 		return err
 	})
 	if err != nil {

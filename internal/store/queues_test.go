@@ -9,95 +9,99 @@ import (
 )
 
 func TestUpsertQueueKeepsFirstSeenAndClearsGone(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "web-search")
-	if err := s.MarkQueueGone(ctx, q.ID, t0.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	gone, err := s.GetQueue(ctx, q.ID)
-	if err != nil || !gone.Gone() {
-		t.Fatalf("after MarkQueueGone: Gone()=%v, %v; want true", gone.Gone(), err)
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "web-search")
+		if err := s.MarkQueueGone(ctx, q.ID, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		gone, err := s.GetQueue(ctx, q.ID)
+		if err != nil || !gone.Gone() {
+			t.Fatalf("after MarkQueueGone: Gone()=%v, %v; want true", gone.Gone(), err)
+		}
 
-	later := t0.Add(time.Hour)
-	id, err := s.UpsertQueue(ctx, Queue{Region: "us-east-1", Name: "web-search", URL: "u2", ARN: q.ARN, FirstSeen: later, LastSeen: later})
-	if err != nil || id != q.ID {
-		t.Fatalf("UpsertQueue again = %d, %v; want id %d", id, err, q.ID)
-	}
-	got, err := s.GetQueue(ctx, q.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Gone() || !got.FirstSeen.Equal(t0) || !got.LastSeen.Equal(later) || got.URL != "u2" {
-		t.Errorf("after re-upsert: gone=%v firstSeen=%v lastSeen=%v url=%q", got.Gone(), got.FirstSeen, got.LastSeen, got.URL)
-	}
+		later := t0.Add(time.Hour)
+		id, err := s.UpsertQueue(ctx, Queue{Region: "us-east-1", Name: "web-search", URL: "u2", ARN: q.ARN, FirstSeen: later, LastSeen: later})
+		if err != nil || id != q.ID {
+			t.Fatalf("UpsertQueue again = %d, %v; want id %d", id, err, q.ID)
+		}
+		got, err := s.GetQueue(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Gone() || !got.FirstSeen.Equal(t0) || !got.LastSeen.Equal(later) || got.URL != "u2" {
+			t.Errorf("after re-upsert: gone=%v firstSeen=%v lastSeen=%v url=%q", got.Gone(), got.FirstSeen, got.LastSeen, got.URL)
+		}
 
-	if _, err := s.UpsertQueue(ctx, Queue{Name: "no-arn"}); err == nil {
-		t.Error("UpsertQueue without ARN succeeded")
-	}
+		if _, err := s.UpsertQueue(ctx, Queue{Name: "no-arn"}); err == nil {
+			t.Error("UpsertQueue without ARN succeeded")
+		}
+	})
 }
 
 func TestSaveQueueAttributesAndRedriveSources(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	src := addQueue(t, s, "exports")
-	dlq := addQueue(t, s, "exports-dlq")
-	other := addQueue(t, s, "other-source")
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		src := addQueue(t, s, "exports")
+		dlq := addQueue(t, s, "exports-dlq")
+		other := addQueue(t, s, "other-source")
 
-	attrs := map[string]string{
-		"RedrivePolicy":          `{"deadLetterTargetArn":"` + dlq.ARN + `","maxReceiveCount":"3"}`,
-		"MessageRetentionPeriod": "345600",
-		"Odd \"name\" ✓":         "<script>",
-	}
-	err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: src.ID, At: t0, Attributes: attrs, DeadLetterTargetARN: dlq.ARN, MaxReceiveCount: 3, Depth: AttributeSample{Visible: 7, InFlight: 2, Delayed: 1}})
-	if err != nil {
-		t.Fatalf("SaveQueueAttributes: %v", err)
-	}
-	if err := s.SetListedSources(ctx, dlq.ID, []string{other.ARN, src.ARN}); err != nil {
-		t.Fatal(err)
-	}
+		attrs := map[string]string{
+			"RedrivePolicy":          `{"deadLetterTargetArn":"` + dlq.ARN + `","maxReceiveCount":"3"}`,
+			"MessageRetentionPeriod": "345600",
+			"Odd \"name\" ✓":         "<script>",
+		}
+		err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: src.ID, At: t0, Attributes: attrs, DeadLetterTargetARN: dlq.ARN, MaxReceiveCount: 3, Depth: AttributeSample{Visible: 7, InFlight: 2, Delayed: 1}})
+		if err != nil {
+			t.Fatalf("SaveQueueAttributes: %v", err)
+		}
+		if err := s.SetListedSources(ctx, dlq.ID, []string{other.ARN, src.ARN}); err != nil {
+			t.Fatal(err)
+		}
 
-	got, err := s.GetQueue(ctx, src.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.DeadLetterTargetARN != dlq.ARN || got.MaxReceiveCount != 3 || !got.AttributesAt.Equal(t0) {
-		t.Errorf("source redrive = %q/%d at %v", got.DeadLetterTargetARN, got.MaxReceiveCount, got.AttributesAt)
-	}
-	if got.Attributes["Odd \"name\" ✓"] != "<script>" || len(got.Attributes) != 3 {
-		t.Errorf("attributes did not round-trip: %v", got.Attributes)
-	}
-	if got.IsDeadLetterQueue() {
-		t.Error("source queue reports itself as a DLQ")
-	}
+		got, err := s.GetQueue(ctx, src.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DeadLetterTargetARN != dlq.ARN || got.MaxReceiveCount != 3 || !got.AttributesAt.Equal(t0) {
+			t.Errorf("source redrive = %q/%d at %v", got.DeadLetterTargetARN, got.MaxReceiveCount, got.AttributesAt)
+		}
+		if got.Attributes["Odd \"name\" ✓"] != "<script>" || len(got.Attributes) != 3 {
+			t.Errorf("attributes did not round-trip: %v", got.Attributes)
+		}
+		if got.IsDeadLetterQueue() {
+			t.Error("source queue reports itself as a DLQ")
+		}
 
-	d, err := s.GetQueueByARN(ctx, dlq.ARN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The source named by RedrivePolicy and the listed one, each once.
-	if want := []string{src.ARN, other.ARN}; !slices.Equal(d.SourceARNs, sortedCopy(want)) {
-		t.Errorf("DLQ SourceARNs = %v; want %v", d.SourceARNs, sortedCopy(want))
-	}
-	if !d.IsDeadLetterQueue() {
-		t.Error("DLQ does not report itself as a DLQ")
-	}
+		d, err := s.GetQueueByARN(ctx, dlq.ARN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The source named by RedrivePolicy and the listed one, each once.
+		if want := []string{src.ARN, other.ARN}; !slices.Equal(d.SourceARNs, sortedCopy(want)) {
+			t.Errorf("DLQ SourceARNs = %v; want %v", d.SourceARNs, sortedCopy(want))
+		}
+		if !d.IsDeadLetterQueue() {
+			t.Error("DLQ does not report itself as a DLQ")
+		}
 
-	latest, err := s.LatestAttributeSamples(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := latest[src.ID]; a.Visible != 7 || a.InFlight != 2 || a.Delayed != 1 || !a.At.Equal(t0) {
-		t.Errorf("latest sample = %+v", a)
-	}
-	if _, ok := latest[dlq.ID]; ok {
-		t.Error("a queue without samples has a latest sample")
-	}
+		latest, err := s.LatestAttributeSamples(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := latest[src.ID]; a.Visible != 7 || a.InFlight != 2 || a.Delayed != 1 || !a.At.Equal(t0) {
+			t.Errorf("latest sample = %+v", a)
+		}
+		if _, ok := latest[dlq.ID]; ok {
+			t.Error("a queue without samples has a latest sample")
+		}
 
-	if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: 999, At: t0, Depth: AttributeSample{}}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SaveQueueAttributes of a missing queue = %v; want ErrNotFound", err)
-	}
+		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: 999, At: t0, Depth: AttributeSample{}}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SaveQueueAttributes of a missing queue = %v; want ErrNotFound", err)
+		}
+	})
 }
 
 func sortedCopy(s []string) []string {
@@ -107,114 +111,120 @@ func sortedCopy(s []string) []string {
 }
 
 func TestQueueSetters(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "tool-calls.fifo")
-	if !q.FIFO || q.PeekEnabled || !q.BackfilledAt.IsZero() || q.Attributes == nil {
-		t.Fatalf("new queue = %+v", q)
-	}
-	if err := s.SetPeekEnabled(ctx, q.ID, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetBackfilled(ctx, q.ID, t0); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := s.GetQueue(ctx, q.ID)
-	if !got.PeekEnabled || !got.BackfilledAt.Equal(t0) {
-		t.Errorf("after setters: peek=%v backfilled=%v", got.PeekEnabled, got.BackfilledAt)
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "tool-calls.fifo")
+		if !q.FIFO || q.PeekEnabled || !q.BackfilledAt.IsZero() || q.Attributes == nil {
+			t.Fatalf("new queue = %+v", q)
+		}
+		if err := s.SetPeekEnabled(ctx, q.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetBackfilled(ctx, q.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.GetQueue(ctx, q.ID)
+		if !got.PeekEnabled || !got.BackfilledAt.Equal(t0) {
+			t.Errorf("after setters: peek=%v backfilled=%v", got.PeekEnabled, got.BackfilledAt)
+		}
 
-	tests := []struct {
-		name string
-		fn   func() error
-	}{
-		{"SetPeekEnabled", func() error { return s.SetPeekEnabled(ctx, 404, true) }},
-		{"SetBackfilled", func() error { return s.SetBackfilled(ctx, 404, t0) }},
-		{"MarkQueueGone", func() error { return s.MarkQueueGone(ctx, 404, t0) }},
-		{"SetListedSources", func() error { return s.SetListedSources(ctx, 404, nil) }},
-		{"GetQueue", func() error { _, err := s.GetQueue(ctx, 404); return err }},
-		{"GetQueueByARN", func() error { _, err := s.GetQueueByARN(ctx, "arn:nope"); return err }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.fn(); !errors.Is(err, ErrNotFound) {
-				t.Errorf("err = %v; want ErrNotFound", err)
-			}
-		})
-	}
+		tests := []struct {
+			name string
+			fn   func() error
+		}{
+			{"SetPeekEnabled", func() error { return s.SetPeekEnabled(ctx, 404, true) }},
+			{"SetBackfilled", func() error { return s.SetBackfilled(ctx, 404, t0) }},
+			{"MarkQueueGone", func() error { return s.MarkQueueGone(ctx, 404, t0) }},
+			{"SetListedSources", func() error { return s.SetListedSources(ctx, 404, nil) }},
+			{"GetQueue", func() error { _, err := s.GetQueue(ctx, 404); return err }},
+			{"GetQueueByARN", func() error { _, err := s.GetQueueByARN(ctx, "arn:nope"); return err }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.fn(); !errors.Is(err, ErrNotFound) {
+					t.Errorf("err = %v; want ErrNotFound", err)
+				}
+			})
+		}
+	})
 }
 
 func TestListQueuesFilters(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	b := addQueue(t, s, "b")
-	addQueue(t, s, "a")
-	if _, err := s.UpsertQueue(ctx, Queue{Region: "ap-northeast-1", Name: "a", ARN: "arn:aws:sqs:ap-northeast-1:123456789012:a", LastSeen: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkQueueGone(ctx, b.ID, t0); err != nil {
-		t.Fatal(err)
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		b := addQueue(t, s, "b")
+		addQueue(t, s, "a")
+		if _, err := s.UpsertQueue(ctx, Queue{Region: "ap-northeast-1", Name: "a", ARN: "arn:aws:sqs:ap-northeast-1:123456789012:a", LastSeen: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkQueueGone(ctx, b.ID, t0); err != nil {
+			t.Fatal(err)
+		}
 
-	tests := []struct {
-		name string
-		f    QueueFilter
-		want []string // region/name
-	}{
-		{"live", QueueFilter{}, []string{"ap-northeast-1/a", "us-east-1/a"}},
-		{"with gone", QueueFilter{IncludeGone: true}, []string{"ap-northeast-1/a", "us-east-1/a", "us-east-1/b"}},
-		{"region", QueueFilter{Region: "us-east-1", IncludeGone: true}, []string{"us-east-1/a", "us-east-1/b"}},
-		{"no match", QueueFilter{Region: "eu-west-1"}, []string{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			qs, err := s.ListQueues(ctx, tt.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := []string{}
-			for _, q := range qs {
-				got = append(got, q.Region+"/"+q.Name)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("ListQueues = %v; want %v", got, tt.want)
-			}
-		})
-	}
+		tests := []struct {
+			name string
+			f    QueueFilter
+			want []string // region/name
+		}{
+			{"live", QueueFilter{}, []string{"ap-northeast-1/a", "us-east-1/a"}},
+			{"with gone", QueueFilter{IncludeGone: true}, []string{"ap-northeast-1/a", "us-east-1/a", "us-east-1/b"}},
+			{"region", QueueFilter{Region: "us-east-1", IncludeGone: true}, []string{"us-east-1/a", "us-east-1/b"}},
+			{"no match", QueueFilter{Region: "eu-west-1"}, []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				qs, err := s.ListQueues(ctx, tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := []string{}
+				for _, q := range qs {
+					got = append(got, q.Region+"/"+q.Name)
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("ListQueues = %v; want %v", got, tt.want)
+				}
+			})
+		}
 
-	byName, err := s.GetQueuesByName(ctx, "a")
-	if err != nil || len(byName) != 2 {
-		t.Errorf("GetQueuesByName(a) = %d queues, %v; want 2", len(byName), err)
-	}
-	none, err := s.GetQueuesByName(ctx, "zzz")
-	if err != nil || none == nil || len(none) != 0 {
-		t.Errorf("GetQueuesByName(zzz) = %v, %v; want empty non-nil", none, err)
-	}
+		byName, err := s.GetQueuesByName(ctx, "a")
+		if err != nil || len(byName) != 2 {
+			t.Errorf("GetQueuesByName(a) = %d queues, %v; want 2", len(byName), err)
+		}
+		none, err := s.GetQueuesByName(ctx, "zzz")
+		if err != nil || none == nil || len(none) != 0 {
+			t.Errorf("GetQueuesByName(zzz) = %v, %v; want empty non-nil", none, err)
+		}
+	})
 }
 
 func TestAttributeSeries(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "q")
-	for i := range 10 {
-		at := t0.Add(time.Duration(i) * 15 * time.Second)
-		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: int64(i)}}); err != nil {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "q")
+		for i := range 10 {
+			at := t0.Add(time.Duration(i) * 15 * time.Second)
+			if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: int64(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.AttributeSeries(ctx, q.ID, t0.Add(30*time.Second), t0.Add(90*time.Second))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := s.AttributeSeries(ctx, q.ID, t0.Add(30*time.Second), t0.Add(90*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vis []int64
-	for _, a := range got {
-		vis = append(vis, a.Visible)
-	}
-	if !slices.Equal(vis, []int64{2, 3, 4, 5}) {
-		t.Errorf("series visible = %v; want [2 3 4 5] ([since, until))", vis)
-	}
-	latest, _ := s.LatestAttributeSamples(ctx)
-	if latest[q.ID].Visible != 9 {
-		t.Errorf("latest visible = %d; want 9", latest[q.ID].Visible)
-	}
+		var vis []int64
+		for _, a := range got {
+			vis = append(vis, a.Visible)
+		}
+		if !slices.Equal(vis, []int64{2, 3, 4, 5}) {
+			t.Errorf("series visible = %v; want [2 3 4 5] ([since, until))", vis)
+		}
+		latest, _ := s.LatestAttributeSamples(ctx)
+		if latest[q.ID].Visible != 9 {
+			t.Errorf("latest visible = %d; want 9", latest[q.ID].Visible)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -55,7 +54,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 		return res, fmt.Errorf("store: prune: %w", err)
 	}
 	for _, id := range ids {
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := s.inTx(ctx, func(tx *dbTx) error {
 			rolled, deleted, err := pruneQueue(ctx, tx, id, period, rawCutoff, rollupCutoff)
 			res.RolledUp += rolled
 			res.Deleted += deleted
@@ -74,7 +73,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 		// A queue's newest sample stays whatever its age: it is what the pages show.
 		{"samples", `DELETE FROM samples WHERE at < ? AND id NOT IN (
 			SELECT newest FROM (SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1) AS newest
-				FROM queues q) WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.SamplesFor))}},
+				FROM queues q) AS kept WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.SamplesFor))}},
 		// A message seen last before the cutoff can only be held by its queue's newest sample,
 		// the one kept above, so one key lookup there tells whether it is still referred to.
 		{"messages", `DELETE FROM messages WHERE last_seen < ?
@@ -86,7 +85,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 		{"runs", `DELETE FROM collector_runs WHERE started_at < ? AND id NOT IN (
 			SELECT newest FROM (SELECT (SELECT id FROM collector_runs r WHERE r.kind = k.kind AND ` + usefulRun + `
 				ORDER BY finished_at DESC, id DESC LIMIT 1) AS newest
-				FROM (SELECT DISTINCT kind FROM collector_runs) k) WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.RunsFor))}},
+				FROM (SELECT DISTINCT kind FROM collector_runs) k) AS kept WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.RunsFor))}},
 		{"errors", `DELETE FROM collector_errors WHERE at < ?`, []any{ms(now.Add(-r.RunsFor))}},
 	}
 	for _, st := range steps {
@@ -105,18 +104,18 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 
 // pruneQueue rolls up one queue's raw rows older than rawCutoff into buckets of period ms and
 // drops its rows older than rollupCutoff.
-func pruneQueue(ctx context.Context, tx *sql.Tx, queueID, period, rawCutoff, rollupCutoff int64) (rolled, deleted int64, err error) {
+func pruneQueue(ctx context.Context, tx *dbTx, queueID, period, rawCutoff, rollupCutoff int64) (rolled, deleted int64, err error) {
 	secs := period / 1000
 	// Depths are gauges: a bucket keeps each maximum. Merging with an existing bucket by max is
 	// exact whatever order the rows arrive in.
 	_, err = tx.ExecContext(ctx, `
 		INSERT INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
-		SELECT queue_id, at / ?2 * ?2, ?3, max(visible), max(in_flight), max(delayed)
+		SELECT queue_id, at / ?2 * ?2, CAST(?3 AS BIGINT), max(visible), max(in_flight), max(delayed)
 		FROM attribute_samples WHERE queue_id = ?1 AND resolution = 0 AND at < ?4
-		GROUP BY at / ?2
+		GROUP BY queue_id, at / ?2
 		ON CONFLICT (queue_id, at, resolution) DO UPDATE SET
-			visible = max(visible, excluded.visible), in_flight = max(in_flight, excluded.in_flight),
-			delayed = max(delayed, excluded.delayed)`,
+			visible = greatest(attribute_samples.visible, excluded.visible), in_flight = greatest(attribute_samples.in_flight, excluded.in_flight),
+			delayed = greatest(attribute_samples.delayed, excluded.delayed)`,
 		queueID, period, secs, rawCutoff)
 	if err != nil {
 		return 0, 0, fmt.Errorf("roll up depth samples: %w", err)
@@ -132,11 +131,11 @@ func pruneQueue(ctx context.Context, tx *sql.Tx, queueID, period, rawCutoff, rol
 	// again (a second backfill), and replacing keeps a Sum from counting them twice.
 	_, err = tx.ExecContext(ctx, `
 		INSERT INTO metric_points (queue_id, metric_id, at, period, value)
-		SELECT p.queue_id, p.metric_id, p.at / ?2 * ?2, ?3,
+		SELECT p.queue_id, p.metric_id, p.at / ?2 * ?2, CAST(?3 AS BIGINT),
 			CASE m.stat WHEN 'Sum' THEN sum(p.value) WHEN 'Average' THEN avg(p.value) ELSE max(p.value) END
 		FROM metric_points p JOIN metric_names m ON m.id = p.metric_id
 		WHERE p.queue_id = ?1 AND p.period < ?3 AND p.at < ?4
-		GROUP BY p.metric_id, p.at / ?2
+		GROUP BY p.queue_id, p.metric_id, m.stat, p.at / ?2
 		ON CONFLICT (queue_id, metric_id, at, period) DO UPDATE SET value = excluded.value`,
 		queueID, period, secs, rawCutoff)
 	if err != nil {
@@ -162,7 +161,7 @@ func pruneQueue(ctx context.Context, tx *sql.Tx, queueID, period, rawCutoff, rol
 }
 
 // execCount runs a statement in tx and returns how many rows it changed.
-func execCount(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+func execCount(ctx context.Context, tx *dbTx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err

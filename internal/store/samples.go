@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -30,7 +29,7 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 		attrs[i] = string(js)
 	}
 	var id int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		err := tx.QueryRowContext(ctx, `
 			INSERT INTO samples (queue_id, kind, at, seen, approx_visible, receives, messages_taken, capped, error, oldest_sent_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -46,9 +45,12 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 		}
 		if len(groups) > 0 {
 			stmt, err := tx.PrepareContext(ctx, `
-				INSERT OR REPLACE INTO group_backlog (sample_id, group_id, messages, oldest_sent_at,
+				INSERT INTO group_backlog (sample_id, group_id, messages, oldest_sent_at,
 					head_message_id, head_receive_count, blocked)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`)
+				VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (sample_id, group_id) DO UPDATE SET messages = excluded.messages,
+					oldest_sent_at = excluded.oldest_sent_at, head_message_id = excluded.head_message_id,
+					head_receive_count = excluded.head_receive_count, blocked = excluded.blocked`)
 			if err != nil {
 				return err
 			}
@@ -70,13 +72,13 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 
 // saveSampledMessages stores each message once per queue (what it is) and once per sample (how
 // this sample saw it).
-func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
+func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
 	upsert, err := tx.PrepareContext(ctx, `
 		INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
 			first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
 			tool_call_id, session_id, last_seen)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = greatest(messages.last_seen, excluded.last_seen)
 		RETURNING id`)
 	if err != nil {
 		return err
@@ -86,9 +88,9 @@ func saveSampledMessages(ctx context.Context, tx *sql.Tx, sampleID int64, sample
 	sighting, err := tx.PrepareContext(ctx, `
 		INSERT INTO sample_messages (sample_id, message_ref, receive_count, own_receives, near_max_receive) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (sample_id, message_ref) DO UPDATE SET
-			receive_count = max(receive_count, excluded.receive_count),
-			own_receives = max(own_receives, excluded.own_receives),
-			near_max_receive = max(near_max_receive, excluded.near_max_receive)`)
+			receive_count = greatest(sample_messages.receive_count, excluded.receive_count),
+			own_receives = greatest(sample_messages.own_receives, excluded.own_receives),
+			near_max_receive = greatest(sample_messages.near_max_receive, excluded.near_max_receive)`)
 	if err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFil
 		args = append(args, f.ToolName)
 	}
 	if f.NearMaxOnly {
-		query += " AND sm.near_max_receive = 1"
+		query += " AND sm.near_max_receive = TRUE"
 	}
 	query += " ORDER BY sm.message_ref"
 	if f.Limit > 0 {
@@ -346,7 +348,7 @@ func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
 func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx,
-		"SELECT count(*) FROM sample_messages WHERE sample_id = ? AND near_max_receive = 1", sampleID).Scan(&n)
+		"SELECT count(*) FROM sample_messages WHERE sample_id = ? AND near_max_receive = TRUE", sampleID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: near-max count of sample %d: %w", sampleID, err)
 	}

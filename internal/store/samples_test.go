@@ -36,215 +36,227 @@ func dlqMessages(n int) []SampledMessage {
 }
 
 func TestSaveSampleRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "tool-calls-dlq.fifo")
-	msgs := dlqMessages(10)
-	msgs[1].Attributes = nil
-	msgs[2].Body = "not json \x00 <b>ü</b>"
-	msgs[2].BodyTruncated = true
-	groups := []GroupBacklog{
-		{GroupID: "sess_b", Messages: 2, OldestSentAt: t0.Add(-time.Minute), HeadMessageID: "m-0001", HeadReceiveCount: 1},
-		{GroupID: "sess_a", Messages: 3, OldestSentAt: t0.Add(-time.Hour), HeadMessageID: "m-0000", HeadReceiveCount: 5, Blocked: true},
-	}
-	sample := Sample{QueueID: q.ID, Kind: SampleDeadLetter, At: t0, Seen: 10, ApproxVisible: 12, Receives: 3, MessagesTaken: 10, Capped: true}
-	id, err := s.SaveSample(ctx, sample, msgs, groups)
-	if err != nil {
-		t.Fatalf("SaveSample: %v", err)
-	}
-
-	latest, err := s.LatestSample(ctx, q.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sample.ID = id
-	// SaveSample fills in the oldest SentAt from the messages: the first of dlqMessages(10).
-	sample.OldestSentAt = t0.Add(-10 * time.Minute)
-	if latest != sample {
-		t.Errorf("LatestSample = %+v; want %+v", latest, sample)
-	}
-
-	got, err := s.SampleMessages(ctx, id, MessageFilter{})
-	if err != nil || len(got) != 10 {
-		t.Fatalf("SampleMessages = %d, %v; want 10", len(got), err)
-	}
-	for i, m := range got {
-		want := msgs[i]
-		want.ID, want.SampleID, want.QueueID = m.ID, id, q.ID
-		if want.Attributes == nil {
-			want.Attributes = []MessageAttribute{}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "tool-calls-dlq.fifo")
+		msgs := dlqMessages(10)
+		msgs[1].Attributes = nil
+		msgs[2].Body = "not json \x00 <b>ü</b>"
+		msgs[2].BodyTruncated = true
+		groups := []GroupBacklog{
+			{GroupID: "sess_b", Messages: 2, OldestSentAt: t0.Add(-time.Minute), HeadMessageID: "m-0001", HeadReceiveCount: 1},
+			{GroupID: "sess_a", Messages: 3, OldestSentAt: t0.Add(-time.Hour), HeadMessageID: "m-0000", HeadReceiveCount: 5, Blocked: true},
 		}
-		if fmt.Sprint(m) != fmt.Sprint(want) {
-			t.Errorf("message %d round trip:\n got %+v\nwant %+v", i, m, want)
+		sample := Sample{QueueID: q.ID, Kind: SampleDeadLetter, At: t0, Seen: 10, ApproxVisible: 12, Receives: 3, MessagesTaken: 10, Capped: true}
+		id, err := s.SaveSample(ctx, sample, msgs, groups)
+		if err != nil {
+			t.Fatalf("SaveSample: %v", err)
 		}
-	}
 
-	gs, err := s.SampleGroups(ctx, id)
-	if err != nil || len(gs) != 2 || gs[0].GroupID != "sess_a" || !gs[0].Blocked || gs[0].QueueID != q.ID {
-		t.Errorf("SampleGroups = %+v, %v; want sess_a (oldest, blocked) first", gs, err)
-	}
+		latest, err := s.LatestSample(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sample.ID = id
+		// SaveSample fills in the oldest SentAt from the messages: the first of dlqMessages(10).
+		sample.OldestSentAt = t0.Add(-10 * time.Minute)
+		if latest != sample {
+			t.Errorf("LatestSample = %+v; want %+v", latest, sample)
+		}
 
-	counts, err := s.SampleToolCounts(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []ToolCount{{"create_document", 4}, {"send_email", 3}, {"web_search", 3}}; !slices.Equal(counts, want) {
-		t.Errorf("SampleToolCounts = %v; want %v", counts, want)
-	}
+		got, err := s.SampleMessages(ctx, id, MessageFilter{})
+		if err != nil || len(got) != 10 {
+			t.Fatalf("SampleMessages = %d, %v; want 10", len(got), err)
+		}
+		for i, m := range got {
+			want := msgs[i]
+			want.ID, want.SampleID, want.QueueID = m.ID, id, q.ID
+			if want.Attributes == nil {
+				want.Attributes = []MessageAttribute{}
+			}
+			// No text in the store holds NUL (PostgreSQL's cannot): it comes back as U+FFFD.
+			want.Body = strings.ReplaceAll(want.Body, "\x00", "\uFFFD")
+			if fmt.Sprint(m) != fmt.Sprint(want) {
+				t.Errorf("message %d round trip:\n got %+v\nwant %+v", i, m, want)
+			}
+		}
 
-	if _, err := s.SaveSample(ctx, Sample{QueueID: 404, At: t0}, nil, nil); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SaveSample of a missing queue = %v; want ErrNotFound", err)
-	}
-	if _, err := s.LatestSample(ctx, 404); !errors.Is(err, ErrNotFound) {
-		t.Errorf("LatestSample without samples = %v; want ErrNotFound", err)
-	}
+		gs, err := s.SampleGroups(ctx, id)
+		if err != nil || len(gs) != 2 || gs[0].GroupID != "sess_a" || !gs[0].Blocked || gs[0].QueueID != q.ID {
+			t.Errorf("SampleGroups = %+v, %v; want sess_a (oldest, blocked) first", gs, err)
+		}
+
+		counts, err := s.SampleToolCounts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []ToolCount{{"create_document", 4}, {"send_email", 3}, {"web_search", 3}}; !slices.Equal(counts, want) {
+			t.Errorf("SampleToolCounts = %v; want %v", counts, want)
+		}
+
+		if _, err := s.SaveSample(ctx, Sample{QueueID: 404, At: t0}, nil, nil); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SaveSample of a missing queue = %v; want ErrNotFound", err)
+		}
+		if _, err := s.LatestSample(ctx, 404); !errors.Is(err, ErrNotFound) {
+			t.Errorf("LatestSample without samples = %v; want ErrNotFound", err)
+		}
+	})
 }
 
 func TestSampleMessagesFiltersAndCursor(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "web-search-dlq")
-	id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: 25}, dlqMessages(25), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// Walk pages of 4 with the cursor: every message once, in order.
-	var seen []string
-	after := int64(0)
-	for pages := 0; ; pages++ {
-		page, err := s.SampleMessages(ctx, id, MessageFilter{AfterID: after, Limit: 4})
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "web-search-dlq")
+		id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: 25}, dlqMessages(25), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) == 0 {
-			break
-		}
-		for _, m := range page {
-			seen = append(seen, m.MessageID)
-		}
-		after = page[len(page)-1].ID
-		if pages > 10 {
-			t.Fatal("pagination does not end")
-		}
-	}
-	if len(seen) != 25 || !slices.IsSorted(seen) || len(slices.Compact(slices.Clone(seen))) != 25 {
-		t.Errorf("paged through %d messages: %v", len(seen), seen)
-	}
 
-	tests := []struct {
-		name string
-		f    MessageFilter
-		want int
-	}{
-		{"tool", MessageFilter{ToolName: "web_search"}, 8},
-		{"near max", MessageFilter{NearMaxOnly: true}, 9},
-		{"tool and near max", MessageFilter{ToolName: "create_document", NearMaxOnly: true}, 9},
-		{"unknown tool", MessageFilter{ToolName: "nope"}, 0},
-		{"limit", MessageFilter{Limit: 3}, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.SampleMessages(ctx, id, tt.f)
-			if err != nil || len(got) != tt.want || got == nil {
-				t.Errorf("SampleMessages(%+v) = %d, %v; want %d", tt.f, len(got), err, tt.want)
+		// Walk pages of 4 with the cursor: every message once, in order.
+		var seen []string
+		after := int64(0)
+		for pages := 0; ; pages++ {
+			page, err := s.SampleMessages(ctx, id, MessageFilter{AfterID: after, Limit: 4})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
+			if len(page) == 0 {
+				break
+			}
+			for _, m := range page {
+				seen = append(seen, m.MessageID)
+			}
+			after = page[len(page)-1].ID
+			if pages > 10 {
+				t.Fatal("pagination does not end")
+			}
+		}
+		if len(seen) != 25 || !slices.IsSorted(seen) || len(slices.Compact(slices.Clone(seen))) != 25 {
+			t.Errorf("paged through %d messages: %v", len(seen), seen)
+		}
+
+		tests := []struct {
+			name string
+			f    MessageFilter
+			want int
+		}{
+			{"tool", MessageFilter{ToolName: "web_search"}, 8},
+			{"near max", MessageFilter{NearMaxOnly: true}, 9},
+			{"tool and near max", MessageFilter{ToolName: "create_document", NearMaxOnly: true}, 9},
+			{"unknown tool", MessageFilter{ToolName: "nope"}, 0},
+			{"limit", MessageFilter{Limit: 3}, 3},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := s.SampleMessages(ctx, id, tt.f)
+				if err != nil || len(got) != tt.want || got == nil {
+					t.Errorf("SampleMessages(%+v) = %d, %v; want %d", tt.f, len(got), err, tt.want)
+				}
+			})
+		}
+	})
 }
 
 func TestSampledMessageByIDAndDedup(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "exports-dlq")
-	big := strings.Repeat("é", 100_000)
-	msgs := dlqMessages(3)
-	msgs[0].Body = big
-	first, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0}, msgs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs[0].ReceiveCount = 9
-	second, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0.Add(time.Minute)}, msgs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	m, err := s.SampledMessageByID(ctx, q.ID, "m-0000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.SampleID != second || m.ReceiveCount != 9 || m.Body != big {
-		t.Errorf("SampledMessageByID = sample %d, receive count %d, body %d bytes; want sample %d, 9, %d bytes", m.SampleID, m.ReceiveCount, len(m.Body), second, len(big))
-	}
-	if first == second {
-		t.Fatal("two samples share an id")
-	}
-	// The message's content is stored once, however many samples saw it.
-	var n int
-	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM messages").Scan(&n); err != nil || n != 3 {
-		t.Errorf("messages rows = %d, %v; want 3", n, err)
-	}
-	if _, err := s.SampledMessageByID(ctx, q.ID, "nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SampledMessageByID(nope) = %v; want ErrNotFound", err)
-	}
-}
-
-func TestReceiveBudgetSince(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	q := addQueue(t, s, "notifications")
-	for i := range 4 {
-		at := t0.Add(time.Duration(i) * 30 * time.Minute)
-		if _, err := s.SaveSample(ctx, Sample{QueueID: q.ID, Kind: SampleSource, At: at, Receives: 2, MessagesTaken: 5}, nil, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := s.ReceiveBudgetSince(ctx, q.ID, t0.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b != (ReceiveBudget{Receives: 4, MessagesTaken: 10, Samples: 2}) {
-		t.Errorf("ReceiveBudgetSince = %+v", b)
-	}
-	if b, err := s.ReceiveBudgetSince(ctx, 404, t0); err != nil || b != (ReceiveBudget{}) {
-		t.Errorf("budget of a queue without samples = %+v, %v", b, err)
-	}
-}
-
-func TestLatestSamplesAndNearMax(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := addQueue(t, s, "a-dlq")
-	b := addQueue(t, s, "b-dlq")
-	addQueue(t, s, "never-sampled")
-	var newest int64
-	for i := range 3 {
-		id, err := s.SaveSample(ctx, Sample{QueueID: a.ID, At: t0.Add(time.Duration(i) * time.Minute), Seen: i}, dlqMessages(6), nil)
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "exports-dlq")
+		big := strings.Repeat("é", 100_000)
+		msgs := dlqMessages(3)
+		msgs[0].Body = big
+		first, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0}, msgs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		newest = id
-	}
-	bid, err := s.SaveSample(ctx, Sample{QueueID: b.ID, At: t0}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	latest, err := s.LatestSamples(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(latest) != 2 || latest[a.ID].ID != newest || latest[a.ID].Seen != 2 || latest[b.ID].ID != bid {
-		t.Errorf("LatestSamples = %+v", latest)
-	}
-	if n, err := s.SampleNearMaxCount(ctx, newest); err != nil || n != 2 {
-		t.Errorf("SampleNearMaxCount = %d, %v; want 2", n, err)
-	}
-	got, err := s.GetSample(ctx, newest)
-	if err != nil || got != latest[a.ID] {
-		t.Errorf("GetSample = %+v, %v", got, err)
-	}
-	if _, err := s.GetSample(ctx, 404); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetSample(404) = %v; want ErrNotFound", err)
-	}
+		msgs[0].ReceiveCount = 9
+		second, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0.Add(time.Minute)}, msgs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		m, err := s.SampledMessageByID(ctx, q.ID, "m-0000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.SampleID != second || m.ReceiveCount != 9 || m.Body != big {
+			t.Errorf("SampledMessageByID = sample %d, receive count %d, body %d bytes; want sample %d, 9, %d bytes", m.SampleID, m.ReceiveCount, len(m.Body), second, len(big))
+		}
+		if first == second {
+			t.Fatal("two samples share an id")
+		}
+		// The message's content is stored once, however many samples saw it.
+		var n int
+		if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM messages").Scan(&n); err != nil || n != 3 {
+			t.Errorf("messages rows = %d, %v; want 3", n, err)
+		}
+		if _, err := s.SampledMessageByID(ctx, q.ID, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SampledMessageByID(nope) = %v; want ErrNotFound", err)
+		}
+	})
+}
+
+func TestReceiveBudgetSince(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "notifications")
+		for i := range 4 {
+			at := t0.Add(time.Duration(i) * 30 * time.Minute)
+			if _, err := s.SaveSample(ctx, Sample{QueueID: q.ID, Kind: SampleSource, At: at, Receives: 2, MessagesTaken: 5}, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := s.ReceiveBudgetSince(ctx, q.ID, t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b != (ReceiveBudget{Receives: 4, MessagesTaken: 10, Samples: 2}) {
+			t.Errorf("ReceiveBudgetSince = %+v", b)
+		}
+		if b, err := s.ReceiveBudgetSince(ctx, 404, t0); err != nil || b != (ReceiveBudget{}) {
+			t.Errorf("budget of a queue without samples = %+v, %v", b, err)
+		}
+	})
+}
+
+func TestLatestSamplesAndNearMax(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		a := addQueue(t, s, "a-dlq")
+		b := addQueue(t, s, "b-dlq")
+		addQueue(t, s, "never-sampled")
+		var newest int64
+		for i := range 3 {
+			id, err := s.SaveSample(ctx, Sample{QueueID: a.ID, At: t0.Add(time.Duration(i) * time.Minute), Seen: i}, dlqMessages(6), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			newest = id
+		}
+		bid, err := s.SaveSample(ctx, Sample{QueueID: b.ID, At: t0}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest, err := s.LatestSamples(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(latest) != 2 || latest[a.ID].ID != newest || latest[a.ID].Seen != 2 || latest[b.ID].ID != bid {
+			t.Errorf("LatestSamples = %+v", latest)
+		}
+		if n, err := s.SampleNearMaxCount(ctx, newest); err != nil || n != 2 {
+			t.Errorf("SampleNearMaxCount = %d, %v; want 2", n, err)
+		}
+		got, err := s.GetSample(ctx, newest)
+		if err != nil || got != latest[a.ID] {
+			t.Errorf("GetSample = %+v, %v", got, err)
+		}
+		if _, err := s.GetSample(ctx, 404); !errors.Is(err, ErrNotFound) {
+			t.Errorf("GetSample(404) = %v; want ErrNotFound", err)
+		}
+	})
 }

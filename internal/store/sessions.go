@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -14,7 +13,7 @@ func (s *Store) CreateSession(ctx context.Context, tokenID int64, hash []byte, a
 	if len(hash) == 0 || !expires.After(at) {
 		return fmt.Errorf("store: create session: a hash and an expiry after its start are required")
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM browser_sessions WHERE expires_at <= ?", ms(at)); err != nil {
 			return err
 		}

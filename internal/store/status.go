@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -13,17 +12,17 @@ func (s *Store) SaveOperationStatuses(ctx context.Context, statuses []OperationS
 	if len(statuses) == 0 {
 		return nil
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		stmt, err := tx.PrepareContext(ctx, `
 			INSERT INTO aws_operations (region, operation, last_success_at, last_failure_at, failure_code,
 				failure_message, failure_status, failures_in_row, backoff_until)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (region, operation) DO UPDATE SET
-				last_success_at = max(last_success_at, excluded.last_success_at),
-				failure_code = CASE WHEN excluded.last_failure_at >= last_failure_at THEN excluded.failure_code ELSE failure_code END,
-				failure_message = CASE WHEN excluded.last_failure_at >= last_failure_at THEN excluded.failure_message ELSE failure_message END,
-				failure_status = CASE WHEN excluded.last_failure_at >= last_failure_at THEN excluded.failure_status ELSE failure_status END,
-				last_failure_at = max(last_failure_at, excluded.last_failure_at),
+				last_success_at = greatest(aws_operations.last_success_at, excluded.last_success_at),
+				failure_code = CASE WHEN excluded.last_failure_at >= aws_operations.last_failure_at THEN excluded.failure_code ELSE aws_operations.failure_code END,
+				failure_message = CASE WHEN excluded.last_failure_at >= aws_operations.last_failure_at THEN excluded.failure_message ELSE aws_operations.failure_message END,
+				failure_status = CASE WHEN excluded.last_failure_at >= aws_operations.last_failure_at THEN excluded.failure_status ELSE aws_operations.failure_status END,
+				last_failure_at = greatest(aws_operations.last_failure_at, excluded.last_failure_at),
 				failures_in_row = excluded.failures_in_row,
 				backoff_until = excluded.backoff_until`)
 		if err != nil {
@@ -79,7 +78,7 @@ func (s *Store) SaveLoopStatus(ctx context.Context, l LoopStatus) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (loop, region) DO UPDATE SET
 			finished_at = excluded.finished_at,
-			last_success_at = max(last_success_at, excluded.last_success_at),
+			last_success_at = greatest(collector_loops.last_success_at, excluded.last_success_at),
 			queues = excluded.queues, failed_queues = excluded.failed_queues,
 			calls = excluded.calls, failures = excluded.failures`,
 		l.Loop, l.Region, ms(l.FinishedAt), ms(l.LastSuccessAt), l.Queues, l.FailedQueues, l.Calls, l.Failures)

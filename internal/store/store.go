@@ -1,6 +1,7 @@
-// Package store is toolq's SQLite database: queues, depth readings, CloudWatch datapoints,
-// message samples, move tasks, collector runs and the collector's sight of AWS, the cost
-// estimate, the audit log, API tokens and browser sessions.
+// Package store is toolq's database: queues, depth readings, CloudWatch datapoints, message
+// samples, move tasks, collector runs and the collector's sight of AWS, the cost estimate, the
+// audit log, API tokens and browser sessions. It is a SQLite file by default, or a PostgreSQL
+// database (for replicas, see Open), with the same schema and the same queries on both.
 package store
 
 import (
@@ -8,40 +9,65 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/pressly/goose/v3"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"github.com/pressly/goose/v3/lock"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/toolq/toolq/migrations"
 )
 
-// Store is toolq's SQLite database.
+// Store is toolq's database.
 //
-// It holds two pools over one file: every write goes through wdb, a single connection whose
-// transactions begin IMMEDIATE, so the collector's loops and the API queue up in Go instead of
-// failing with SQLITE_BUSY; reads go through db, several query-only connections that WAL lets
-// read while the writer writes.
+// On SQLite it holds two pools over one file: every write goes through wdb, a single connection
+// whose transactions begin IMMEDIATE, so the collector's loops and the API queue up in Go instead
+// of failing with SQLITE_BUSY; reads go through db, several query-only connections that WAL lets
+// read while the writer writes. On PostgreSQL, which has no single-writer rule, db and wdb are
+// one pool.
 type Store struct {
-	db  *sql.DB // readers
-	wdb *sql.DB // the one writer
+	db  dbPool // readers
+	wdb dbPool // the writer(s)
+	d   dialect
+	url string // what Open was given, for Postgres; "" on SQLite
 
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
 }
 
-// readConns bounds the reader pool: the machine is small, and SQLite readers are cheap but not free.
+// readConns bounds the SQLite reader pool: the machine is small, and SQLite readers are cheap
+// but not free.
 const readConns = 4
 
-// Open opens (creating if needed) the SQLite file at path, sets WAL, a busy timeout and foreign
-// keys, and applies the embedded migrations. ":memory:" is not supported (use a file in t.TempDir()).
-func Open(ctx context.Context, path string) (*Store, error) {
+// postgresConns bounds the PostgreSQL pool of one replica: a managed database's connection
+// limit is shared by every replica, and toolq's writes are small.
+const postgresConns = 8
+
+// IsPostgresURL reports whether a database setting names a PostgreSQL database
+// (postgres://… or postgresql://…) rather than a SQLite file.
+func IsPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// Open opens the database named by db and applies the embedded migrations: a PostgreSQL URL
+// (postgres://user:password@host:5432/toolq?sslmode=require), or else the path of a SQLite file,
+// created if needed, with WAL, a busy timeout and foreign keys (":memory:" is not supported:
+// use a file in t.TempDir()).
+func Open(ctx context.Context, db string) (*Store, error) {
+	if IsPostgresURL(db) {
+		return openPostgres(ctx, db)
+	}
+	return openSQLite(ctx, db)
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("store: open %q: want a plain file path", path)
+		return nil, fmt.Errorf("store: open %q: want a plain file path or a postgres:// URL", path)
 	}
 	// The busy timeout still matters with one writer: another process (a second dashboard, the
 	// sqlite3 shell) may hold the lock, and WAL checkpoints briefly block readers.
@@ -55,7 +81,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}
 	wdb.SetMaxOpenConns(1)
-	if err := migrate(ctx, wdb); err != nil {
+	if err := migrate(ctx, wdb, sqliteDialect); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}
@@ -67,7 +93,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(readConns)
 	db.SetMaxIdleConns(readConns)
-	s := &Store{db: db, wdb: wdb, metricIDs: make(map[string]int64)}
+	s := &Store{db: dbPool{db, sqliteDialect}, wdb: dbPool{wdb, sqliteDialect}, d: sqliteDialect,
+		metricIDs: make(map[string]int64)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -75,9 +102,49 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// migrate applies every pending migration.
-func migrate(ctx context.Context, db *sql.DB) error {
-	p, err := newMigrationProvider(db)
+func openPostgres(ctx context.Context, dbURL string) (*Store, error) {
+	shown := RedactURL(dbURL)
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", shown, err)
+	}
+	db.SetMaxOpenConns(postgresConns)
+	db.SetMaxIdleConns(postgresConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", shown, err)
+	}
+	// Replicas that start together each try to migrate: goose's Postgres provider takes a
+	// session advisory lock around its work (goose.WithSessionLocker), so one migrates and the
+	// others then find nothing to do.
+	if err := migrate(ctx, db, postgresDialect); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", shown, err)
+	}
+	p := dbPool{db, postgresDialect}
+	return &Store{db: p, wdb: p, d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}, nil
+}
+
+// RedactURL returns a database setting fit for logs and pages: a URL's password replaced by
+// "xxxxx"; a file path unchanged.
+func RedactURL(db string) string {
+	u, err := url.Parse(db)
+	if err != nil || u.Scheme == "" {
+		if IsPostgresURL(db) {
+			return "postgres://(unparseable URL)"
+		}
+		return db
+	}
+	return u.Redacted()
+}
+
+// Dialect names the engine: "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.String() }
+
+// migrate applies every pending migration of the dialect.
+func migrate(ctx context.Context, db *sql.DB, d dialect) error {
+	p, err := newMigrationProvider(db, d)
 	if err != nil {
 		return err
 	}
@@ -87,21 +154,43 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func newMigrationProvider(db *sql.DB) (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+// newMigrationProvider returns goose's provider over the dialect's migrations: migrations/*.sql
+// for SQLite, migrations/postgres/*.sql for PostgreSQL, the same versions in both.
+func newMigrationProvider(db *sql.DB, d dialect) (*goose.Provider, error) {
+	var (
+		files fs.FS = migrations.SQLite
+		gd          = goose.DialectSQLite3
+		opts  []goose.ProviderOption
+	)
+	if d == postgresDialect {
+		sub, err := fs.Sub(migrations.Postgres, "postgres")
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		files, gd = sub, goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(gd, db, files, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
 	return p, nil
 }
 
-// Close closes the database. It first lets SQLite refresh the statistics its query planner uses
-// (PRAGMA optimize, as SQLite recommends before closing), best effort.
+// Close closes the database. On SQLite it first lets SQLite refresh the statistics its query
+// planner uses (PRAGMA optimize, as SQLite recommends before closing), best effort.
 func (s *Store) Close() error {
+	if s.d == postgresDialect {
+		return s.db.db.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.wdb.ExecContext(ctx, "PRAGMA optimize")
-	return errors.Join(s.db.Close(), s.wdb.Close())
+	return errors.Join(s.db.db.Close(), s.wdb.db.Close())
 }
 
 // Ping checks that the database answers (for /readyz).
@@ -114,7 +203,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // inTx runs fn in a write transaction, committing when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(tx *dbTx) error) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -152,15 +241,6 @@ func fromMS(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-// isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-}
-
 // notFound maps sql.ErrNoRows to ErrNotFound, keeping other errors.
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
@@ -177,8 +257,7 @@ type rowScanner interface {
 // notFoundOnFK maps a foreign key violation (a row naming a queue that does not exist) to
 // ErrNotFound, keeping other errors.
 func notFoundOnFK(err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+	if isForeignKeyViolation(err) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err

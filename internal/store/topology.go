@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -67,16 +66,22 @@ type QueueAlarm struct {
 // SaveEventSourceMappings replaces the mappings stored for one queue (by its ARN) with those
 // ListEventSourceMappings just returned for it.
 func (s *Store) SaveEventSourceMappings(ctx context.Context, queueARN string, mappings []EventSourceMapping) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM event_source_mappings WHERE queue_arn = ?", queueARN); err != nil {
 			return err
 		}
 		for _, m := range mappings {
 			_, err := tx.ExecContext(ctx, `
-				INSERT OR REPLACE INTO event_source_mappings (uuid, region, queue_arn, function_arn, state,
+				INSERT INTO event_source_mappings (uuid, region, queue_arn, function_arn, state,
 					state_reason, last_processing_result, batch_size, batching_window,
 					report_batch_item_failures, maximum_concurrency, function_timeout, function_error, read_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (uuid) DO UPDATE SET region = excluded.region, queue_arn = excluded.queue_arn,
+					function_arn = excluded.function_arn, state = excluded.state, state_reason = excluded.state_reason,
+					last_processing_result = excluded.last_processing_result, batch_size = excluded.batch_size,
+					batching_window = excluded.batching_window, report_batch_item_failures = excluded.report_batch_item_failures,
+					maximum_concurrency = excluded.maximum_concurrency, function_timeout = excluded.function_timeout,
+					function_error = excluded.function_error, read_at = excluded.read_at`,
 				m.UUID, m.Region, queueARN, m.FunctionARN, m.State, m.StateReason, m.LastProcessingResult,
 				m.BatchSize, m.BatchingWindowSeconds, m.ReportBatchItemFailures, m.MaximumConcurrency,
 				m.FunctionTimeoutSeconds, m.FunctionError, ms(m.ReadAt))
@@ -124,15 +129,20 @@ func (s *Store) EventSourceMappings(ctx context.Context) ([]EventSourceMapping, 
 // ReplaceEventBridgeTargets replaces every target stored for a region with a complete reading
 // of its buses, rules and targets.
 func (s *Store) ReplaceEventBridgeTargets(ctx context.Context, region string, targets []EventBridgeTarget) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM eventbridge_targets WHERE region = ?", region); err != nil {
 			return err
 		}
 		for _, t := range targets {
 			_, err := tx.ExecContext(ctx, `
-				INSERT OR REPLACE INTO eventbridge_targets (rule_arn, target_id, region, bus_name, bus_arn,
+				INSERT INTO eventbridge_targets (rule_arn, target_id, region, bus_name, bus_arn,
 					rule_name, rule_state, target_arn, dead_letter_arn, max_event_age, max_retry_attempts, read_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (rule_arn, target_id) DO UPDATE SET region = excluded.region, bus_name = excluded.bus_name,
+					bus_arn = excluded.bus_arn, rule_name = excluded.rule_name, rule_state = excluded.rule_state,
+					target_arn = excluded.target_arn, dead_letter_arn = excluded.dead_letter_arn,
+					max_event_age = excluded.max_event_age, max_retry_attempts = excluded.max_retry_attempts,
+					read_at = excluded.read_at`,
 				t.RuleARN, t.TargetID, region, t.BusName, t.BusARN, t.RuleName, t.RuleState, t.TargetARN,
 				t.DeadLetterARN, t.MaxEventAgeSeconds, t.MaxRetryAttempts, ms(t.ReadAt))
 			if err != nil {
@@ -197,15 +207,19 @@ func (s *Store) eventBridgeDeadLetters(ctx context.Context) (map[string][]string
 // ReplaceQueueAlarms replaces every alarm stored for a region with a complete DescribeAlarms
 // reading.
 func (s *Store) ReplaceQueueAlarms(ctx context.Context, region string, alarms []QueueAlarm) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM queue_alarms WHERE region = ?", region); err != nil {
 			return err
 		}
 		for _, a := range alarms {
 			_, err := tx.ExecContext(ctx, `
-				INSERT OR REPLACE INTO queue_alarms (region, alarm_name, queue_name, metric_name, alarm_arn,
+				INSERT INTO queue_alarms (region, alarm_name, queue_name, metric_name, alarm_arn,
 					state, state_reason, state_updated_at, actions_enabled, read_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (region, alarm_name, queue_name, metric_name) DO UPDATE SET alarm_arn = excluded.alarm_arn,
+					state = excluded.state, state_reason = excluded.state_reason,
+					state_updated_at = excluded.state_updated_at, actions_enabled = excluded.actions_enabled,
+					read_at = excluded.read_at`,
 				region, a.AlarmName, a.QueueName, a.MetricName, a.AlarmARN, a.State, a.StateReason,
 				ms(a.StateUpdatedAt), a.ActionsEnabled, ms(a.ReadAt))
 			if err != nil {

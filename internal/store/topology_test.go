@@ -7,90 +7,96 @@ import (
 )
 
 func TestEventSourceMappingsReplacedPerQueue(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	web, notify := addQueue(t, s, "web-search"), addQueue(t, s, "notifications")
-	m := EventSourceMapping{UUID: "u1", Region: "us-east-1", FunctionARN: "arn:aws:lambda:us-east-1:1:function:f",
-		State: "Enabled", BatchSize: 10, ReportBatchItemFailures: true, MaximumConcurrency: 5, FunctionTimeoutSeconds: 30, ReadAt: t0}
-	if err := s.SaveEventSourceMappings(ctx, web.ARN, []EventSourceMapping{m}); err != nil {
-		t.Fatal(err)
-	}
-	other := m
-	other.UUID = "u2"
-	if err := s.SaveEventSourceMappings(ctx, notify.ARN, []EventSourceMapping{other}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.EventSourceMappings(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[1].QueueARN != web.ARN || !got[1].ReportBatchItemFailures || got[1].MaximumConcurrency != 5 || !got[1].ReadAt.Equal(t0) {
-		t.Fatalf("mappings = %+v", got)
-	}
-	// A queue read again with no mapping loses its rows; the other queue keeps its own.
-	if err := s.SaveEventSourceMappings(ctx, web.ARN, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = s.EventSourceMappings(ctx)
-	if len(got) != 1 || got[0].UUID != "u2" {
-		t.Fatalf("after clearing web-search: %+v", got)
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		web, notify := addQueue(t, s, "web-search"), addQueue(t, s, "notifications")
+		m := EventSourceMapping{UUID: "u1", Region: "us-east-1", FunctionARN: "arn:aws:lambda:us-east-1:1:function:f",
+			State: "Enabled", BatchSize: 10, ReportBatchItemFailures: true, MaximumConcurrency: 5, FunctionTimeoutSeconds: 30, ReadAt: t0}
+		if err := s.SaveEventSourceMappings(ctx, web.ARN, []EventSourceMapping{m}); err != nil {
+			t.Fatal(err)
+		}
+		other := m
+		other.UUID = "u2"
+		if err := s.SaveEventSourceMappings(ctx, notify.ARN, []EventSourceMapping{other}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.EventSourceMappings(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[1].QueueARN != web.ARN || !got[1].ReportBatchItemFailures || got[1].MaximumConcurrency != 5 || !got[1].ReadAt.Equal(t0) {
+			t.Fatalf("mappings = %+v", got)
+		}
+		// A queue read again with no mapping loses its rows; the other queue keeps its own.
+		if err := s.SaveEventSourceMappings(ctx, web.ARN, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.EventSourceMappings(ctx)
+		if len(got) != 1 || got[0].UUID != "u2" {
+			t.Fatalf("after clearing web-search: %+v", got)
+		}
+	})
 }
 
 func TestEventBridgeTargetsMakeEventBridgeDeadLetterQueues(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	audit, dlq := addQueue(t, s, "tool-call-audit"), addQueue(t, s, "tool-call-audit-dlq")
-	target := EventBridgeTarget{BusName: "mcp", RuleName: "tool-call-completed", RuleARN: "arn:aws:events:us-east-1:1:rule/mcp/tool-call-completed",
-		RuleState: "ENABLED", TargetID: "audit", TargetARN: audit.ARN, DeadLetterARN: dlq.ARN, MaxEventAgeSeconds: 3600, MaxRetryAttempts: 3, ReadAt: t0}
-	if err := s.ReplaceEventBridgeTargets(ctx, "us-east-1", []EventBridgeTarget{target}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetQueue(ctx, dlq.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !got.IsEventBridgeDeadLetterQueue() || got.IsDeadLetterQueue() || !slices.Equal(got.EventBridgeRuleARNs, []string{target.RuleARN}) {
-		t.Errorf("the target's DLQ: EventBridge DLQ %v (rules %v), SQS DLQ %v", got.IsEventBridgeDeadLetterQueue(), got.EventBridgeRuleARNs, got.IsDeadLetterQueue())
-	}
-	if q, _ := s.GetQueue(ctx, audit.ID); q.IsEventBridgeDeadLetterQueue() {
-		t.Errorf("the target itself is no DLQ")
-	}
-	targets, err := s.EventBridgeTargets(ctx)
-	if err != nil || len(targets) != 1 || targets[0].Region != "us-east-1" || targets[0].MaxEventAgeSeconds != 3600 {
-		t.Fatalf("targets = %+v, %v", targets, err)
-	}
-	// Another region's reading leaves this one alone; a new reading of it replaces it.
-	if err := s.ReplaceEventBridgeTargets(ctx, "eu-west-1", nil); err != nil {
-		t.Fatal(err)
-	}
-	if targets, _ := s.EventBridgeTargets(ctx); len(targets) != 1 {
-		t.Errorf("eu-west-1's reading removed us-east-1's targets")
-	}
-	if err := s.ReplaceEventBridgeTargets(ctx, "us-east-1", nil); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.GetQueue(ctx, dlq.ID); got.IsEventBridgeDeadLetterQueue() {
-		t.Errorf("still an EventBridge DLQ after its target went")
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		audit, dlq := addQueue(t, s, "tool-call-audit"), addQueue(t, s, "tool-call-audit-dlq")
+		target := EventBridgeTarget{BusName: "mcp", RuleName: "tool-call-completed", RuleARN: "arn:aws:events:us-east-1:1:rule/mcp/tool-call-completed",
+			RuleState: "ENABLED", TargetID: "audit", TargetARN: audit.ARN, DeadLetterARN: dlq.ARN, MaxEventAgeSeconds: 3600, MaxRetryAttempts: 3, ReadAt: t0}
+		if err := s.ReplaceEventBridgeTargets(ctx, "us-east-1", []EventBridgeTarget{target}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetQueue(ctx, dlq.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.IsEventBridgeDeadLetterQueue() || got.IsDeadLetterQueue() || !slices.Equal(got.EventBridgeRuleARNs, []string{target.RuleARN}) {
+			t.Errorf("the target's DLQ: EventBridge DLQ %v (rules %v), SQS DLQ %v", got.IsEventBridgeDeadLetterQueue(), got.EventBridgeRuleARNs, got.IsDeadLetterQueue())
+		}
+		if q, _ := s.GetQueue(ctx, audit.ID); q.IsEventBridgeDeadLetterQueue() {
+			t.Errorf("the target itself is no DLQ")
+		}
+		targets, err := s.EventBridgeTargets(ctx)
+		if err != nil || len(targets) != 1 || targets[0].Region != "us-east-1" || targets[0].MaxEventAgeSeconds != 3600 {
+			t.Fatalf("targets = %+v, %v", targets, err)
+		}
+		// Another region's reading leaves this one alone; a new reading of it replaces it.
+		if err := s.ReplaceEventBridgeTargets(ctx, "eu-west-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		if targets, _ := s.EventBridgeTargets(ctx); len(targets) != 1 {
+			t.Errorf("eu-west-1's reading removed us-east-1's targets")
+		}
+		if err := s.ReplaceEventBridgeTargets(ctx, "us-east-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.GetQueue(ctx, dlq.ID); got.IsEventBridgeDeadLetterQueue() {
+			t.Errorf("still an EventBridge DLQ after its target went")
+		}
+	})
 }
 
 func TestQueueAlarmsReplacedPerRegion(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	a := QueueAlarm{AlarmName: "dlq-depth", QueueName: "web-search-dlq", MetricName: "ApproximateNumberOfMessagesVisible",
-		State: "ALARM", StateUpdatedAt: t0, ActionsEnabled: true, ReadAt: t0}
-	if err := s.ReplaceQueueAlarms(ctx, "us-east-1", []QueueAlarm{a}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.QueueAlarms(ctx)
-	if err != nil || len(got) != 1 || got[0].Region != "us-east-1" || got[0].State != "ALARM" || !got[0].ActionsEnabled || !got[0].StateUpdatedAt.Equal(t0) {
-		t.Fatalf("alarms = %+v, %v", got, err)
-	}
-	if err := s.ReplaceQueueAlarms(ctx, "us-east-1", nil); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.QueueAlarms(ctx); len(got) != 0 {
-		t.Errorf("alarms after an empty reading = %+v", got)
-	}
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		a := QueueAlarm{AlarmName: "dlq-depth", QueueName: "web-search-dlq", MetricName: "ApproximateNumberOfMessagesVisible",
+			State: "ALARM", StateUpdatedAt: t0, ActionsEnabled: true, ReadAt: t0}
+		if err := s.ReplaceQueueAlarms(ctx, "us-east-1", []QueueAlarm{a}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.QueueAlarms(ctx)
+		if err != nil || len(got) != 1 || got[0].Region != "us-east-1" || got[0].State != "ALARM" || !got[0].ActionsEnabled || !got[0].StateUpdatedAt.Equal(t0) {
+			t.Fatalf("alarms = %+v, %v", got, err)
+		}
+		if err := s.ReplaceQueueAlarms(ctx, "us-east-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.QueueAlarms(ctx); len(got) != 0 {
+			t.Errorf("alarms after an empty reading = %+v", got)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,7 +46,13 @@ const benchPairs = 100
 // each, every dead-letter queue with a sample of 50 messages.
 func benchFixture(b *testing.B, pairs int) *fixture {
 	b.Helper()
-	f := newFixture(b)
+	return benchFixtureAt(b, pairs, filepath.Join(b.TempDir(), "toolq.db"))
+}
+
+// benchFixtureAt is benchFixture on the database db names.
+func benchFixtureAt(b *testing.B, pairs int, db string) *fixture {
+	b.Helper()
+	f := newFixtureAt(b, db)
 	st := f.store
 	for i := range pairs {
 		src, dlq := fmt.Sprintf("q-%03d", i), fmt.Sprintf("q-%03d-dlq", i)

@@ -26,7 +26,13 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolq.db"))
+	return newFixtureAt(t, filepath.Join(t.TempDir(), "toolq.db"))
+}
+
+// newFixtureAt is newFixture on the database db names (a SQLite file or a postgres:// URL).
+func newFixtureAt(t testing.TB, db string) *fixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

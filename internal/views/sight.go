@@ -245,7 +245,32 @@ type Status struct {
 	GeneratedAt time.Time      `json:"generatedAt"`
 	Regions     []RegionStatus `json:"regions"` // never nil
 	Sight       []SightProblem `json:"sight"`   // never nil
+	// Database is the store's engine: "sqlite" (one dashboard) or "postgres" (replicas).
+	Database string `json:"database"`
+	// Replicas are the dashboards on this database heard from within the last hour, the
+	// leader (the one that runs the collector) first. Never nil.
+	Replicas []ReplicaStatus `json:"replicas"`
 }
+
+// ReplicaStatus is one dashboard process on the database.
+type ReplicaStatus struct {
+	ID          string    `json:"id"`
+	Host        string    `json:"host"`
+	Version     string    `json:"version"`
+	StartedAt   time.Time `json:"startedAt"`
+	HeartbeatAt time.Time `json:"heartbeatAt"`
+	// Alive: its last heartbeat is recent (within ReplicaAliveWithin).
+	Alive bool `json:"alive"`
+	// Leader: it held the collector's lead at its last heartbeat, since LeaderSince. The lead
+	// is a PostgreSQL advisory lock the leader confirms at every heartbeat; it ends with the
+	// leader's database session.
+	Leader      bool       `json:"leader"`
+	LeaderSince *time.Time `json:"leaderSince"`
+}
+
+// ReplicaAliveWithin is how recent a replica's heartbeat must be for it to count as alive:
+// six of replicas.DefaultCheck's 5-s heartbeats.
+const ReplicaAliveWithin = 30 * time.Second
 
 // RegionStatus is one region of the status page.
 type RegionStatus struct {
@@ -295,7 +320,10 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{GeneratedAt: s.clock(), Regions: []RegionStatus{}, Sight: f.problems()}
+	out := Status{GeneratedAt: s.clock(), Regions: []RegionStatus{}, Sight: f.problems(), Database: s.store.Dialect()}
+	if out.Replicas, err = s.replicas(ctx, out.GeneratedAt); err != nil {
+		return Status{}, err
+	}
 	blind := blindRegions(out.Sight)
 	for _, region := range f.regions {
 		rs := RegionStatus{Region: region, Blind: slices.Contains(blind, region), Operations: []OperationStatus{}, Loops: []LoopStatus{}}
@@ -322,6 +350,23 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 			}
 		}
 		out.Regions = append(out.Regions, rs)
+	}
+	return out, nil
+}
+
+// replicas lists the dashboards heard from within the last hour.
+func (s *Service) replicas(ctx context.Context, now time.Time) ([]ReplicaStatus, error) {
+	rs, err := s.store.Replicas(ctx, now.Add(-time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ReplicaStatus, 0, len(rs))
+	for _, r := range rs {
+		alive := now.Sub(r.HeartbeatAt) <= ReplicaAliveWithin
+		out = append(out, ReplicaStatus{
+			ID: r.ID, Host: r.Host, Version: r.Version, StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt,
+			Alive: alive, Leader: r.Leader && alive, LeaderSince: timePtr(r.LeaderSince),
+		})
 	}
 	return out, nil
 }

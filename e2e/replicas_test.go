@@ -1,0 +1,314 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/toolq/toolq/internal/pgtest"
+	"github.com/toolq/toolq/sqsim"
+)
+
+// countingEndpoint is one replica's own door to the shared simulator: it counts the SQS
+// operations that came through it, so that the test knows which replica called AWS.
+type countingEndpoint struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newCountingEndpoint(sim http.Handler) *countingEndpoint {
+	e := &countingEndpoint{calls: map[string]int{}}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := r.Header.Get("X-Amz-Target") // AmazonSQS.GetQueueAttributes, GraniteServiceVersion20100801.GetMetricData
+		if _, after, ok := strings.Cut(op, "."); ok {
+			op = after
+		}
+		e.mu.Lock()
+		e.calls[op]++
+		e.mu.Unlock()
+		sim.ServeHTTP(w, r)
+	}))
+	return e
+}
+
+func (e *countingEndpoint) count(op string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.calls[op]
+}
+
+// collectorCalls counts the calls of collectorOps.
+func (e *countingEndpoint) collectorCalls() int {
+	n := 0
+	for _, op := range collectorOps {
+		n += e.count(op)
+	}
+	return n
+}
+
+// attributesInterval is the replicas' --attributes-interval: a follower tries to take the lead
+// every half of it.
+const attributesInterval = 2 * time.Second
+
+// collectorOps are the SQS operations only the collector makes (the actions also read queue
+// attributes and move tasks, so those tell nothing about who collects).
+var collectorOps = []string{"ListQueues", "ListDeadLetterSourceQueues", "ReceiveMessage"}
+
+// replica is one `dashboard serve` process.
+type replica struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	aws  *countingEndpoint
+	log  string
+	done chan struct{}
+}
+
+func startReplica(t *testing.T, name, db string, sim http.Handler) *replica {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{name: name, url: "http://" + addr, aws: newCountingEndpoint(sim), done: make(chan struct{}),
+		log: filepath.Join(t.TempDir(), name+".log")}
+	t.Cleanup(r.aws.Close)
+	logFile, err := os.Create(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(suite.binary, "serve",
+		"--endpoint-url", r.aws.URL, "--region", "us-east-1", "--db", db, "--listen", addr,
+		"--discovery-interval", "2s", "--attributes-interval", attributesInterval.String(), "--metrics-interval", "10s",
+		"--log-level", "info")
+	r.cmd.Env = demoEnv()
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.cmd.Wait(); logFile.Close(); close(r.done) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-r.done:
+		case <-time.After(20 * time.Second):
+			r.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(r.log)
+			t.Logf("%s's log:\n%s", name, out)
+		}
+	})
+	eventually(t, 90*time.Second, name+" ready", func() (bool, string, error) {
+		code, body, err := httpGet(t.Context(), r.url+"/readyz")
+		return code == http.StatusOK, string(body), err
+	})
+	return r
+}
+
+// status reads the replica's /api/v1/status: the replicas it lists, leader first.
+func (r *replica) status(t *testing.T) (ids []string, leader string) {
+	t.Helper()
+	code, body, err := httpGet(t.Context(), r.url+"/api/v1/status")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("%s: GET /api/v1/status = %d, %v: %s", r.name, code, err, body)
+	}
+	var st struct {
+		Database string `json:"database"`
+		Replicas []struct {
+			ID     string `json:"id"`
+			Alive  bool   `json:"alive"`
+			Leader bool   `json:"leader"`
+		} `json:"replicas"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Database != "postgres" {
+		t.Fatalf("%s: database %q; want postgres", r.name, st.Database)
+	}
+	for _, rep := range st.Replicas {
+		if rep.Alive {
+			ids = append(ids, rep.ID)
+		}
+		if rep.Leader {
+			leader = rep.ID
+		}
+	}
+	return ids, leader
+}
+
+// post sends a JSON API request and returns its status and body.
+func (r *replica) post(ctx context.Context, path, body string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestReplicasOnOnePostgreSQL runs two `dashboard serve` processes on one PostgreSQL database
+// and one simulator, each through an endpoint of its own so that the test sees who calls AWS:
+// exactly one collects; a redrive started through one shows live on a page open on the other;
+// two starts at once, one on each, make one move task and two audit entries (one accepted, one
+// refused); and when the leader is killed (SIGKILL: no clean hand-over), the other collects
+// within two attribute intervals of the lock's release.
+func TestReplicasOnOnePostgreSQL(t *testing.T) {
+	needBrowser(t)
+	db := pgtest.DB(t)
+
+	sim := sqsim.New(sqsim.Options{Seed: 11})
+	ctx, stopSim := context.WithCancel(context.Background())
+	defer stopSim()
+	go sim.Run(ctx)
+	simSrv := httptest.NewServer(sim)
+	defer simSrv.Close()
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(simSrv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	for _, pair := range [][2]string{{"web-search", "web-search-dlq"}, {"exports", "exports-dlq"}} {
+		dlq, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(pair[1])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := fmt.Sprintf(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:%s","maxReceiveCount":3}`, pair[1])
+		if _, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(pair[0]),
+			Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: dlq.QueueUrl,
+				MessageBody: aws.String(fmt.Sprintf(`{"toolName":"web_search","toolCallId":"tc_%d"}`, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	a := startReplica(t, "a", db, sim)
+	b := startReplica(t, "b", db, sim)
+	var leader, follower *replica
+	eventually(t, 30*time.Second, "both replicas listed, one leading", func() (bool, string, error) {
+		ids, lead := a.status(t)
+		if len(ids) != 2 || lead == "" {
+			return false, fmt.Sprintf("alive %v, leader %q", ids, lead), nil
+		}
+		return true, "", nil
+	})
+	// Which process is which: the leader's endpoint is the one the collector's calls come through.
+	switch ca, cb := a.aws.collectorCalls(), b.aws.collectorCalls(); {
+	case ca > 0 && cb == 0:
+		leader, follower = a, b
+	case cb > 0 && ca == 0:
+		leader, follower = b, a
+	default:
+		t.Fatalf("collector calls through a: %d, through b: %d; want one replica's alone", ca, cb)
+	}
+	_, leaderID := a.status(t)
+
+	// Exactly one collects: while the leader lists the queues twice more, the follower calls nothing.
+	listed := leader.aws.count("ListQueues")
+	eventually(t, 30*time.Second, "two more discovery cycles on the leader", func() (bool, string, error) {
+		return leader.aws.count("ListQueues") >= listed+2, "", nil
+	})
+	if n := follower.aws.collectorCalls(); n != 0 {
+		t.Fatalf("the follower made %d collector calls; want none", n)
+	}
+
+	// A redrive started through the leader's API shows live on the follower's page.
+	p := newTab(t)
+	p.open(follower.url + "/queues/web-search-dlq")
+	p.waitSelector(30*time.Second, `form.redrive-start fieldset:not([disabled])`)
+	code, body, err := leader.post(t.Context(), "/api/v1/queues/web-search-dlq/redrives",
+		`{"destination":"web-search","maxMessagesPerSecond":1}`)
+	if err != nil || code != http.StatusAccepted {
+		t.Fatalf("start through the leader = %d, %v: %s", code, err, body)
+	}
+	waitRunning(p)
+
+	// Two operators press start at once, one on each replica: one task, two audit entries.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i, r := range []*replica{a, b} {
+		wg.Go(func() {
+			codes[i], _, _ = r.post(t.Context(), "/api/v1/queues/exports-dlq/redrives", `{"destination":"exports","maxMessagesPerSecond":1}`)
+		})
+	}
+	wg.Wait()
+	if !(codes[0] == http.StatusAccepted && codes[1] == http.StatusConflict) && !(codes[1] == http.StatusAccepted && codes[0] == http.StatusConflict) {
+		t.Errorf("concurrent starts answered %v; want one 202 and one 409", codes)
+	}
+	tasks, err := client.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{
+		SourceArn: aws.String("arn:aws:sqs:us-east-1:000000000000:exports-dlq")})
+	if err != nil || len(tasks.Results) != 1 {
+		t.Errorf("move tasks of exports-dlq = %v, %v; want exactly one", tasks, err)
+	}
+	eventually(t, 10*time.Second, "two audit entries of the concurrent starts", func() (bool, string, error) {
+		code, body, err := httpGet(t.Context(), follower.url+"/api/v1/audit?queue=exports-dlq")
+		if err != nil || code != http.StatusOK {
+			return false, string(body), err
+		}
+		var got struct {
+			Entries []struct {
+				Action string `json:"action"`
+				Result string `json:"result"`
+			} `json:"entries"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			return false, string(body), err
+		}
+		results := map[string]int{}
+		for _, e := range got.Entries {
+			if e.Action == "redrive.start" {
+				results[e.Result]++
+			}
+		}
+		return results["accepted"] == 1 && results["refused"] == 1 && len(results) == 2, fmt.Sprint(results), nil
+	})
+
+	// The leader dies without a word; the follower collects within two attribute intervals
+	// (the kernel closes the dead process's socket and the server frees the lock at once; the
+	// follower tries every half interval, and its collector lists and reads at once).
+	if n := follower.aws.collectorCalls(); n != 0 {
+		t.Fatalf("the follower made %d collector calls while the leader lived; want none", n)
+	}
+	killedAt := time.Now()
+	if err := leader.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-leader.done
+	eventually(t, 30*time.Second, "the follower collecting", func() (bool, string, error) {
+		return follower.aws.count("ListQueues") > 0, "", nil
+	})
+	took := time.Since(killedAt)
+	t.Logf("takeover: the follower's first ListQueues came %s after the leader was killed", took.Round(10*time.Millisecond))
+	if took > 2*attributesInterval {
+		t.Errorf("takeover took %s; want within two attribute intervals (%s)", took, 2*attributesInterval)
+	}
+	eventually(t, 30*time.Second, "the status page naming the survivor as leader", func() (bool, string, error) {
+		_, lead := follower.status(t)
+		return lead != "" && lead != leaderID, "leader " + lead, nil
+	})
+	// The page open on the survivor is still live: the redrive's progress keeps coming.
+	waitRunning(p)
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The store speaks one SQL to both engines. Its queries are written for SQLite's placeholders
+// (? and ?N) and use only what both engines share, with two spellings that differ:
+//
+//   - placeholders: PostgreSQL numbers them ($1, $2, …); rebind turns ? and ?N into those.
+//   - the two-argument maximum: PostgreSQL's greatest(a, b) is SQLite's max(a, b); queries
+//     write greatest( and rebind spells it max( for SQLite. (Both ignore NULLs differently;
+//     every column the store compares this way is NOT NULL.)
+//
+// Anything else that differs lives in the migrations, one directory per engine.
+//
+// One rule is the pool's, on both engines alike: no text holds NUL. PostgreSQL's text cannot
+// hold it and SQS's own character set excludes it, so a NUL can only come from a hostile or
+// broken client; the pool turns it into U+FFFD in every string argument (see withoutNUL).
+type dialect int
+
+const (
+	sqliteDialect dialect = iota
+	postgresDialect
+)
+
+func (d dialect) String() string {
+	if d == postgresDialect {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// rebound caches each query's text per dialect: the store's queries are a few dozen constants.
+var rebound sync.Map // map[reboundKey]string
+
+type reboundKey struct {
+	d     dialect
+	query string
+}
+
+// rebind returns query spelled for d (see dialect).
+func (d dialect) rebind(query string) string {
+	if v, ok := rebound.Load(reboundKey{d, query}); ok {
+		return v.(string)
+	}
+	var out string
+	if d == postgresDialect {
+		out = numberPlaceholders(query)
+	} else {
+		out = strings.ReplaceAll(query, "greatest(", "max(")
+	}
+	rebound.Store(reboundKey{d, query}, out)
+	return out
+}
+
+// numberPlaceholders turns ? into $1, $2, … in order and ?N into $N, leaving string literals
+// ('…'), quoted identifiers ("…") and -- comments alone.
+func numberPlaceholders(query string) string {
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	next := 1
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+			b.WriteByte(c)
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			end := strings.IndexByte(query[i:], '\n')
+			if end < 0 {
+				end = len(query) - i
+			}
+			b.WriteString(query[i : i+end])
+			i += end - 1
+		case c == '\'' || c == '"':
+			quote = c
+			b.WriteByte(c)
+		case c == '?':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			b.WriteByte('$')
+			if j > i+1 {
+				b.WriteString(query[i+1 : j])
+				i = j - 1
+			} else {
+				b.WriteString(strconv.Itoa(next))
+				next++
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// dbPool is a database/sql pool whose queries are rebound for its dialect. It offers only the
+// context-taking calls, so that no query can skip rebind.
+type dbPool struct {
+	db *sql.DB
+	d  dialect
+}
+
+func (p dbPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+}
+
+func (p dbPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+}
+
+func (p dbPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+}
+
+func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error) {
+	t, err := p.db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &dbTx{tx: t, d: p.d}, nil
+}
+
+// dbTx is a transaction of a dbPool, rebinding like it.
+type dbTx struct {
+	tx *sql.Tx
+	d  dialect
+}
+
+func (t *dbTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+}
+
+func (t *dbTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+}
+
+func (t *dbTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+}
+
+func (t *dbTx) PrepareContext(ctx context.Context, query string) (*dbStmt, error) {
+	st, err := t.tx.PrepareContext(ctx, t.d.rebind(query))
+	if err != nil {
+		return nil, err
+	}
+	return &dbStmt{st}, nil
+}
+
+// dbStmt is a prepared statement of a dbTx.
+type dbStmt struct{ st *sql.Stmt }
+
+func (s *dbStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, withoutNUL(args)...)
+}
+
+func (s *dbStmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return s.st.QueryRowContext(ctx, withoutNUL(args)...)
+}
+
+func (s *dbStmt) Close() error { return s.st.Close() }
+
+// withoutNUL returns args with NUL in each string replaced by U+FFFD, copying only when one
+// has any.
+func withoutNUL(args []any) []any {
+	var out []any
+	for i, a := range args {
+		if v, ok := a.(string); ok && strings.IndexByte(v, 0) >= 0 {
+			if out == nil {
+				out = slices.Clone(args)
+			}
+			out[i] = strings.ReplaceAll(v, "\x00", "\uFFFD")
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+func (t *dbTx) Commit() error   { return t.tx.Commit() }
+func (t *dbTx) Rollback() error { return t.tx.Rollback() }
+
+// isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" // unique_violation
+}
+
+// isForeignKeyViolation reports whether err is a foreign key violation.
+func isForeignKeyViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503" // foreign_key_violation
+}

@@ -1,0 +1,259 @@
+package sqsim
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Accounts serves several simulated AWS accounts on one endpoint, each a Simulator of its own
+// (with its own account id in queue URLs and ARNs), and the part of AWS STS a client needs to
+// reach them: AssumeRole of a role in one of the accounts, and GetCallerIdentity.
+//
+// A request signed with credentials that AssumeRole issued goes to the role's account; any
+// other request (unsigned, or signed with keys Accounts never issued) goes to the default
+// account, the first one given. STS requests are recognised by the service of their SigV4
+// credential scope ("…/us-east-1/sts/aws4_request"), as AWS routes them by host.
+//
+// Accounts are separate worlds: a move task, an EventBridge target or a RedrivePolicy reaches
+// only queues of its own account.
+type Accounts struct {
+	def   *Simulator
+	byID  map[string]*Simulator
+	clock func() time.Time
+
+	mu       sync.Mutex
+	roles    map[string]stsRole    // by role ARN
+	sessions map[string]stsSession // by access key id
+}
+
+// stsRole is a role AssumeRole may assume.
+type stsRole struct {
+	account    string
+	name       string
+	externalID string // "" accepts any (or none)
+}
+
+// stsSession is one set of credentials AssumeRole issued.
+type stsSession struct {
+	account string
+	arn     string // the assumed-role ARN, for GetCallerIdentity
+	userID  string
+	expires time.Time
+}
+
+// sessionDuration is how long issued credentials last, unless the caller asks for less.
+const sessionDuration = time.Hour
+
+// NewAccounts returns the front door of the simulators' accounts; def is the default account.
+// Two simulators with one account id are a wiring mistake: NewAccounts panics.
+func NewAccounts(def *Simulator, others ...*Simulator) *Accounts {
+	a := &Accounts{def: def, byID: map[string]*Simulator{}, clock: def.clock.Now,
+		roles: map[string]stsRole{}, sessions: map[string]stsSession{}}
+	for _, s := range append([]*Simulator{def}, others...) {
+		if _, dup := a.byID[s.accountID]; dup {
+			panic("sqsim: NewAccounts: account " + s.accountID + " given twice")
+		}
+		a.byID[s.accountID] = s
+	}
+	return a
+}
+
+// AddRole lets AssumeRole assume roleARN (arn:aws:iam::ACCOUNT:role/NAME, ACCOUNT one of the
+// simulators'), demanding externalID when it is not "".
+func (a *Accounts) AddRole(roleARN, externalID string) error {
+	account, name, ok := parseRoleARN(roleARN)
+	if !ok {
+		return fmt.Errorf("sqsim: AddRole: %q is not a role ARN (arn:aws:iam::ACCOUNT:role/NAME)", roleARN)
+	}
+	if a.byID[account] == nil {
+		return fmt.Errorf("sqsim: AddRole: no simulated account %s", account)
+	}
+	a.mu.Lock()
+	a.roles[roleARN] = stsRole{account: account, name: name, externalID: externalID}
+	a.mu.Unlock()
+	return nil
+}
+
+// Account returns the simulator of an account id, nil when there is none.
+func (a *Accounts) Account(id string) *Simulator { return a.byID[id] }
+
+func parseRoleARN(s string) (account, name string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "arn:aws:iam::")
+	if !ok {
+		return "", "", false
+	}
+	account, name, ok = strings.Cut(rest, ":role/")
+	if !ok || len(account) != 12 || strings.Trim(account, "0123456789") != "" || name == "" {
+		return "", "", false
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 { // a role path: role/path/name
+		name = name[i+1:]
+	}
+	return account, name, name != ""
+}
+
+func (a *Accounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key, service := signedBy(r)
+	if service == "sts" {
+		a.serveSTS(w, r, key)
+		return
+	}
+	a.simulatorFor(key).ServeHTTP(w, r)
+}
+
+// simulatorFor returns the account a request signed with key goes to.
+func (a *Accounts) simulatorFor(key string) *Simulator {
+	a.mu.Lock()
+	sess, ok := a.sessions[key]
+	a.mu.Unlock()
+	if ok {
+		return a.byID[sess.account]
+	}
+	return a.def
+}
+
+// signedBy returns the access key id and the service of a request's SigV4 Authorization
+// header ("AWS4-HMAC-SHA256 Credential=AKID/20261201/us-east-1/sqs/aws4_request, …"), or ""
+// for an unsigned request.
+func signedBy(r *http.Request) (key, service string) {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return "", ""
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	parts := strings.Split(cred, "/")
+	if len(parts) != 5 {
+		return "", ""
+	}
+	return parts[0], parts[3]
+}
+
+const stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
+
+// serveSTS answers the Query protocol's AssumeRole and GetCallerIdentity.
+func (a *Accounts) serveSTS(w http.ResponseWriter, r *http.Request, key string) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MalformedInput", "reading the body: %v", err))
+		return
+	}
+	form, err := url.ParseQuery(string(bytes.TrimSpace(body)))
+	if err != nil {
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MalformedInput", "the body is not a form: %v", err))
+		return
+	}
+	switch form.Get("Action") {
+	case "AssumeRole":
+		a.assumeRole(w, form)
+	case "GetCallerIdentity":
+		a.callerIdentity(w, key)
+	default:
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "InvalidAction",
+			"Could not find operation %s for version %s", safeName(form.Get("Action")), safeName(form.Get("Version"))))
+	}
+}
+
+func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
+	roleARN, session := form.Get("RoleArn"), form.Get("RoleSessionName")
+	if roleARN == "" || session == "" {
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MissingParameter",
+			"The request must contain the parameters RoleArn and RoleSessionName"))
+		return
+	}
+	a.mu.Lock()
+	role, ok := a.roles[roleARN]
+	a.mu.Unlock()
+	// AWS says the same whether the role is missing, does not trust the caller or wants
+	// another external id: nothing to tell the roles apart by.
+	if !ok || (role.externalID != "" && form.Get("ExternalId") != role.externalID) {
+		writeSTSError(w, newAPIError(http.StatusForbidden, "", "AccessDenied",
+			"User is not authorized to perform: sts:AssumeRole on resource: %s", safeName(roleARN)))
+		return
+	}
+	duration := sessionDuration
+	if v := form.Get("DurationSeconds"); v != "" {
+		var secs int
+		if _, err := fmt.Sscanf(v, "%d", &secs); err != nil || secs < 900 || secs > 43200 {
+			writeSTSError(w, newAPIError(http.StatusBadRequest, "", "ValidationError",
+				"1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint", safeName(v)))
+			return
+		}
+		duration = time.Duration(secs) * time.Second
+	}
+	keyID := "ASIA" + randomBase32(16)
+	roleID := "AROA" + randomBase32(17)
+	sess := stsSession{
+		account: role.account,
+		arn:     "arn:aws:sts::" + role.account + ":assumed-role/" + role.name + "/" + session,
+		userID:  roleID + ":" + session,
+		expires: a.clock().Add(duration).UTC().Truncate(time.Second),
+	}
+	a.mu.Lock()
+	a.sessions[keyID] = sess
+	a.mu.Unlock()
+	var buf bytes.Buffer
+	buf.WriteString(`<AssumeRoleResult><Credentials>`)
+	writeElement(&buf, "AccessKeyId", keyID)
+	writeElement(&buf, "SecretAccessKey", randomBase32(40))
+	writeElement(&buf, "SessionToken", "FwoGZXIvYXdzE"+randomBase32(64))
+	writeElement(&buf, "Expiration", sess.expires.Format(time.RFC3339))
+	buf.WriteString(`</Credentials><AssumedRoleUser>`)
+	writeElement(&buf, "AssumedRoleId", sess.userID)
+	writeElement(&buf, "Arn", sess.arn)
+	buf.WriteString(`</AssumedRoleUser></AssumeRoleResult>`)
+	writeSTS(w, "AssumeRole", buf.Bytes())
+}
+
+func (a *Accounts) callerIdentity(w http.ResponseWriter, key string) {
+	a.mu.Lock()
+	sess, ok := a.sessions[key]
+	a.mu.Unlock()
+	account, arn, userID := a.def.accountID, "arn:aws:iam::"+a.def.accountID+":root", a.def.accountID
+	if ok {
+		account, arn, userID = sess.account, sess.arn, sess.userID
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`<GetCallerIdentityResult>`)
+	writeElement(&buf, "Arn", arn)
+	writeElement(&buf, "UserId", userID)
+	writeElement(&buf, "Account", account)
+	buf.WriteString(`</GetCallerIdentityResult>`)
+	writeSTS(w, "GetCallerIdentity", buf.Bytes())
+}
+
+func writeSTS(w http.ResponseWriter, op string, result []byte) {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, `<%sResponse xmlns="%s">`, op, stsNamespace)
+	buf.Write(result)
+	fmt.Fprintf(&buf, `<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`, queryRequestID, op)
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", queryRequestID)
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+func writeSTSError(w http.ResponseWriter, e *apiError) {
+	writeXMLError(w, e, stsNamespace, "")
+}
+
+// safeName bounds a caller's value quoted back in an error.
+func safeName(s string) string {
+	if len(s) > 256 {
+		s = s[:256]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func randomBase32(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base32.StdEncoding.EncodeToString(b)[:n]
+}
