@@ -82,6 +82,10 @@ type queueSpec struct {
 	// giveUpAfter makes workers of a queue without DLQ delete a call after that many
 	// deliveries, the common (and lossy) stand-in for a DLQ.
 	giveUpAfter int
+	// recordFailures makes workers write why a tool rejected a call into the call (see
+	// worker.recordFailure). Only on standard queues: sending a FIFO call again would put it
+	// behind the rest of its session.
+	recordFailures bool
 }
 
 const day = 24 * time.Hour
@@ -102,11 +106,11 @@ func demoQueues(visibility time.Duration) []queueSpec {
 		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(8 * time.Second), retention: 4 * day,
 			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 3, workers: 3, batch: 1},
 		{name: QueueWebSearch, visibilityTimeout: vt(6 * time.Second), retention: 4 * day,
-			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10},
+			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10, recordFailures: true},
 		{name: QueueNotifications, visibilityTimeout: vt(5 * time.Second), retention: day,
 			workers: 1, batch: 10, giveUpAfter: 8},
 		{name: QueueExports, visibilityTimeout: vt(10 * time.Second), retention: 4 * day,
-			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true},
+			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true, recordFailures: true},
 	}
 }
 

@@ -54,6 +54,13 @@ type Config struct {
 	AllowInsecureNoAuth bool
 	ReadOnly            bool
 	FrameAncestors      []string
+
+	// ErrorDimension names the dimension (of Collector.Dimensions) that says why a tool call
+	// failed; "" or a name no dimension has: none.
+	ErrorDimension string
+	// PublicURL is the address people reach the dashboard at, for every link toolq writes;
+	// empty: the request's address, and for notifications http://Listen when Listen names a host.
+	PublicURL string
 }
 
 // Dashboard is an assembled, not yet running dashboard.
@@ -93,7 +100,11 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bus := events.NewBus()
-	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds})
+	var dims []string
+	for _, d := range cfg.Collector.Dimensions {
+		dims = append(dims, d.Name)
+	}
+	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, Dimensions: dims, ErrorDimension: cfg.ErrorDimension})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
@@ -135,7 +146,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		Views: vs, Actions: acts, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
 		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
-		Metrics: reg,
+		Metrics: reg, PublicURL: cfg.PublicURL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)

@@ -17,7 +17,7 @@ func (s *Server) getSummary(c echo.Context) error {
 		return err
 	}
 	if prefersText(c.Request().Header.Get(echo.HeaderAccept)) {
-		return c.String(http.StatusOK, chatSafe(sum.Text()))
+		return c.String(http.StatusOK, chatSafe(sum.Text("")))
 	}
 	if sum.Unhealthy == nil {
 		sum.Unhealthy = []views.QueueSummary{}

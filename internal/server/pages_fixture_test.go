@@ -16,6 +16,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // Hostile text, as LLM-made tool arguments and odd AWS data bring it.
@@ -47,6 +48,7 @@ type pageWorldOptions struct {
 func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	t.Helper()
 	w := actionstest.New(t)
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"})
 	w.CreateQueue(t, "web-search-dlq", "", map[string]string{"MessageRetentionPeriod": "1209600"})
 	w.CreateQueue(t, "web-search", "web-search-dlq", map[string]string{"VisibilityTimeout": "30"})
 	w.CreateQueue(t, "tool-calls-dlq.fifo", "", nil)
@@ -68,11 +70,13 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 		{MessageID: "m-xss", ReceiveCount: 1, SentAt: now.Add(-time.Hour), Body: xssBody, BodySize: len(xssBody),
 			ToolName: "<script>alert('tool')</script>", ToolCallID: "tc_x", SessionID: "sess_x",
 			DeadLetterSourceARN: w.ARN("web-search"),
-			Attributes:          []store.MessageAttribute{{Name: "note", DataType: "String", Value: xssAttr}}},
+			Attributes:          []store.MessageAttribute{{Name: "note", DataType: "String", Value: xssAttr}},
+			Dimensions:          map[string]string{"mcpServer": xssAttr, "error": xssGroup}},
 		{MessageID: "m-formula", ReceiveCount: 2, SentAt: now.Add(-2 * time.Hour), Body: `=HYPERLINK("http://evil","x")`,
-			BodySize: 29, ToolName: "web_search", Attributes: []store.MessageAttribute{}},
-		{MessageID: "m-plain", ReceiveCount: 1, SentAt: now.Add(-3 * time.Hour), Body: `{"toolName":"web_search","toolArgs":{"q":"go"}}`,
-			BodySize: 47, ToolName: "web_search", Attributes: []store.MessageAttribute{}},
+			BodySize: 29, ToolName: "web_search", Attributes: []store.MessageAttribute{},
+			Dimensions: map[string]string{"mcpServer": "docs-legacy", "error": "connection_refused"}},
+		{MessageID: "m-plain", ReceiveCount: 1, SentAt: now.Add(-3 * time.Hour), Body: `{"toolName":"web_search","toolArgs":{"q":"golang"}}`,
+			BodySize: 51, ToolName: "web_search", Attributes: []store.MessageAttribute{}, Dimensions: map[string]string{"mcpServer": "docs-legacy"}},
 	}
 	if _, err := w.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: now,
 		Seen: 3, ApproxVisible: 3, Receives: 1, MessagesTaken: 3}, msgs, nil); err != nil {

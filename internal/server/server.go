@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,6 +42,9 @@ type Options struct {
 	ReadOnly bool
 	// FrameAncestors is the CSP frame-ancestors allowlist; default 'self'.
 	FrameAncestors []string
+	// PublicURL is the address people reach the dashboard at (--public-url, checked with
+	// ParsePublicURL): every link toolq writes starts with it. Empty: the request's own address.
+	PublicURL string
 	// Version and Commit label toolq_build_info and /healthz.
 	Version string
 	Commit  string
@@ -108,6 +112,16 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := validFrameAncestors(opts.FrameAncestors); err != nil {
 		return nil, err
+	}
+	publicURL, err := ParsePublicURL(opts.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	opts.PublicURL = publicURL
+	for _, name := range opts.Views.Dimensions() {
+		if slices.Contains(messageParams, name) {
+			return nil, fmt.Errorf("server: dimension %q has the name of a query parameter of the message lists; call it otherwise", name)
+		}
 	}
 	s := &Server{
 		opts:    opts,

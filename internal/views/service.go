@@ -17,13 +17,21 @@ type Options struct {
 	Store      *store.Store
 	Thresholds Thresholds       // zero fields take DefaultThresholds
 	Now        func() time.Time // default time.Now
+	// Dimensions name the tool-call dimensions the collector keeps with each sampled message
+	// (collector.Dimension), in the order the pages list them.
+	Dimensions []string
+	// ErrorDimension names the dimension that holds why a tool call failed, shown as a
+	// message's reason when it carries no EventBridge failure attributes; "" for none.
+	ErrorDimension string
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
 type Service struct {
-	store *store.Store
-	th    Thresholds
-	now   func() time.Time
+	store    *store.Store
+	th       Thresholds
+	now      func() time.Time
+	dims     []string
+	errorDim string
 }
 
 // New returns a Service.
@@ -31,8 +39,12 @@ func New(opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now}
+	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now,
+		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension}
 }
+
+// Dimensions returns the names of the tool-call dimensions, in the pages' order.
+func (s *Service) Dimensions() []string { return append([]string{}, s.dims...) }
 
 // Thresholds returns the thresholds in force, defaults filled in.
 func (s *Service) Thresholds() Thresholds { return s.th }
