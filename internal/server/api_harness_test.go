@@ -47,6 +47,8 @@ type harnessConfig struct {
 	// websocketRecheck is how often websockets check their credential again; default the
 	// server's.
 	websocketRecheck time.Duration
+	// publicURL is --public-url.
+	publicURL string
 }
 
 // harnessDimensions are the dimensions of the harness's tool calls.
@@ -118,6 +120,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure, WebsocketRecheck: cfg.websocketRecheck,
+		PublicURL: cfg.publicURL,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
