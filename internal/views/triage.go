@@ -89,26 +89,18 @@ func (s *Service) Triage(ctx context.Context, queueID int64) (Triage, error) {
 	}
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
 	count := func(f store.Field) ([]ValueGroup, int, error) {
-		counts, err := s.store.SampleValueCounts(ctx, sample.ID, f, store.MessageFilter{})
-		if err != nil {
-			return nil, 0, fmt.Errorf("views: triage of queue %d: %w", queueID, err)
-		}
-		top, others := topValues(valueGroups(counts), triageTop)
-		return top, others, nil
+		return s.countTop(ctx, sample.ID, f, triageTop, false)
 	}
-	tools, _, err := count(store.Field{Kind: store.FieldTool})
+	tools, others, err := s.countTop(ctx, sample.ID, store.Field{Kind: store.FieldTool}, triageTop, true)
 	if err != nil {
 		return Triage{}, err
 	}
 	for _, t := range tools {
 		out.Tools = append(out.Tools, ToolCount{ToolName: t.Value, Count: t.Count})
 	}
-	for _, name := range s.dims {
-		values, others, err := count(store.Field{Kind: store.FieldDimension, Name: name})
-		if err != nil {
-			return Triage{}, err
-		}
-		out.Dimensions = append(out.Dimensions, DimensionTop{Name: name, Values: values, Others: others})
+	out.OtherTools = others
+	if out.Dimensions, err = s.dimensionTops(ctx, sample.ID, triageTop); err != nil {
+		return Triage{}, err
 	}
 	// A message's reason is EventBridge's ERROR_CODE when it has one, else the error dimension:
 	// count both and merge, the messages with neither left out.
@@ -140,17 +132,80 @@ func (s *Service) Triage(ctx context.Context, queueID int64) (Triage, error) {
 		}
 		return strings.Compare(a.Value, b.Value)
 	})
-	out.Reasons, _ = topValues(out.Reasons, triageTop)
+	out.Reasons, _ = topValues(out.Reasons, triageTop, false)
 	return out, nil
 }
 
-// topValues keeps the first n groups, the ones without a value left out, and counts the
-// messages of the others.
-func topValues(groups []ValueGroup, n int) ([]ValueGroup, int) {
+// countTop counts a sample by one field: its n most frequent values and the messages of the
+// others. keepEmpty lists the messages without the field as one more value ("", a tool call
+// with no tool name), else they are left out.
+func (s *Service) countTop(ctx context.Context, sampleID int64, f store.Field, n int, keepEmpty bool) ([]ValueGroup, int, error) {
+	counts, err := s.store.SampleValueCounts(ctx, sampleID, f, store.MessageFilter{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("views: counts of sample %d: %w", sampleID, err)
+	}
+	top, others := topValues(valueGroups(counts), n, keepEmpty)
+	return top, others, nil
+}
+
+// dimensionTops counts a sample by each dimension, in the configured order.
+func (s *Service) dimensionTops(ctx context.Context, sampleID int64, n int) ([]DimensionTop, error) {
+	out := []DimensionTop{}
+	for _, name := range s.dims {
+		values, others, err := s.countTop(ctx, sampleID, store.Field{Kind: store.FieldDimension, Name: name}, n, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DimensionTop{Name: name, Values: values, Others: others})
+	}
+	return out, nil
+}
+
+// SampleBreakdown is a dead-letter queue's newest sample counted by tool and by each dimension:
+// the most frequent values and how many messages the others hold, for /metrics.
+type SampleBreakdown struct {
+	Queue, Region string
+	Tools         []ValueGroup // "" for the messages without a tool name
+	OtherTools    int
+	Dimensions    []DimensionTop
+}
+
+// SampleBreakdowns counts the newest sample of every dead-letter queue that is not gone, top
+// values of each field at most.
+func (s *Service) SampleBreakdowns(ctx context.Context, top int) ([]SampleBreakdown, error) {
+	queues, err := s.store.ListQueues(ctx, store.QueueFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("views: breakdowns: %w", err)
+	}
+	samples, err := s.store.LatestSamples(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("views: breakdowns: %w", err)
+	}
+	out := []SampleBreakdown{}
+	for _, q := range queues {
+		sample, ok := samples[q.ID]
+		if !ok || !q.IsDeadLetterQueue() || q.Gone() {
+			continue
+		}
+		b := SampleBreakdown{Queue: q.Name, Region: q.Region}
+		if b.Tools, b.OtherTools, err = s.countTop(ctx, sample.ID, store.Field{Kind: store.FieldTool}, top, true); err != nil {
+			return nil, err
+		}
+		if b.Dimensions, err = s.dimensionTops(ctx, sample.ID, top); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// topValues keeps the first n groups and counts the messages of the others; without keepEmpty
+// the group without a value is left out of both.
+func topValues(groups []ValueGroup, n int, keepEmpty bool) ([]ValueGroup, int) {
 	top, others := []ValueGroup{}, 0
 	for _, g := range groups {
 		switch {
-		case g.Value == "":
+		case g.Value == "" && !keepEmpty:
 		case len(top) < n:
 			top = append(top, g)
 		default:

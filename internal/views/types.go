@@ -78,9 +78,11 @@ type QueueSummary struct {
 	IsDeadLetterQueue       bool       `json:"isDeadLetterQueue"`
 	// Tier: a dead-letter queue with a RedrivePolicy of its own, so also a source: a look at it
 	// spends its messages' receives, and it is sampled only when opted in.
-	Tier           bool       `json:"tier"`
-	SourceQueues   []string   `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
-	Health         Health     `json:"health"`
+	Tier         bool     `json:"tier"`
+	SourceQueues []string `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
+	Health       Health   `json:"health"`
+	// BlockedGroups counts the FIFO groups its newest sample found blocked behind a failing head.
+	BlockedGroups  int        `json:"blockedGroups"`
 	SampledAt      *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
 	Gone           bool       `json:"gone"`
 	RunningRedrive bool       `json:"runningRedrive"`
@@ -298,6 +300,7 @@ type Triage struct {
 	ApproxVisible int64          `json:"approxVisible"`
 	Coverage      float64        `json:"coverage"`
 	Tools         []ToolCount    `json:"topTools"`      // never nil; largest first
+	OtherTools    int            `json:"otherTools"`    // messages of the tools not listed
 	Dimensions    []DimensionTop `json:"topDimensions"` // never nil; in the configured order
 	// Reasons are the most frequent failure reasons (their Text), largest first; never nil.
 	Reasons []ValueGroup `json:"topReasons"`
