@@ -9,6 +9,7 @@ import (
 	"github.com/toolq/toolq/internal/app"
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/views"
 )
@@ -31,6 +32,8 @@ type dashboardFlags struct {
 	dimensions                     []string
 	errorDimension                 string
 	publicURL                      string
+	notify                         []string
+	notifyInterval, sampleWait     time.Duration
 
 	oldestWarning, oldestCritical time.Duration
 	dlqCritical                   int64
@@ -91,6 +94,9 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.session, "session-id-field", "sessionId", "JSON `path` of the session id")
 	f.List(&d.dimensions, "dimension", def.dimensions, "a named dimension of tool calls to group, filter and search by: `NAME=attr:ATTRIBUTE` or NAME=json:$.PATH (repeatable, at most 16)")
 	f.String(&d.errorDimension, "error-dimension", "error", "the dimension (`name`) that says why a call failed: a message's reason when it has no EventBridge failure attributes")
+	f.List(&d.notify, "notify", nil, "send alerts to `slack:URL` (a Slack incoming webhook) or webhook:URL (signed JSON), options after #: queue-prefix=, kinds=dlq+health+session+redrive+region, min-severity=, name=, secret= (repeatable)")
+	f.Duration(&d.notifyInterval, "notify-interval", notify.DefaultInterval, "least time between two notifications about one queue to one target; what comes meanwhile is summarised in the next")
+	f.Duration(&d.sampleWait, "notify-sample-wait", notify.DefaultSampleWait, "how long a DLQ arrival waits for the sample that names its tools and servers")
 	f.String(&d.publicURL, "public-url", "", "`URL` people reach the dashboard at (https://toolq.example.com), for every link toolq writes: notifications, the summary, embed links")
 
 	f.Duration(&d.oldestWarning, "oldest-age-warning", views.DefaultThresholds().OldestAgeWarning, "oldest message age that makes a queue 'warning'")
@@ -132,6 +138,17 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		}
 		dims = append(dims, dim)
 	}
+	var targets []notify.Target
+	for _, spec := range d.notify {
+		t, err := notify.ParseTarget(spec)
+		if err != nil {
+			return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+		}
+		targets = append(targets, t)
+	}
+	if err := notify.CheckTargets(targets); err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+	}
 	publicURL, err := server.ParsePublicURL(d.publicURL)
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--public-url: %w", err)}
@@ -168,6 +185,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		},
 		ErrorDimension: d.errorDimension,
 		PublicURL:      publicURL,
+		Notify:         notify.Options{Targets: targets, Interval: d.notifyInterval, SampleWait: d.sampleWait},
 		Thresholds: views.Thresholds{
 			OldestAgeWarning:  d.oldestWarning,
 			OldestAgeCritical: d.oldestCritical,

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -61,6 +63,9 @@ type Config struct {
 	// PublicURL is the address people reach the dashboard at, for every link toolq writes;
 	// empty: the request's address, and for notifications http://Listen when Listen names a host.
 	PublicURL string
+	// Notify configures the notifier: its targets and timing. Its stores, views, bus, links and
+	// metrics are filled in here.
+	Notify notify.Options
 }
 
 // Dashboard is an assembled, not yet running dashboard.
@@ -72,6 +77,7 @@ type Dashboard struct {
 	Views     *views.Service
 	Actions   *actions.Service
 	Collector *collector.Collector
+	Notifier  *notify.Service
 	Server    *server.Server
 }
 
@@ -142,16 +148,42 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	nopts := cfg.Notify
+	nopts.Views, nopts.Store, nopts.Bus, nopts.Publisher = vs, st, bus, bus
+	nopts.PublicURL = cmp.Or(cfg.PublicURL, listenURL(cfg.Listen))
+	nopts.ChatSafe = server.ChatSafe
+	nopts.Logger = log.With("part", "notify")
+	nopts.Registerer = reg
+	if len(nopts.Targets) > 0 && nopts.PublicURL == "" {
+		log.Warn("notifications will carry no links: the dashboard listens on every address; set --public-url", "listen", cfg.Listen)
+	}
+	nt, err := notify.New(nopts)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Views: vs, Actions: acts, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
 		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
-		Metrics: reg, PublicURL: cfg.PublicURL,
+		Metrics: reg, PublicURL: cfg.PublicURL, Notifier: nt,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Server: srv}, nil
+	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Notifier: nt, Server: srv}, nil
+}
+
+// listenURL is the dashboard's address from its listener, for the links of notifications when
+// no public URL is given: "" when it listens on every address, which names no host to link to.
+func listenURL(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return ""
+	}
+	return "http://" + listen
 }
 
 // Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP
@@ -169,6 +201,8 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	// again) and Run returns nil once loops ends, so it is only waited for below: the dashboard
 	// stops on ctx or a failed listener, never on the collector.
 	wg.Go(func() { _ = d.Collector.Run(loops) })
+	// Like the collector, the notifier never stops on a failure; it is waited for on shutdown.
+	wg.Go(func() { _ = d.Notifier.Run(loops) })
 
 	httpSrv := &http.Server{
 		Handler:           d.Server.Handler(),
@@ -179,6 +213,8 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown waits for active requests; the event streams never end by themselves.
+	httpSrv.RegisterOnShutdown(d.Server.EndStreams)
 	serveErr := make(chan error, 1)
 	go func() {
 		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -200,7 +236,7 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	d.log.Info("shutdown: HTTP server stopped")
 	stopLoops()
 	wg.Wait()
-	d.log.Info("shutdown: collector stopped")
+	d.log.Info("shutdown: collector and notifier stopped")
 	if e := d.Server.Close(shutdownCtx); e != nil {
 		err = errors.Join(err, fmt.Errorf("app: close websockets: %w", e))
 	}

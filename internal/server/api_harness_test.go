@@ -136,6 +136,8 @@ type apiRequest struct {
 	cookies              []*http.Cookie
 	remote               string
 	host                 string // the Host header; default example.com
+	// ctx ends the request (an event stream never ends by itself); default none.
+	ctx context.Context
 }
 
 // do sends r through the real router.
@@ -149,6 +151,9 @@ func (h *apiHarness) do(t *testing.T, r apiRequest) *httptest.ResponseRecorder {
 		body = strings.NewReader(r.body)
 	}
 	req := httptest.NewRequest(r.method, r.target, body)
+	if r.ctx != nil {
+		req = req.WithContext(r.ctx)
+	}
 	if r.remote != "" {
 		req.RemoteAddr = r.remote
 	}

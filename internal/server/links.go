@@ -50,3 +50,7 @@ func validHost(h string) bool {
 	u, err := url.Parse("http://" + h)
 	return err == nil && u.Host == h
 }
+
+// ChatSafe is the summary's chat-safety, for the notifier's Slack messages: one rule for every
+// text toolq posts to a chat.
+func ChatSafe(text string) string { return chatSafe(text) }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +43,8 @@ type Options struct {
 	ReadOnly bool
 	// FrameAncestors is the CSP frame-ancestors allowlist; default 'self'.
 	FrameAncestors []string
+	// Notifier sends test notifications (the status page's button, the API); nil: none.
+	Notifier Notifier
 	// PublicURL is the address people reach the dashboard at (--public-url, checked with
 	// ParsePublicURL): every link toolq writes starts with it. Empty: the request's own address.
 	PublicURL string
@@ -77,6 +80,9 @@ type Server struct {
 
 	hub     *live.Hub[pageView] // the websockets of the live pages
 	wsQuota websocketQuota      // live websockets per identity
+
+	streamsDone chan struct{} // closed by EndStreams: every event stream ends
+	streamsOnce sync.Once
 }
 
 // New builds a Server with every route registered.
@@ -124,11 +130,12 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		opts:    opts,
-		echo:    echo.New(),
-		log:     opts.Logger,
-		auth:    opts.Auth,
-		limiter: newRateLimiter(opts.RateLimit, opts.RateBurst),
+		opts:        opts,
+		echo:        echo.New(),
+		log:         opts.Logger,
+		auth:        opts.Auth,
+		limiter:     newRateLimiter(opts.RateLimit, opts.RateBurst),
+		streamsDone: make(chan struct{}),
 		// Listen empty (tests) skips the check, as it skips CheckListen.
 		loopbackOnly: opts.Auth.Mode() == auth.ModeNone && opts.Listen != "" && !opts.AllowInsecureNoAuth,
 	}
@@ -149,9 +156,12 @@ func New(opts Options) (*Server, error) {
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Close ends what the server runs besides HTTP (the websocket hub and its connections), which
-// http.Server.Shutdown does not close.
-func (s *Server) Close(ctx context.Context) error { return s.hub.Close(ctx) }
+// Close ends what the server runs besides HTTP (the websocket hub and its connections, the event
+// streams), which http.Server.Shutdown does not close.
+func (s *Server) Close(ctx context.Context) error {
+	s.EndStreams()
+	return s.hub.Close(ctx)
+}
 
 // routes lists every route: the middleware, the API's routes and the pages'.
 func (s *Server) routes() {

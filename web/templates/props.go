@@ -388,7 +388,16 @@ func statusText(status int) string {
 // StatusProps is the status page.
 type StatusProps struct {
 	Page
-	Status views.Status
+	Status        views.Status
+	Notifications views.Notifications
+}
+
+// TestButtonTitle says why the test notification button is off for a role, or what it does.
+func TestButtonTitle(role string) string {
+	if role != "operator" {
+		return "Only operators may send test notifications"
+	}
+	return "Queue a test message to this target now, past the grouping"
 }
 
 // DimensionList returns a message's dimensions in name order, for a stable display.
