@@ -41,10 +41,17 @@ type queueMemory struct {
 // says which tools and servers the new messages are (or SampleWait passes), with the alerts
 // about the same queue meanwhile, so that one message tells the whole story.
 type pendingArrival struct {
-	Since time.Time     `json:"since"` // the depth sample that first showed it
-	Seen  time.Time     `json:"seen"`  // when the detector saw it
-	New   int64         `json:"new"`
-	Held  []views.Alert `json:"held,omitempty"`
+	Since time.Time   `json:"since"` // the depth sample that first showed it
+	Seen  time.Time   `json:"seen"`  // when the detector saw it
+	New   int64       `json:"new"`
+	Held  []heldAlert `json:"held,omitempty"`
+}
+
+// heldAlert is an alert kept in the memory, with what its JSON leaves out.
+type heldAlert struct {
+	Alert   views.Alert `json:"alert"`
+	Group   string      `json:"group"`
+	QueueID int64       `json:"queueId"`
 }
 
 // maxBlockedRemembered bounds the groups remembered of one queue; maxBlockedAlerts the
@@ -223,7 +230,9 @@ func (d *detection) queue(q views.QueueSummary, current bool) error {
 		d.alerts = append(d.alerts, raised...)
 		return nil
 	}
-	m.Pending.Held = append(m.Pending.Held, raised...)
+	for _, a := range raised {
+		m.Pending.Held = append(m.Pending.Held, heldAlert{Alert: a, Group: a.Group, QueueID: a.QueueID})
+	}
 	return d.arrival(base, q, m)
 }
 
@@ -255,7 +264,10 @@ func (d *detection) arrival(base views.Alert, q views.QueueSummary, m *queueMemo
 		a.Title += ": " + line
 	}
 	d.alerts = append(d.alerts, a)
-	d.alerts = append(d.alerts, p.Held...)
+	for _, h := range p.Held {
+		h.Alert.Group, h.Alert.QueueID = h.Group, h.QueueID
+		d.alerts = append(d.alerts, h.Alert)
+	}
 	m.Pending = nil
 	return nil
 }

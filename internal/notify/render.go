@@ -160,20 +160,21 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 		if a.OldestAgeSeconds != nil {
 			fields = append(fields, "*Oldest message*\n"+ageText(*a.OldestAgeSeconds)+" old")
 		}
-		if tools := toolList(a.Triage.Tools); tools != "" {
+		if tools := toolList(a.Triage.Tools, safe); tools != "" {
 			fields = append(fields, "*Top tools*\n"+tools)
 		}
 		for _, d := range a.Triage.Dimensions {
-			if vs := valueList(d.Values); vs != "" {
+			if vs := valueList(d.Values, safe); vs != "" {
 				fields = append(fields, "*"+d.Name+"*\n"+vs)
 			}
 		}
-		if rs := valueList(a.Triage.Reasons); rs != "" {
+		if rs := valueList(a.Triage.Reasons, safe); rs != "" {
 			fields = append(fields, "*Reasons*\n"+rs)
 		}
+		// The fields' hostile parts were made safe one by one: the link's own <…|…> must stay.
 		section := map[string]any{"type": "section", "fields": []map[string]any{}}
 		for _, f := range fields[:min(len(fields), 10)] {
-			section["fields"] = append(section["fields"].([]map[string]any), map[string]any{"type": "mrkdwn", "text": text(f, slackFieldMax)})
+			section["fields"] = append(section["fields"].([]map[string]any), map[string]any{"type": "mrkdwn", "text": safetext.Truncate(f, slackFieldMax)})
 		}
 		blocks = append(blocks, section)
 	}
@@ -190,7 +191,7 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 	}
 	if u := link(base, worst); u != "" {
 		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn",
-			"text": "<" + u + "|Open " + text(m.subject(), 100) + " in toolq>"}})
+			"text": "<" + u + "|Open " + safe(safetext.Line(m.subject(), 100)) + " in toolq>"}})
 	}
 	ctx := fmt.Sprintf("toolq · %s", m.CreatedAt.UTC().Format("15:04:05 UTC"))
 	if a := m.arrival(); a != nil && a.Triage.SampledAt != nil {
@@ -229,18 +230,18 @@ func severityMark(a views.Alert) string {
 	return ":large_blue_circle:"
 }
 
-func toolList(tools []views.ToolCount) string {
+func toolList(tools []views.ToolCount, safe func(string) string) string {
 	var parts []string
 	for _, t := range tools {
-		parts = append(parts, fmt.Sprintf("%s (%d)", safetext.Line(cmp.Or(t.ToolName, "no tool name"), 80), t.Count))
+		parts = append(parts, fmt.Sprintf("%s (%d)", safe(safetext.Line(cmp.Or(t.ToolName, "no tool name"), 80)), t.Count))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func valueList(values []views.ValueGroup) string {
+func valueList(values []views.ValueGroup, safe func(string) string) string {
 	var parts []string
 	for _, v := range values {
-		parts = append(parts, fmt.Sprintf("%s (%d)", safetext.Line(v.Value, 80), v.Count))
+		parts = append(parts, fmt.Sprintf("%s (%d)", safe(safetext.Line(v.Value, 80)), v.Count))
 	}
 	return strings.Join(parts, ", ")
 }
