@@ -204,4 +204,6 @@ func (s *Service) dispatch(ctx context.Context) {
 }
 
 // eventAlertsRaised tells the event stream to read the new alerts.
-func eventAlertsRaised(at time.Time) events.Event { return events.Event{Kind: events.AlertsRaised, At: at} }
+func eventAlertsRaised(at time.Time) events.Event {
+	return events.Event{Kind: events.AlertsRaised, At: at}
+}

@@ -442,4 +442,3 @@ func TestDeliveryRetriesAndGivesUp(t *testing.T) {
 		t.Errorf("audit = %v", audited)
 	}
 }
-
