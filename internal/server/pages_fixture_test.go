@@ -40,6 +40,8 @@ type pageWorld struct {
 type pageWorldOptions struct {
 	ReadOnly  bool
 	TokenAuth bool // token mode with a viewer token, instead of auth none (a local operator)
+	// Notifier builds the notifier over the world's store and views; nil: none.
+	Notifier func(w *actionstest.World) Notifier
 }
 
 // newPageWorld builds the standard world: web-search (standard) with web-search-dlq holding three
@@ -115,6 +117,9 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	opts := Options{
 		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,
 		ReadOnly: o.ReadOnly, Now: w.Now,
+	}
+	if o.Notifier != nil {
+		opts.Notifier = o.Notifier(w)
 	}
 	if o.TokenAuth {
 		a, err := auth.New(auth.Config{Mode: auth.ModeToken, Store: w.Store, Now: w.Now})
