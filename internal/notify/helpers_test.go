@@ -38,6 +38,7 @@ type world struct {
 	clock  *sqsim.ManualClock
 	sim    *sqsim.Simulator
 	sqs    *sqs.Client
+	simURL string
 	dbPath string
 	store  *store.Store
 	views  *views.Service
@@ -64,7 +65,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.sqs = clients.SQS
+	w.sqs, w.simURL = clients.SQS, srv.URL
 	w.dbPath = filepath.Join(t.TempDir(), "toolq.db")
 	w.open()
 	return w

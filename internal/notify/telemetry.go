@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -81,7 +82,9 @@ func (c *pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descPend
 
 // Collect implements prometheus.Collector.
 func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
-	stats, err := c.store.NotifyTargetStats(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stats, err := c.store.NotifyTargetStats(ctx)
 	if err != nil {
 		return
 	}
