@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolq/toolq/internal/arn"
@@ -259,7 +260,7 @@ func (d *detection) arrival(base views.Alert, q views.QueueSummary, m *queueMemo
 		age := *q.OldestMessageAgeSeconds
 		a.Arrival.OldestAgeSeconds = &age
 	}
-	a.Title = fmt.Sprintf("%s in %s (%d in all)", plural(p.New, "new message"), q.Name, m.Depth)
+	a.Title = fmt.Sprintf("%s in %s (%d in all)", views.Plural(p.New, "new message"), q.Name, m.Depth)
 	if line := tr.Line(); line != "" {
 		a.Title += ": " + line
 	}
@@ -332,7 +333,7 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 			a.Session.ToolName, a.Session.Dimensions = head.ToolName, head.Dimensions
 		}
 		a.Title = fmt.Sprintf("session %s blocked in %s: its head was received %s, %s behind it",
-			safetext.Line(g.GroupID, 64), q.Name, plural(int64(g.HeadReceiveCount), "time"), plural(int64(g.Messages-1), "message"))
+			safetext.Line(g.GroupID, 64), q.Name, views.Plural(int64(g.HeadReceiveCount), "time"), views.Plural(int64(g.Messages-1), "message"))
 		if a.Session.ToolName != "" {
 			a.Title += " (" + safetext.Line(a.Session.ToolName, 64) + ")"
 		}
@@ -341,7 +342,7 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 	if extra > 0 {
 		a := base
 		a.Kind, a.Severity = views.AlertSessionBlocked, views.SeverityWarning
-		a.Title = fmt.Sprintf("%s more blocked in %s", plural(int64(extra), "session"), q.Name)
+		a.Title = fmt.Sprintf("%s more blocked in %s", views.Plural(int64(extra), "session"), q.Name)
 		out = append(out, a)
 	}
 	m.Blocked = now
@@ -408,7 +409,7 @@ func (d *detection) redriveAlert(base views.Alert, q views.QueueSummary, t views
 	}
 	switch kind {
 	case views.AlertRedriveStarted:
-		a.Title = fmt.Sprintf("redrive of %s to %s started%s: %s to move", q.Name, to, by, plural(t.ToMove, "message"))
+		a.Title = fmt.Sprintf("redrive of %s to %s started%s: %s to move", q.Name, to, by, views.Plural(t.ToMove, "message"))
 	case views.AlertRedriveCompleted:
 		a.Title = fmt.Sprintf("redrive of %s to %s completed: %d of %d moved", q.Name, to, t.Moved, t.ToMove)
 	case views.AlertRedriveFailed:
@@ -445,25 +446,10 @@ func (d *detection) actor(queue, action string, startedAt time.Time) string {
 	return ""
 }
 
-// plural says "1 message", "3 messages".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.FormatInt(n, 10) + " " + noun + "s"
-}
-
-// joinReasons joins health reasons for a title, the first few.
+// joinReasons joins health reasons for a title, the first three.
 func joinReasons(reasons []string) string {
 	if len(reasons) > 3 {
-		return fmt.Sprintf("%s; and %d more", joinReasons(reasons[:3]), len(reasons)-3)
+		return fmt.Sprintf("%s; and %d more", strings.Join(reasons[:3], "; "), len(reasons)-3)
 	}
-	out := ""
-	for i, r := range reasons {
-		if i > 0 {
-			out += "; "
-		}
-		out += r
-	}
-	return out
+	return strings.Join(reasons, "; ")
 }

@@ -158,7 +158,7 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 			fmt.Sprintf("*New messages*\n%d (%d in the queue)", a.New, a.Depth),
 		}
 		if a.OldestAgeSeconds != nil {
-			fields = append(fields, "*Oldest message*\n"+ageText(*a.OldestAgeSeconds)+" old")
+			fields = append(fields, "*Oldest message*\n"+views.HumanDuration(time.Duration(*a.OldestAgeSeconds*float64(time.Second)))+" old")
 		}
 		if tools := toolList(a.Triage.Tools, safe); tools != "" {
 			fields = append(fields, "*Top tools*\n"+tools)
@@ -244,18 +244,4 @@ func valueList(values []views.ValueGroup, safe func(string) string) string {
 		parts = append(parts, fmt.Sprintf("%s (%d)", safe(safetext.Line(v.Value, 80)), v.Count))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// ageText rounds an age: "45 s", "12 min", "3 h", "2 d".
-func ageText(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%d d", int(d/(24*time.Hour)))
 }
