@@ -173,3 +173,27 @@ func TestEventStreamResumes(t *testing.T) {
 		t.Error("the stream did not end after EndStreams")
 	}
 }
+
+// TestEventStreamOutlivesReadTimeout: the dashboard's http.Server has a ReadTimeout (30 s), which
+// would end a stream's context once it passed; the stream clears its deadlines and goes on.
+func TestEventStreamOutlivesReadTimeout(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	srv := httptest.NewUnstartedServer(h.srv.Handler())
+	srv.Config.ReadTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+h.viewer)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	// A real I/O deadline, not a clock the test could drive: let it pass.
+	time.Sleep(400 * time.Millisecond)
+	appendAlerts(t, h, testAlert(1, views.AlertDLQArrival, "orders-dlq"))
+	if got := readEvents(t, r, 1); got[0].id != "1" {
+		t.Errorf("after the read timeout: %+v", got)
+	}
+}

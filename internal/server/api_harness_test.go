@@ -49,6 +49,8 @@ type harnessConfig struct {
 	websocketRecheck time.Duration
 	// publicURL is --public-url.
 	publicURL string
+	// scrapeTimeout is Options.ScrapeTimeout; default the server's.
+	scrapeTimeout time.Duration
 }
 
 // harnessDimensions are the dimensions of the harness's tool calls.
@@ -120,7 +122,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure, WebsocketRecheck: cfg.websocketRecheck,
-		PublicURL: cfg.publicURL,
+		PublicURL: cfg.publicURL, ScrapeTimeout: cfg.scrapeTimeout,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

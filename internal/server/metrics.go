@@ -40,8 +40,9 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 	})
 	build.Set(1)
 	for _, c := range []prometheus.Collector{m.requests, clients, build,
-		&queueCollector{views: s.opts.Views, log: s.log.Warn}, &sightCollector{views: s.opts.Views, log: s.log.Warn},
-		&triageCollector{views: s.opts.Views, log: s.log.Warn}} {
+		&queueCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
+		&sightCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
+		&triageCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout}} {
 		if err := s.opts.Metrics.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -72,12 +73,13 @@ func (m *serverMetrics) observeRequest(route, method string, code int) {
 // queueCollector exports each watched queue's depth as the collector last stored it. It reads
 // the views at scrape time, so the values are exactly what the pages show and nothing is cached.
 type queueCollector struct {
-	views *views.Service
-	log   func(msg string, args ...any)
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
 }
 
-// scrapeTimeout bounds the views query of one scrape.
-const scrapeTimeout = 5 * time.Second
+// defaultScrapeTimeout bounds the views queries of one scrape (Options.ScrapeTimeout).
+const defaultScrapeTimeout = 5 * time.Second
 
 var (
 	labels        = []string{"queue", "region"}
@@ -100,7 +102,7 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
 	queues, err := q.views.Queues(ctx, views.QueueQuery{})
 	if err != nil {
@@ -149,8 +151,9 @@ func healthValue(status views.HealthStatus) float64 {
 
 // sightCollector exports what toolq can see of each region, read from the views at scrape time.
 type sightCollector struct {
-	views *views.Service
-	log   func(msg string, args ...any)
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
 }
 
 var (
@@ -170,7 +173,7 @@ func (c *sightCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *sightCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	st, err := c.views.Status(ctx)
 	if err != nil {
@@ -212,8 +215,9 @@ const (
 // triageCollector exports what the dead-letter queues' newest samples hold by tool and by
 // dimension, and the running move tasks' progress, read from the views at scrape time.
 type triageCollector struct {
-	views *views.Service
-	log   func(msg string, args ...any)
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
 }
 
 var (
@@ -239,7 +243,7 @@ func (c *triageCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *triageCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	breakdowns, err := c.views.SampleBreakdowns(ctx, triageTopN)
 	var redrives []views.QueueRedrive

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
@@ -17,7 +18,9 @@ import (
 // "(other)" however many tool names the messages bring; blocked groups by queue; a running move
 // task's progress; and every series clean under promtool's rules.
 func TestTriageMetrics(t *testing.T) {
-	h := newAPIHarness(t, harnessConfig{})
+	// A sample of 10,000 messages is 20 times the collector's cap; grouping it three ways takes
+	// some seconds under the race detector, which the default scrape timeout does not allow for.
+	h := newAPIHarness(t, harnessConfig{scrapeTimeout: time.Minute})
 	ctx := context.Background()
 	dlq, err := h.w.Store.GetQueueByARN(ctx, h.w.ARN("orders-dlq"))
 	if err != nil {

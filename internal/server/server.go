@@ -53,6 +53,9 @@ type Options struct {
 	Commit  string
 	Now     func() time.Time
 
+	// ScrapeTimeout bounds the views reads of one /metrics scrape (default 5 s): a scrape that
+	// takes longer says so in the *_metrics_error gauges rather than hanging Prometheus.
+	ScrapeTimeout time.Duration
 	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
 	// gauges, websocket clients, API requests). Default: a new registry.
 	Metrics *prometheus.Registry
@@ -104,6 +107,7 @@ func New(opts Options) (*Server, error) {
 	opts.RateBurst = cmp.Or(max(opts.RateBurst, 0), 40)
 	opts.WebsocketRecheck = cmp.Or(max(opts.WebsocketRecheck, 0), 15*time.Second)
 	opts.Metrics = cmp.Or(opts.Metrics, prometheus.NewRegistry())
+	opts.ScrapeTimeout = cmp.Or(max(opts.ScrapeTimeout, 0), defaultScrapeTimeout)
 	if opts.Auth == nil {
 		a, err := auth.New(auth.Config{Mode: auth.ModeNone, Logger: opts.Logger})
 		if err != nil {

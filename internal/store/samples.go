@@ -190,7 +190,7 @@ func (f MessageFilter) where(sampleID int64, before int) (string, []any) {
 		query += " AND sm.near_max_receive = 1"
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Dimensions)) {
-		query += " AND coalesce((SELECT value FROM json_each(m.dimensions) WHERE key = " + arg(name) + "), '') = " + arg(f.Dimensions[name])
+		query += " AND coalesce(json_extract(m.dimensions, " + arg(dimensionPath(name)) + "), '') = " + arg(f.Dimensions[name])
 	}
 	if f.Search != "" {
 		like := arg("%" + likeEscaper.Replace(f.Search) + "%")
@@ -202,6 +202,13 @@ func (f MessageFilter) where(sampleID int64, before int) (string, []any) {
 		query += " AND (" + strings.Join(ors, " OR ") + ")"
 	}
 	return query, args
+}
+
+// dimensionPath is the JSON path of a dimension in messages.dimensions. json_extract reads one
+// key far faster than a json_each per row; the key is quoted, so any name is one key (a quote or
+// backslash, which the collector never lets a name hold, is dropped rather than ending it).
+func dimensionPath(name string) string {
+	return `$."` + strings.NewReplacer(`"`, "", `\`, "").Replace(name) + `"`
 }
 
 // likeEscaper escapes LIKE's wildcards, so that a search for "50%" or "a_b" means those characters.
@@ -330,7 +337,7 @@ func (s *Store) SampleValueCounts(ctx context.Context, sampleID int64, field Fie
 	case FieldTool:
 		value = "m.tool_name"
 	case FieldDimension:
-		value, args = "coalesce((SELECT value FROM json_each(m.dimensions) WHERE key = ?1), '')", []any{field.Name}
+		value, args = "coalesce(json_extract(m.dimensions, ?1), '')", []any{dimensionPath(field.Name)}
 	case FieldAttribute:
 		value, args = "coalesce((SELECT json_extract(j.value, '$.value') FROM json_each(m.attributes) j WHERE json_extract(j.value, '$.name') = ?1), '')", []any{field.Name}
 	}
