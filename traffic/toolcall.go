@@ -20,6 +20,18 @@ type ToolCall struct {
 	SequenceNumber int `json:"sequenceNumber"`
 	// SentAt is the send time in Unix milliseconds, stamped when the call leaves the producer.
 	SentAt int64 `json:"sentAt"`
+	// Error is what a worker wrote into the call when the tool rejected it for good (see
+	// worker.recordFailure); absent until then.
+	Error *CallError `json:"error,omitempty"`
+}
+
+// CallError is why a tool rejected a call, as the worker that ran it recorded it.
+type CallError struct {
+	// Code is stable for one kind of rejection (empty_query, path_escapes_workspace, …).
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// At is when the worker recorded it, in Unix milliseconds.
+	At int64 `json:"at"`
 }
 
 // crockford is the alphabet of ULIDs, which MCP servers commonly use for tool-call ids.

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -64,6 +65,21 @@ var profiles = map[string]toolProfile{
 		transientReason: "state store lease lost", check: checkAdvanceWorkflow},
 }
 
+// rejection is a tool's refusal of a call's arguments, with a code that names its kind.
+type rejection struct{ code, message string }
+
+func (r *rejection) Error() string { return r.message }
+
+func reject(code, message string) error { return &rejection{code: code, message: message} }
+
+// errorCode is the code of a permanent failure as a worker records it.
+func errorCode(err error) string {
+	if r, ok := errors.AsType[*rejection](err); ok {
+		return r.code
+	}
+	return "rejected"
+}
+
 // attempt is what one delivery of a tool call does in a simulated worker.
 type attempt struct {
 	// Duration is how long the worker is busy with the call before it succeeds or fails.
@@ -87,7 +103,7 @@ func simulateAttempt(seed int64, server string, call ToolCall, receiveCount int)
 
 	prof, ok := profiles[call.ToolName]
 	if !ok {
-		return attempt{Duration: 10 * time.Millisecond, Err: fmt.Errorf("unknown tool %q", call.ToolName), Permanent: true}
+		return attempt{Duration: 10 * time.Millisecond, Err: reject("unknown_tool", fmt.Sprintf("unknown tool %q", call.ToolName)), Permanent: true}
 	}
 	d := lognormal(r, prof.median, prof.sigma)
 	// A few calls are far slower than the rest: cold caches, huge pages, lock waits.
@@ -133,7 +149,7 @@ func argInt(args map[string]any, key string) (int, bool) {
 
 func checkWebSearch(args map[string]any) error {
 	if strings.TrimSpace(argString(args, "query")) == "" {
-		return fmt.Errorf("query is empty")
+		return reject("empty_query", "query is empty")
 	}
 	return nil
 }
@@ -141,7 +157,7 @@ func checkWebSearch(args map[string]any) error {
 func checkFetchURL(args map[string]any) error {
 	u := argString(args, "url")
 	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return fmt.Errorf("url scheme not allowed: only http and https can be fetched")
+		return reject("url_scheme_not_allowed", "url scheme not allowed: only http and https can be fetched")
 	}
 	return nil
 }
@@ -149,21 +165,21 @@ func checkFetchURL(args map[string]any) error {
 func checkReadFile(args map[string]any) error {
 	p := argString(args, "path")
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
-		return fmt.Errorf("path escapes the workspace")
+		return reject("path_escapes_workspace", "path escapes the workspace")
 	}
 	return nil
 }
 
 func checkSendEmail(args map[string]any) error {
 	if !strings.Contains(argString(args, "to"), "@") {
-		return fmt.Errorf("invalid recipient address")
+		return reject("invalid_recipient", "invalid recipient address")
 	}
 	return nil
 }
 
 func checkPostMessage(args map[string]any) error {
 	if !strings.HasPrefix(argString(args, "channel"), "#") {
-		return fmt.Errorf("channel_not_found")
+		return reject("channel_not_found", "channel_not_found")
 	}
 	return nil
 }
@@ -173,33 +189,33 @@ func checkExportCSV(args map[string]any) error {
 	case "csv", "tsv":
 		return nil
 	}
-	return fmt.Errorf("unsupported format %q", argString(args, "format"))
+	return reject("unsupported_format", fmt.Sprintf("unsupported format %q", argString(args, "format")))
 }
 
 func checkRenderPDF(args map[string]any) error {
 	if n, ok := argInt(args, "pages"); !ok || n < 1 || n > 500 {
-		return fmt.Errorf("page count out of range 1..500")
+		return reject("page_count_out_of_range", "page count out of range 1..500")
 	}
 	return nil
 }
 
 func checkCreateDocument(args map[string]any) error {
 	if strings.TrimSpace(argString(args, "title")) == "" {
-		return fmt.Errorf("title is required")
+		return reject("title_required", "title is required")
 	}
 	return nil
 }
 
 func checkAppendSection(args map[string]any) error {
 	if !strings.HasPrefix(argString(args, "documentId"), "doc_") {
-		return fmt.Errorf("document not found")
+		return reject("document_not_found", "document not found")
 	}
 	return nil
 }
 
 func checkShareDocument(args map[string]any) error {
 	if !strings.Contains(argString(args, "with"), "@") {
-		return fmt.Errorf("cannot share with a non-address")
+		return reject("invalid_share_target", "cannot share with a non-address")
 	}
 	return nil
 }
@@ -208,7 +224,7 @@ func checkRunSQL(args map[string]any) error {
 	stmt := strings.ToUpper(strings.TrimSpace(argString(args, "statement")))
 	for _, denied := range []string{"DROP ", "TRUNCATE ", "ALTER "} {
 		if strings.HasPrefix(stmt, denied) {
-			return fmt.Errorf("permission denied for %s", strings.TrimSpace(denied))
+			return reject("permission_denied", "permission denied for "+strings.TrimSpace(denied))
 		}
 	}
 	return nil
@@ -216,7 +232,7 @@ func checkRunSQL(args map[string]any) error {
 
 func checkAdvanceWorkflow(args map[string]any) error {
 	if n, ok := argInt(args, "step"); !ok || n < 1 {
-		return fmt.Errorf("invalid transition: step must be at least 1")
+		return reject("invalid_transition", "invalid transition: step must be at least 1")
 	}
 	return nil
 }

@@ -94,6 +94,10 @@ type queueSpec struct {
 	auditLog bool
 	// eventTargetDLQ marks an EventBridge target's dead-letter queue: a DLQ no RedrivePolicy names.
 	eventTargetDLQ bool
+	// recordFailures makes workers write why a tool rejected a call into the call (see
+	// worker.recordFailure). Only on standard queues: sending a FIFO call again would put it
+	// behind the rest of its session.
+	recordFailures bool
 }
 
 const day = 24 * time.Hour
@@ -115,11 +119,11 @@ func demoQueues(visibility time.Duration) []queueSpec {
 		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(8 * time.Second), retention: 4 * day,
 			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 3, workers: 3, batch: 1},
 		{name: QueueWebSearch, visibilityTimeout: vt(6 * time.Second), retention: 4 * day,
-			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10},
+			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10, recordFailures: true},
 		{name: QueueNotifications, visibilityTimeout: vt(5 * time.Second), retention: day,
 			workers: 1, batch: 10, giveUpAfter: 8},
 		{name: QueueExports, visibilityTimeout: vt(10 * time.Second), retention: 4 * day,
-			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true},
+			deadLetter: QueueExportsDLQ, maxReceiveCount: 3, workers: 1, batch: 5, extendVisibility: true, recordFailures: true},
 		{name: QueueToolCallAudit, visibilityTimeout: vt(30 * time.Second), retention: day,
 			maximumMessageSize: auditMaxMessageSize, workers: 1, batch: 10, auditLog: true},
 	}

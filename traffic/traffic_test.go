@@ -159,6 +159,25 @@ func TestTrafficReachesDeadLetterQueues(t *testing.T) {
 		t.Error("never saw messages pile up behind the blocked FIFO session's head")
 	}
 
+	// The workers of the standard queues wrote why each poison pill was rejected into the call
+	// before it went on to the DLQ; the FIFO queue's calls are left as they were sent.
+	for _, name := range []string{QueueWebSearchDLQ, QueueExportsDLQ, QueueToolCallsDLQ} {
+		msgs, _ := sim.Snapshot(name)
+		for _, m := range msgs {
+			var call ToolCall
+			if json.Unmarshal([]byte(m.Body), &call) != nil {
+				continue
+			}
+			res := simulateAttempt(1, m.MessageAttributes["mcpServer"], call, 1)
+			switch {
+			case name == QueueToolCallsDLQ && call.Error != nil:
+				t.Errorf("%s: FIFO call %s carries an error %+v", name, call.ToolCallID, call.Error)
+			case name != QueueToolCallsDLQ && res.Permanent && (call.Error == nil || call.Error.Code != errorCode(res.Err) || call.Error.Message != res.Err.Error()):
+				t.Errorf("%s: poison pill %s records %+v; want code %q", name, call.ToolCallID, call.Error, errorCode(res.Err))
+			}
+		}
+	}
+
 	for _, name := range append(dlqs, QueueToolCalls, QueueWebSearch, QueueNotifications, QueueExports) {
 		msgs, err := sim.Snapshot(name)
 		if err != nil {

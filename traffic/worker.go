@@ -124,10 +124,39 @@ func (w *worker) handle(ctx context.Context, m types.Message) {
 		w.g.stats.dropped.Add(1)
 		log.Info("tool call dropped after repeated failures: the queue has no DLQ", "err", res.Err)
 		w.delete(ctx, log, m.ReceiptHandle)
+	case res.Permanent && w.spec.recordFailures && call.Error == nil && call.ToolCallID != "":
+		w.g.stats.failed.Add(1)
+		w.recordFailure(ctx, log, m, call, res.Err)
 	default:
 		w.g.stats.failed.Add(1)
 		log.Debug("tool call failed; leaving it for redelivery", "err", res.Err, "permanent", res.Permanent)
 	}
+}
+
+// recordFailure writes why the tool rejected a call into the call, as job runners do with a
+// failed job's payload: SQS cannot change a message, so the worker sends the call again, with the
+// same attributes and the error, and deletes the delivery it failed. The copy fails again (the
+// rejection is for good) and reaches the DLQ by the queue's redrive policy like any poison pill,
+// now saying why. A send that fails leaves the delivery alone, to come back as it is.
+func (w *worker) recordFailure(ctx context.Context, log *slog.Logger, m types.Message, call ToolCall, cause error) {
+	call.Error = &CallError{Code: errorCode(cause), Message: cause.Error(), At: time.Now().UnixMilli()}
+	body, err := json.Marshal(call)
+	if err != nil {
+		log.Warn("encode failed tool call", "err", err)
+		return
+	}
+	_, err = w.g.client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:          aws.String(w.queue.URL),
+		MessageBody:       aws.String(string(body)),
+		MessageAttributes: m.MessageAttributes,
+	})
+	if err != nil {
+		if !canceled(ctx, err) {
+			log.Debug("record tool call failure", "err", err)
+		}
+		return
+	}
+	w.delete(ctx, log, m.ReceiptHandle)
 }
 
 func (w *worker) delete(ctx context.Context, log *slog.Logger, receiptHandle *string) {

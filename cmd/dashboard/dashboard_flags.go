@@ -9,6 +9,8 @@ import (
 	"github.com/toolq/toolq/internal/app"
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/notify"
+	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -27,6 +29,11 @@ type dashboardFlags struct {
 	peekMax                        int64
 	bodyCap                        int64
 	toolName, toolCallID, session  string
+	dimensions                     []string
+	errorDimension                 string
+	publicURL                      string
+	notify                         []string
+	notifyInterval, sampleWait     time.Duration
 
 	oldestWarning, oldestCritical time.Duration
 	dlqCritical                   int64
@@ -49,6 +56,7 @@ type dashboardFlags struct {
 type dashboardDefaults struct {
 	db, dbUsage                    string
 	discovery, attributes, metrics time.Duration
+	dimensions                     []string
 }
 
 var (
@@ -62,6 +70,9 @@ var (
 	demoDefaults = dashboardDefaults{
 		db: "", dbUsage: "the store: a SQLite `file` or a postgres:// URL; default a temporary SQLite file removed at exit",
 		discovery: 30 * time.Second, attributes: 5 * time.Second, metrics: time.Minute,
+		// The demo's MCP servers travel as the mcpServer attribute; its workers write why a call
+		// failed into the call as error.code (traffic's failed calls).
+		dimensions: []string{"mcpServer=attr:mcpServer", "error=json:$.error.code"},
 	}
 )
 
@@ -84,6 +95,12 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.toolName, "tool-name-field", "toolName", "JSON `path` (dotted) of the tool name in message bodies")
 	f.String(&d.toolCallID, "tool-call-id-field", "toolCallId", "JSON `path` of the tool-call id")
 	f.String(&d.session, "session-id-field", "sessionId", "JSON `path` of the session id")
+	f.List(&d.dimensions, "dimension", def.dimensions, "a named dimension of tool calls to group, filter and search by: `NAME=attr:ATTRIBUTE` or NAME=json:$.PATH (repeatable, at most 16)")
+	f.String(&d.errorDimension, "error-dimension", "error", "the dimension (`name`) that says why a call failed: a message's reason when it has no EventBridge failure attributes")
+	f.List(&d.notify, "notify", nil, "send alerts to `slack:URL` (a Slack incoming webhook) or webhook:URL (signed JSON), options after #: queue-prefix=, kinds=dlq+health+session+redrive+region, min-severity=, name=, secret= (repeatable)")
+	f.Duration(&d.notifyInterval, "notify-interval", notify.DefaultInterval, "least time between two notifications about one queue to one target; what comes meanwhile is summarised in the next")
+	f.Duration(&d.sampleWait, "notify-sample-wait", notify.DefaultSampleWait, "how long a DLQ arrival waits for the sample that names its tools and servers")
+	f.String(&d.publicURL, "public-url", "", "`URL` people reach the dashboard at (https://toolq.example.com), for every link toolq writes: notifications, the summary, embed links")
 
 	f.Duration(&d.oldestWarning, "oldest-age-warning", views.DefaultThresholds().OldestAgeWarning, "oldest message age that makes a queue 'warning'")
 	f.Duration(&d.oldestCritical, "oldest-age-critical", views.DefaultThresholds().OldestAgeCritical, "oldest message age that makes a queue 'critical'")
@@ -120,6 +137,29 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 			return app.Config{}, &usageError{err: fmt.Errorf("--session-key: not hex: %w", err)}
 		}
 	}
+	var dims []collector.Dimension
+	for _, spec := range d.dimensions {
+		dim, err := collector.ParseDimension(spec)
+		if err != nil {
+			return app.Config{}, &usageError{err: fmt.Errorf("--dimension: %w", err)}
+		}
+		dims = append(dims, dim)
+	}
+	var targets []notify.Target
+	for _, spec := range d.notify {
+		t, err := notify.ParseTarget(spec)
+		if err != nil {
+			return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+		}
+		targets = append(targets, t)
+	}
+	if err := notify.CheckTargets(targets); err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+	}
+	publicURL, err := server.ParsePublicURL(d.publicURL)
+	if err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--public-url: %w", err)}
+	}
 	var peekOff bool
 	switch d.peek {
 	case "dlq", "":
@@ -154,9 +194,13 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 				BodyCap:     int(d.bodyCap),
 			},
 			ToolFields:         collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
+			Dimensions:         dims,
 			DisableLambda:      !d.lambda,
 			DisableEventBridge: !d.eventBridge,
 		},
+		ErrorDimension: d.errorDimension,
+		PublicURL:      publicURL,
+		Notify:         notify.Options{Targets: targets, Interval: d.notifyInterval, SampleWait: d.sampleWait},
 		Thresholds: views.Thresholds{
 			OldestAgeWarning:  d.oldestWarning,
 			OldestAgeCritical: d.oldestCritical,

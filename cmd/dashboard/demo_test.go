@@ -211,11 +211,11 @@ func TestDemoTopologyIsAdvised(t *testing.T) {
 		}
 		var msgs struct {
 			Messages []struct {
-				EventBridgeFailure *struct{ Code, Message string } `json:"eventBridgeFailure"`
+				Reason *struct{ Source, Code, Message string } `json:"reason"`
 			} `json:"messages"`
 		}
 		getJSON("/api/v1/queues/"+traffic.QueueToolCallAuditDLQ+"/messages", &msgs)
-		if len(msgs.Messages) == 0 || msgs.Messages[0].EventBridgeFailure == nil || msgs.Messages[0].EventBridgeFailure.Code == "" {
+		if len(msgs.Messages) == 0 || msgs.Messages[0].Reason == nil || msgs.Messages[0].Reason.Source != "eventbridge" || msgs.Messages[0].Reason.Code == "" {
 			missing = append(missing, "a sampled failed event with its reason")
 		}
 		if len(missing) == 0 {

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/replicas"
+	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -60,6 +62,16 @@ type Config struct {
 	AllowInsecureNoAuth bool
 	ReadOnly            bool
 	FrameAncestors      []string
+
+	// ErrorDimension names the dimension (of Collector.Dimensions) that says why a tool call
+	// failed; "" or a name no dimension has: none.
+	ErrorDimension string
+	// PublicURL is the address people reach the dashboard at, for every link toolq writes;
+	// empty: the request's address, and for notifications http://Listen when Listen names a host.
+	PublicURL string
+	// Notify configures the notifier: its targets and timing. Its stores, views, bus, links and
+	// metrics are filled in here.
+	Notify notify.Options
 }
 
 // Dashboard is an assembled, not yet running dashboard.
@@ -71,6 +83,7 @@ type Dashboard struct {
 	Views     *views.Service
 	Actions   *actions.Service
 	Collector *collector.Collector
+	Notifier  *notify.Service
 	Server    *server.Server
 	// Replica elects the one dashboard of a PostgreSQL database that runs the collector, and
 	// relays every change to the others' live pages. On SQLite it always leads.
@@ -113,7 +126,12 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	rep := replicas.New(replicas.Options{
 		Store: st, Local: bus, Version: cfg.Version, Check: check, Logger: log.With("part", "replicas"), Registerer: reg,
 	})
-	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff})
+	var dims []string
+	for _, d := range cfg.Collector.Dimensions {
+		dims = append(dims, d.Name)
+	}
+	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff,
+		Dimensions: dims, ErrorDimension: cfg.ErrorDimension})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
@@ -158,16 +176,42 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	nopts := cfg.Notify
+	nopts.Views, nopts.Store, nopts.Bus, nopts.Publisher = vs, st, bus, rep
+	nopts.PublicURL = cmp.Or(cfg.PublicURL, listenURL(cfg.Listen))
+	nopts.ChatSafe = server.ChatSafe
+	nopts.Logger = log.With("part", "notify")
+	nopts.Registerer = reg
+	if len(nopts.Targets) > 0 && nopts.PublicURL == "" {
+		log.Warn("notifications will carry no links: the dashboard listens on every address; set --public-url", "listen", cfg.Listen)
+	}
+	nt, err := notify.New(nopts)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	srv, err := server.New(server.Options{
 		Views: vs, Actions: acts, Bus: bus, Logger: log.With("part", "server"),
 		Auth: authn, Listen: cfg.Listen, AllowInsecureNoAuth: cfg.AllowInsecureNoAuth,
 		ReadOnly: cfg.ReadOnly, FrameAncestors: cfg.FrameAncestors, Version: cfg.Version, Commit: cfg.Commit,
-		Metrics: reg,
+		Metrics: reg, PublicURL: cfg.PublicURL, Notifier: nt,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Server: srv, Replica: rep}, nil
+	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Notifier: nt, Server: srv, Replica: rep}, nil
+}
+
+// listenURL is the dashboard's address from its listener, for the links of notifications when
+// no public URL is given: "" when it listens on every address, which names no host to link to.
+func listenURL(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return ""
+	}
+	return "http://" + listen
 }
 
 // Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP
@@ -181,12 +225,17 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var wg sync.WaitGroup
-	// The collector runs while this dashboard leads (always, on SQLite). It does not stop on a
-	// failure (each cycle records its own and the next tries again) and Run returns nil once its
-	// context ends, so it is only waited for below: the dashboard stops on ctx or a failed
-	// listener, never on the collector.
+	// The collector and the notifier run while this dashboard leads (always, on SQLite): one
+	// replica reads AWS and sends notifications. Neither stops on a failure (each cycle records
+	// its own and the next tries again) and each returns nil once its context ends, so they are
+	// only waited for below: the dashboard stops on ctx or a failed listener, never on them.
 	wg.Go(func() {
-		d.Replica.Run(loops, func(lead context.Context) { _ = d.Collector.Run(lead) })
+		d.Replica.Run(loops, func(lead context.Context) {
+			var both sync.WaitGroup
+			both.Go(func() { _ = d.Collector.Run(lead) })
+			both.Go(func() { _ = d.Notifier.Run(lead) })
+			both.Wait()
+		})
 	})
 
 	httpSrv := &http.Server{
@@ -198,6 +247,8 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown waits for active requests; the event streams never end by themselves.
+	httpSrv.RegisterOnShutdown(d.Server.EndStreams)
 	serveErr := make(chan error, 1)
 	go func() {
 		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -219,7 +270,7 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	d.log.Info("shutdown: HTTP server stopped")
 	stopLoops()
 	wg.Wait()
-	d.log.Info("shutdown: collector stopped")
+	d.log.Info("shutdown: collector and notifier stopped")
 	if e := d.Server.Close(shutdownCtx); e != nil {
 		err = errors.Join(err, fmt.Errorf("app: close websockets: %w", e))
 	}

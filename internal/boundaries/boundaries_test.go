@@ -108,6 +108,7 @@ func TestImportRules(t *testing.T) {
 			"internal/views":     {"internal/arn", "internal/awscalls", "internal/safetext", "internal/store"},
 			"internal/actions":   {"internal/arn", "internal/auth", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
 			"internal/live":      {"internal/events"},
+			"internal/notify":    {"internal/arn", "internal/auth", "internal/events", "internal/safetext", "internal/store", "internal/views"},
 			"internal/auth":      {"internal/store"},
 		}
 		for name, ok := range allowed {

@@ -124,6 +124,9 @@ type Options struct {
 	Peek PeekOptions
 	// ToolFields locate the tool-call fields in JSON bodies.
 	ToolFields ToolFields
+	// Dimensions are the other named properties of a tool call that each sampled message
+	// keeps (at most MaxDimensions, names unique).
+	Dimensions []Dimension
 	// Backfill is how far back CloudWatch is read the first time a queue is seen. Default 24 h;
 	// negative: no backfill.
 	Backfill time.Duration
@@ -185,6 +188,9 @@ func New(opts Options) (*Collector, error) {
 	}
 	if opts.Store == nil {
 		return nil, errors.New("collector: no store")
+	}
+	if err := checkDimensions(opts.Dimensions); err != nil {
+		return nil, err
 	}
 	c := &Collector{
 		store:    opts.Store,

@@ -57,13 +57,40 @@ func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives
 	stored := strings.ToValidUTF8(body, "\uFFFD")
 	sm.BodyTruncated = len(stored) > c.opts.Peek.BodyCap
 	sm.Body = safetext.Truncate(stored, c.opts.Peek.BodyCap)
-	if len(body) <= maxParsedBody {
-		f := c.opts.ToolFields
-		fields := toolFields(body, f.ToolName, f.ToolCallID, f.SessionID)
-		sm.ToolName, sm.ToolCallID, sm.SessionID = fields[0], fields[1], fields[2]
+	f := c.opts.ToolFields
+	paths := []string{f.ToolName, f.ToolCallID, f.SessionID}
+	for _, d := range c.opts.Dimensions {
+		if d.Source == FromJSON {
+			paths = append(paths, d.Path)
+		}
 	}
+	fields := make([]string, len(paths))
+	if len(body) <= maxParsedBody {
+		fields = toolFields(body, paths...)
+	}
+	sm.ToolName, sm.ToolCallID, sm.SessionID = fields[0], fields[1], fields[2]
+	sm.Dimensions = dimensionValues(c.opts.Dimensions, m.MessageAttributes, fields[3:])
 	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount >= nearMax-1
 	return sm
+}
+
+// dimensionValues returns a message's dimensions by name, those it has no value for left out.
+// fromBody holds the values of the JSON dimensions' paths, in order.
+func dimensionValues(dims []Dimension, attrs map[string]types.MessageAttributeValue, fromBody []string) map[string]string {
+	out := make(map[string]string, len(dims))
+	for _, d := range dims {
+		var v string
+		switch d.Source {
+		case FromAttribute:
+			v = safetext.Store(attributeValue(attrs, d.Path), maxToolField)
+		case FromJSON:
+			v, fromBody = fromBody[0], fromBody[1:]
+		}
+		if v != "" {
+			out[d.Name] = v
+		}
+	}
+	return out
 }
 
 // epochMillis reads an SQS timestamp attribute (Unix milliseconds); malformed reads zero.

@@ -1,5 +1,5 @@
 // Package events carries change notifications from the collector and the actions to the live
-// pages. It holds no data: an event says what changed, and subscribers read the store again.
+// pages, the notifier and the event stream. It holds no data: an event says what changed, and subscribers read the store again.
 package events
 
 import (
@@ -22,6 +22,9 @@ const (
 	MoveTasksChanged Kind = "movetasks"
 	// AuditAppended: an action was recorded in the audit log.
 	AuditAppended Kind = "audit"
+	// AlertsRaised: the notifier stored new alerts (DLQ arrivals, health changes, …), which the
+	// event stream follows.
+	AlertsRaised Kind = "alerts"
 )
 
 // Event is one change. QueueID is zero when the change is not about one queue.

@@ -332,7 +332,7 @@ func (r *Replica) received(payload string) {
 // catchUp tells this replica's pages to read everything again.
 func (r *Replica) catchUp() {
 	at := r.now()
-	for _, k := range []events.Kind{events.QueuesChanged, events.MetricsChanged, events.SampleTaken, events.MoveTasksChanged, events.AuditAppended} {
+	for _, k := range []events.Kind{events.QueuesChanged, events.MetricsChanged, events.SampleTaken, events.MoveTasksChanged, events.AuditAppended, events.AlertsRaised} {
 		r.local.Publish(events.Event{Kind: k, At: at})
 	}
 }

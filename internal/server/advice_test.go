@@ -115,8 +115,8 @@ func TestAdviceAPI(t *testing.T) {
 		t.Error(problem)
 	}
 	m := msgs["messages"].([]any)[0].(map[string]any)
-	if f, _ := m["eventBridgeFailure"].(map[string]any); f == nil || f["code"] != "SDK_CLIENT_ERROR" || f["targetArn"] != h.w.ARN("audit") {
-		t.Errorf("eventBridgeFailure = %v", m["eventBridgeFailure"])
+	if f, _ := m["reason"].(map[string]any); f == nil || f["source"] != "eventbridge" || f["code"] != "SDK_CLIENT_ERROR" || f["targetArn"] != h.w.ARN("audit") {
+		t.Errorf("reason = %v", m["reason"])
 	}
 
 	// The actions refuse a move task, through the API as through the page.
@@ -212,7 +212,7 @@ func TestAdvicePages(t *testing.T) {
 		t.Errorf("audit does not say what feeds it")
 	}
 	doc = page("/queues/audit-dlq/messages/ev-1", 200)
-	if !strings.Contains(doc.Find("dl.fields").Text(), "Why EventBridge could not deliver it") {
+	if !strings.Contains(doc.Find("dl.fields").Text(), "EventBridge could not deliver the event to") {
 		t.Errorf("message page: %q", doc.Find("dl.fields").Text())
 	}
 	if rec := h.do(t, apiRequest{target: "/queues/audit-dlq/redrive", header: map[string]string{"Accept": "text/html"}}); rec.Code != http.StatusUnprocessableEntity {

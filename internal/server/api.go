@@ -29,5 +29,8 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	api.POST("/queues/:queue/redrives", s.startRedrive)
 	api.POST("/queues/:queue/redrives/cancel", s.cancelRedrive)
 	api.GET("/audit", s.listAudit)
+	api.GET("/events", s.streamEvents)
+	api.GET("/notifications", s.getNotifications)
+	api.POST("/notifications/test", s.sendTestNotification)
 	api.POST("/embed-links", s.createEmbedLink)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // apiHarness is the real router (server.New) on a real store, views and actions over the
@@ -46,7 +47,14 @@ type harnessConfig struct {
 	// websocketRecheck is how often websockets check their credential again; default the
 	// server's.
 	websocketRecheck time.Duration
+	// publicURL is --public-url.
+	publicURL string
+	// scrapeTimeout is Options.ScrapeTimeout; default the server's.
+	scrapeTimeout time.Duration
 }
+
+// harnessDimensions are the dimensions of the harness's tool calls.
+var harnessDimensions = []string{"mcpServer", "error"}
 
 // trustedProxy is the proxy network of the proxy-mode harness.
 const trustedProxy = "10.9.0.0/16"
@@ -72,12 +80,16 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	if _, err := w.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: now, Seen: 2, ApproxVisible: 5, Receives: 1, MessagesTaken: 2},
 		[]store.SampledMessage{
 			{QueueID: dlq.ID, MessageID: "m-1", ReceiveCount: 1, SentAt: now.Add(-time.Minute), Body: `{"toolName":"create_document","toolArgs":{"html":"<script>alert(1)</script>"}}`, BodySize: 80, ToolName: "create_document", DeadLetterSourceARN: w.ARN("orders"),
-				Attributes: []store.MessageAttribute{{Name: "x", DataType: "String", Value: `"><img src=x onerror=alert(1)>`}}},
-			{QueueID: dlq.ID, MessageID: "m-2", ReceiveCount: 1, SentAt: now.Add(-time.Minute), Body: "not json \u202e", BodySize: 12, DeadLetterSourceARN: w.ARN("orders")},
+				Attributes: []store.MessageAttribute{{Name: "x", DataType: "String", Value: `"><img src=x onerror=alert(1)>`}},
+				Dimensions: map[string]string{"mcpServer": "docs-legacy", "error": "connection_refused"}},
+			{QueueID: dlq.ID, MessageID: "m-2", ReceiveCount: 1, SentAt: now.Add(-time.Minute), Body: "not json \u202e", BodySize: 12, DeadLetterSourceARN: w.ARN("orders"),
+				Dimensions: map[string]string{"mcpServer": `<img src=x onerror=alert(2)>`}},
 		}, nil); err != nil {
 		t.Fatalf("SaveSample: %v", err)
 	}
 
+	// The views know the harness's dimensions, as app.New tells them the collector's.
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"})
 	h := &apiHarness{w: w, registry: prometheus.NewRegistry()}
 	if cfg.mode == "" {
 		cfg.mode = auth.ModeToken
@@ -110,6 +122,7 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 		ReadOnly: cfg.readOnly, Now: w.Now, Metrics: h.registry, FrameAncestors: cfg.frame,
 		RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst, Version: "test",
 		Listen: cfg.listen, AllowInsecureNoAuth: cfg.allowInsecure, WebsocketRecheck: cfg.websocketRecheck,
+		PublicURL: cfg.publicURL, ScrapeTimeout: cfg.scrapeTimeout,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
@@ -125,6 +138,8 @@ type apiRequest struct {
 	cookies              []*http.Cookie
 	remote               string
 	host                 string // the Host header; default example.com
+	// ctx ends the request (an event stream never ends by itself); default none.
+	ctx context.Context
 }
 
 // do sends r through the real router.
@@ -138,6 +153,9 @@ func (h *apiHarness) do(t *testing.T, r apiRequest) *httptest.ResponseRecorder {
 		body = strings.NewReader(r.body)
 	}
 	req := httptest.NewRequest(r.method, r.target, body)
+	if r.ctx != nil {
+		req = req.WithContext(r.ctx)
+	}
 	if r.remote != "" {
 		req.RemoteAddr = r.remote
 	}

@@ -9,18 +9,15 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// listMessages answers GET /api/v1/queues/{queue}/messages?toolName=&nearMax=&limit=&cursor=:
-// a page of the queue's newest sample.
+// listMessages answers GET /api/v1/queues/{queue}/messages?toolName=&q=&groupBy=&<dimension>=
+// &nearMax=&limit=&cursor=: a page of the queue's newest sample, filtered, searched and grouped.
 func (s *Server) listMessages(c echo.Context) error {
 	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	var q views.MessageQuery
-	if q.ToolName, err = textParam(c, "toolName", 256); err != nil {
-		return err
-	}
-	if q.Cursor, err = textParam(c, "cursor", 256); err != nil {
+	q, err := s.messageQuery(c, "toolName")
+	if err != nil {
 		return err
 	}
 	if q.NearMaxOnly, err = boolParam(c, "nearMax"); err != nil {

@@ -157,3 +157,44 @@ func actor(c echo.Context) actions.Actor {
 	id := identity(c)
 	return actions.Actor{Name: id.Name, Kind: id.Kind, Role: id.Role, RemoteAddr: c.RealIP()}
 }
+
+// messageParams are the query parameters of the message lists besides the dimensions': a
+// dimension of one of these names could not be filtered by, so New refuses it.
+var messageParams = []string{"toolName", "tool", "nearMax", "limit", "cursor", "q", "groupBy", "format", "embed", "embed_token"}
+
+// maxSearch bounds a search of the sample.
+const maxSearch = 256
+
+// messageQuery reads what the API and the messages page share of a message list's query: the
+// search (q), the grouping (groupBy) and a filter per dimension (?mcpServer=docs-legacy); the
+// tool filter under the name each uses (the API's toolName, the page's tool).
+func (s *Server) messageQuery(c echo.Context, toolParam string) (views.MessageQuery, error) {
+	var q views.MessageQuery
+	var err error
+	if q.ToolName, err = textParam(c, toolParam, 256); err != nil {
+		return q, err
+	}
+	if q.Search, err = textParam(c, "q", maxSearch); err != nil {
+		return q, err
+	}
+	if q.GroupBy, err = textParam(c, "groupBy", 64); err != nil {
+		return q, err
+	}
+	if q.Cursor, err = textParam(c, "cursor", 256); err != nil {
+		return q, err
+	}
+	for _, name := range s.opts.Views.Dimensions() {
+		if _, given := c.QueryParams()[name]; !given {
+			continue
+		}
+		v, err := textParam(c, name, 256)
+		if err != nil {
+			return q, err
+		}
+		if q.Dimensions == nil {
+			q.Dimensions = map[string]string{}
+		}
+		q.Dimensions[name] = v
+	}
+	return q, nil
+}

@@ -9,15 +9,23 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// getSummary answers GET /api/v1/summary: JSON, or with Accept: text/plain the text a chat bot
-// posts as it is.
+// getSummary answers GET /api/v1/summary: JSON, or with ?format=text (or Accept: text/plain)
+// the text a chat bot posts as it is, each queue's line with its link.
 func (s *Server) getSummary(c echo.Context) error {
+	format := c.QueryParam("format")
+	if format != "" && format != "text" && format != "json" {
+		return newError(http.StatusBadRequest, "invalid_parameter", "format must be text or json")
+	}
 	sum, err := s.opts.Views.Summary(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	if prefersText(c.Request().Header.Get(echo.HeaderAccept)) {
-		return c.String(http.StatusOK, chatSafe(sum.Text()))
+	base := s.baseURL(c)
+	if format == "text" || (format == "" && prefersText(c.Request().Header.Get(echo.HeaderAccept))) {
+		return c.String(http.StatusOK, chatSafe(sum.Text(base)))
+	}
+	for i, d := range sum.DeadLetterQueues {
+		sum.DeadLetterQueues[i].PageURL = views.QueuePageURL(base, d.Ref)
 	}
 	if sum.Unhealthy == nil {
 		sum.Unhealthy = []views.QueueSummary{}

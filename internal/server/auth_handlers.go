@@ -73,7 +73,7 @@ type embedLinkRequest struct {
 
 // embedLink is the answer of POST /api/v1/embed-links.
 type embedLink struct {
-	URL       string    `json:"url"`  // absolute, from the request's scheme and host
+	URL       string    `json:"url"`  // absolute: --public-url, or the request's scheme and host
 	Path      string    `json:"path"` // the same, relative: for a dashboard behind another name
 	ExpiresAt time.Time `json:"expiresAt"`
 }
@@ -107,7 +107,7 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 	rel := (&url.URL{Path: scope, RawQuery: q.Encode()}).String()
 	s.log.Info("embed link created", "request_id", requestID(c), "actor", identity(c).Name, "scope", scope, "expires", expires)
 	return c.JSON(http.StatusCreated, embedLink{
-		URL:       c.Scheme() + "://" + c.Request().Host + rel,
+		URL:       s.baseURL(c) + rel,
 		Path:      rel,
 		ExpiresAt: expires.UTC(),
 	})

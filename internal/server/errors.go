@@ -93,6 +93,8 @@ func publicError(err error) *apiError {
 		return newError(http.StatusConflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
 	case errors.Is(err, views.ErrUnknownMetric):
 		return newError(http.StatusBadRequest, "unknown_metric", "unknown metric name; see the API documentation for the names")
+	case errors.Is(err, views.ErrUnknownDimension):
+		return newError(http.StatusBadRequest, "unknown_dimension", "no dimension of that name is configured (see the page's dimensions)")
 	case errors.Is(err, views.ErrBadCursor):
 		return newError(http.StatusBadRequest, "bad_cursor", "the cursor is not valid; start again without it")
 	case errors.Is(err, context.DeadlineExceeded):

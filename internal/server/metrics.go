@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,9 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 	})
 	build.Set(1)
 	for _, c := range []prometheus.Collector{m.requests, clients, build,
-		&queueCollector{views: s.opts.Views, log: s.log.Warn}, &sightCollector{views: s.opts.Views, log: s.log.Warn}} {
+		&queueCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
+		&sightCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
+		&triageCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout}} {
 		if err := s.opts.Metrics.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -70,12 +73,13 @@ func (m *serverMetrics) observeRequest(route, method string, code int) {
 // queueCollector exports each watched queue's depth as the collector last stored it. It reads
 // the views at scrape time, so the values are exactly what the pages show and nothing is cached.
 type queueCollector struct {
-	views *views.Service
-	log   func(msg string, args ...any)
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
 }
 
-// scrapeTimeout bounds the views query of one scrape.
-const scrapeTimeout = 5 * time.Second
+// defaultScrapeTimeout bounds the views queries of one scrape (Options.ScrapeTimeout).
+const defaultScrapeTimeout = 5 * time.Second
 
 var (
 	labels        = []string{"queue", "region"}
@@ -85,6 +89,7 @@ var (
 	descOldestAge = prometheus.NewDesc("toolq_queue_oldest_message_age_seconds", "Age of the oldest message as the pages show it: CloudWatch's ApproximateAgeOfOldestMessage for a working queue, the newest sample's oldest message for a dead-letter queue (CloudWatch skips messages received three times or more); absent for an empty queue.", labels, nil)
 	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
 	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 unknown (a rule could not be checked), 2 warning, 3 critical.", labels, nil)
+	descBlocked   = prometheus.NewDesc("toolq_queue_blocked_groups", "FIFO message groups (sessions) the newest sample of an opted-in source queue found blocked behind a failing head message.", labels, nil)
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
 	// The labels are bounded: rule ids are a fixed list (views.AdviceRules), queues the watched ones.
 	descAdvice = prometheus.NewDesc("toolq_advice", "1 for each advisor rule that fires on a queue (GET /api/v1/advice says what and how to fix it); absent when it holds or is turned off.",
@@ -93,14 +98,14 @@ var (
 
 // Describe implements prometheus.Collector.
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descScrapeErr, descAdvice} {
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked, descScrapeErr, descAdvice} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
 	queues, err := q.views.Queues(ctx, views.QueueQuery{})
 	if err != nil {
@@ -131,6 +136,9 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, a := range qs.Advice {
 			ch <- prometheus.MustNewConstMetric(descAdvice, prometheus.GaugeValue, 1, a.Rule, qs.Name, qs.Region)
 		}
+		if qs.FIFO && !qs.IsDeadLetterQueue {
+			gauge(descBlocked, float64(qs.BlockedGroups))
+		}
 	}
 }
 
@@ -149,8 +157,9 @@ func healthValue(status views.HealthStatus) float64 {
 
 // sightCollector exports what toolq can see of each region, read from the views at scrape time.
 type sightCollector struct {
-	views *views.Service
-	log   func(msg string, args ...any)
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
 }
 
 var (
@@ -170,7 +179,7 @@ func (c *sightCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *sightCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	st, err := c.views.Status(ctx)
 	if err != nil {
@@ -195,5 +204,91 @@ func (c *sightCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descOperationFailing, prometheus.GaugeValue, failing, r.Region, op.Operation)
 		}
+	}
+}
+
+// triageTopN bounds the tools and the values of each dimension exported per dead-letter queue:
+// tool names and dimension values come from messages, and every label value is a series kept for
+// the life of the process. The rest are summed under otherLabel.
+const triageTopN = 10
+
+// The label values of the tool and dimension series that stand for no single value.
+const (
+	otherLabel = "(other)" // the messages of every value beyond the top N
+	noneLabel  = "(none)"  // the messages without a tool name
+)
+
+// triageCollector exports what the dead-letter queues' newest samples hold by tool and by
+// dimension, and the running move tasks' progress, read from the views at scrape time.
+type triageCollector struct {
+	views   *views.Service
+	log     func(msg string, args ...any)
+	timeout time.Duration
+}
+
+var (
+	descByTool = prometheus.NewDesc("toolq_dlq_sampled_messages",
+		"Messages of a dead-letter queue's newest sample by tool name: the 10 most frequent, the rest as tool=\"(other)\", those without a tool name as \"(none)\".",
+		[]string{"queue", "region", "tool"}, nil)
+	descByDimension = prometheus.NewDesc("toolq_dlq_sampled_messages_by_dimension",
+		"Messages of a dead-letter queue's newest sample by the value of a dimension (--dimension, such as mcpServer): the 10 most frequent values, the rest as value=\"(other)\".",
+		[]string{"queue", "region", "dimension", "value"}, nil)
+	descMoved = prometheus.NewDesc("toolq_redrive_moved_messages",
+		"Messages the running move task of a dead-letter queue has moved (ApproximateNumberOfMessagesMoved); absent while none runs.", labels, nil)
+	descToMove = prometheus.NewDesc("toolq_redrive_to_move_messages",
+		"Messages the running move task of a dead-letter queue set out to move (ApproximateNumberOfMessagesToMove); absent while none runs.", labels, nil)
+	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *triageCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descByTool, descByDimension, descMoved, descToMove, descTriageErr} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *triageCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	breakdowns, err := c.views.SampleBreakdowns(ctx, triageTopN)
+	var redrives []views.QueueRedrive
+	if err == nil {
+		redrives, err = c.views.RunningRedrives(ctx)
+	}
+	if err != nil {
+		c.log("metrics: read samples and redrives", "err", err)
+		ch <- prometheus.MustNewConstMetric(descTriageErr, prometheus.GaugeValue, 1)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descTriageErr, prometheus.GaugeValue, 0)
+	for _, b := range breakdowns {
+		// A tool may well be called "(other)": its count joins the others' rather than making a
+		// second series of the same labels, which would fail the whole scrape.
+		tools := map[string]int{}
+		for _, t := range b.Tools {
+			tools[cmp.Or(t.Value, noneLabel)] += t.Count
+		}
+		tools[otherLabel] += b.OtherTools
+		for tool, n := range tools {
+			if n > 0 {
+				ch <- prometheus.MustNewConstMetric(descByTool, prometheus.GaugeValue, float64(n), b.Queue, b.Region, tool)
+			}
+		}
+		for _, d := range b.Dimensions {
+			values := map[string]int{otherLabel: d.Others}
+			for _, v := range d.Values {
+				values[v.Value] += v.Count
+			}
+			for value, n := range values {
+				if n > 0 {
+					ch <- prometheus.MustNewConstMetric(descByDimension, prometheus.GaugeValue, float64(n), b.Queue, b.Region, d.Name, value)
+				}
+			}
+		}
+	}
+	for _, r := range redrives {
+		ch <- prometheus.MustNewConstMetric(descMoved, prometheus.GaugeValue, float64(r.Moved), r.Queue, r.Region)
+		ch <- prometheus.MustNewConstMetric(descToMove, prometheus.GaugeValue, float64(r.ToMove), r.Queue, r.Region)
 	}
 }

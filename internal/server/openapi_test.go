@@ -87,6 +87,8 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 		{"POST", "/api/v1/queues/orders/redrives", "/api/v1/queues/{queue}/redrives", ``, 422},
 		{"GET", "/api/v1/audit", "/api/v1/audit", "", 200},
 		{"POST", "/api/v1/embed-links", "/api/v1/embed-links", `{"path":"/?embed=1"}`, 201},
+		{"GET", "/api/v1/notifications", "/api/v1/notifications", "", 200},
+		{"POST", "/api/v1/notifications/test", "/api/v1/notifications/test", `{"target":"nope"}`, 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.target+" "+itoa(int64(tt.status)), func(t *testing.T) {

@@ -15,6 +15,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/", s.overviewPage)
 	e.GET("/audit", s.auditPage)
 	e.GET("/status", s.statusPage)
+	e.POST("/status/notifications/test", s.testNotificationPage)
 	e.GET("/login", s.loginPage)
 	e.GET("/ws", s.serveWebsocket)
 	e.GET("/queues/:queue", s.queuePage)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // Hostile text, as LLM-made tool arguments and odd AWS data bring it.
@@ -39,6 +40,8 @@ type pageWorld struct {
 type pageWorldOptions struct {
 	ReadOnly  bool
 	TokenAuth bool // token mode with a viewer token, instead of auth none (a local operator)
+	// Notifier builds the notifier over the world's store and views; nil: none.
+	Notifier func(w *actionstest.World) Notifier
 }
 
 // newPageWorld builds the standard world: web-search (standard) with web-search-dlq holding three
@@ -47,6 +50,7 @@ type pageWorldOptions struct {
 func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	t.Helper()
 	w := actionstest.New(t)
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"})
 	w.CreateQueue(t, "web-search-dlq", "", map[string]string{"MessageRetentionPeriod": "1209600"})
 	w.CreateQueue(t, "web-search", "web-search-dlq", map[string]string{"VisibilityTimeout": "30"})
 	w.CreateQueue(t, "tool-calls-dlq.fifo", "", nil)
@@ -68,11 +72,13 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 		{MessageID: "m-xss", ReceiveCount: 1, SentAt: now.Add(-time.Hour), Body: xssBody, BodySize: len(xssBody),
 			ToolName: "<script>alert('tool')</script>", ToolCallID: "tc_x", SessionID: "sess_x",
 			DeadLetterSourceARN: w.ARN("web-search"),
-			Attributes:          []store.MessageAttribute{{Name: "note", DataType: "String", Value: xssAttr}}},
+			Attributes:          []store.MessageAttribute{{Name: "note", DataType: "String", Value: xssAttr}},
+			Dimensions:          map[string]string{"mcpServer": xssAttr, "error": xssGroup}},
 		{MessageID: "m-formula", ReceiveCount: 2, SentAt: now.Add(-2 * time.Hour), Body: `=HYPERLINK("http://evil","x")`,
-			BodySize: 29, ToolName: "web_search", Attributes: []store.MessageAttribute{}},
-		{MessageID: "m-plain", ReceiveCount: 1, SentAt: now.Add(-3 * time.Hour), Body: `{"toolName":"web_search","toolArgs":{"q":"go"}}`,
-			BodySize: 47, ToolName: "web_search", Attributes: []store.MessageAttribute{}},
+			BodySize: 29, ToolName: "web_search", Attributes: []store.MessageAttribute{},
+			Dimensions: map[string]string{"mcpServer": "docs-legacy", "error": "connection_refused"}},
+		{MessageID: "m-plain", ReceiveCount: 1, SentAt: now.Add(-3 * time.Hour), Body: `{"toolName":"web_search","toolArgs":{"q":"golang"}}`,
+			BodySize: 51, ToolName: "web_search", Attributes: []store.MessageAttribute{}, Dimensions: map[string]string{"mcpServer": "docs-legacy"}},
 	}
 	if _, err := w.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: now,
 		Seen: 3, ApproxVisible: 3, Receives: 1, MessagesTaken: 3}, msgs, nil); err != nil {
@@ -111,6 +117,9 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	opts := Options{
 		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,
 		ReadOnly: o.ReadOnly, Now: w.Now,
+	}
+	if o.Notifier != nil {
+		opts.Notifier = o.Notifier(w)
 	}
 	if o.TokenAuth {
 		a, err := auth.New(auth.Config{Mode: auth.ModeToken, Store: w.Store, Now: w.Now})

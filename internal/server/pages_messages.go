@@ -18,22 +18,20 @@ import (
 // messagesPerPage is how many sampled messages one page lists.
 const messagesPerPage = 50
 
-// messagesPage answers GET /queues/{queue}/messages?tool=&cursor=: the queue's newest sample,
-// grouped by tool name; an HTMX request (the tool filter) gets the list alone.
+// messagesPage answers GET /queues/{queue}/messages?tool=&q=&groupBy=&<dimension>=&cursor=: the
+// queue's newest sample, searched, filtered and grouped; an HTMX request (the filter form) gets
+// the list alone.
 func (s *Server) messagesPage(c echo.Context) error {
 	key, err := s.queueOf(c)
 	if err != nil {
 		return err
 	}
-	tool, err := textParam(c, "tool", 200)
+	q, err := s.messageQuery(c, "tool")
 	if err != nil {
 		return err
 	}
-	cursor, err := textParam(c, "cursor", 200)
-	if err != nil {
-		return err
-	}
-	m, err := s.opts.Views.Messages(c.Request().Context(), key.ID, views.MessageQuery{ToolName: tool, Cursor: cursor, Limit: messagesPerPage})
+	q.Limit = messagesPerPage
+	m, err := s.opts.Views.Messages(c.Request().Context(), key.ID, q)
 	if err != nil {
 		return err
 	}
@@ -42,8 +40,9 @@ func (s *Server) messagesPage(c echo.Context) error {
 		Ref:       key.Ref,
 		QueueName: key.Name,
 		Messages:  m,
-		Tool:      tool,
-		Cursor:    cursor,
+		Tool:      q.ToolName,
+		Cursor:    q.Cursor,
+		Query:     q,
 	}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.MessageList(p))

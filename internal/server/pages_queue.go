@@ -88,6 +88,9 @@ func (s *Server) queueProps(ctx context.Context, queueID int64, page templates.P
 			return p, fmt.Errorf("queue page: sample: %w", err)
 		}
 		p.Sample = &m
+		if p.Triage, err = s.opts.Views.Triage(ctx, queueID); err != nil {
+			return p, fmt.Errorf("queue page: triage: %w", err)
+		}
 		if d.RedriveUnavailable != "" {
 			// The page says why instead (an EventBridge target's DLQ holds events, not messages
 			// a move task can return).

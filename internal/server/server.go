@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,11 +43,19 @@ type Options struct {
 	ReadOnly bool
 	// FrameAncestors is the CSP frame-ancestors allowlist; default 'self'.
 	FrameAncestors []string
+	// Notifier sends test notifications (the status page's button, the API); nil: none.
+	Notifier Notifier
+	// PublicURL is the address people reach the dashboard at (--public-url, checked with
+	// ParsePublicURL): every link toolq writes starts with it. Empty: the request's own address.
+	PublicURL string
 	// Version and Commit label toolq_build_info and /healthz.
 	Version string
 	Commit  string
 	Now     func() time.Time
 
+	// ScrapeTimeout bounds the views reads of one /metrics scrape (default 5 s): a scrape that
+	// takes longer says so in the *_metrics_error gauges rather than hanging Prometheus.
+	ScrapeTimeout time.Duration
 	// Metrics is the registry /metrics serves; the server adds its own collectors to it (queue
 	// gauges, websocket clients, API requests). Default: a new registry.
 	Metrics *prometheus.Registry
@@ -73,6 +83,9 @@ type Server struct {
 
 	hub     *live.Hub[pageView] // the websockets of the live pages
 	wsQuota websocketQuota      // live websockets per identity
+
+	streamsDone chan struct{} // closed by EndStreams: every event stream ends
+	streamsOnce sync.Once
 }
 
 // New builds a Server with every route registered.
@@ -94,6 +107,7 @@ func New(opts Options) (*Server, error) {
 	opts.RateBurst = cmp.Or(max(opts.RateBurst, 0), 40)
 	opts.WebsocketRecheck = cmp.Or(max(opts.WebsocketRecheck, 0), 15*time.Second)
 	opts.Metrics = cmp.Or(opts.Metrics, prometheus.NewRegistry())
+	opts.ScrapeTimeout = cmp.Or(max(opts.ScrapeTimeout, 0), defaultScrapeTimeout)
 	if opts.Auth == nil {
 		a, err := auth.New(auth.Config{Mode: auth.ModeNone, Logger: opts.Logger})
 		if err != nil {
@@ -109,12 +123,23 @@ func New(opts Options) (*Server, error) {
 	if err := validFrameAncestors(opts.FrameAncestors); err != nil {
 		return nil, err
 	}
+	publicURL, err := ParsePublicURL(opts.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	opts.PublicURL = publicURL
+	for _, name := range opts.Views.Dimensions() {
+		if slices.Contains(messageParams, name) {
+			return nil, fmt.Errorf("server: dimension %q has the name of a query parameter of the message lists; call it otherwise", name)
+		}
+	}
 	s := &Server{
-		opts:    opts,
-		echo:    echo.New(),
-		log:     opts.Logger,
-		auth:    opts.Auth,
-		limiter: newRateLimiter(opts.RateLimit, opts.RateBurst),
+		opts:        opts,
+		echo:        echo.New(),
+		log:         opts.Logger,
+		auth:        opts.Auth,
+		limiter:     newRateLimiter(opts.RateLimit, opts.RateBurst),
+		streamsDone: make(chan struct{}),
 		// Listen empty (tests) skips the check, as it skips CheckListen.
 		loopbackOnly: opts.Auth.Mode() == auth.ModeNone && opts.Listen != "" && !opts.AllowInsecureNoAuth,
 	}
@@ -135,9 +160,12 @@ func New(opts Options) (*Server, error) {
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Close ends what the server runs besides HTTP (the websocket hub and its connections), which
-// http.Server.Shutdown does not close.
-func (s *Server) Close(ctx context.Context) error { return s.hub.Close(ctx) }
+// Close ends what the server runs besides HTTP (the websocket hub and its connections, the event
+// streams), which http.Server.Shutdown does not close.
+func (s *Server) Close(ctx context.Context) error {
+	s.EndStreams()
+	return s.hub.Close(ctx)
+}
 
 // routes lists every route: the middleware, the API's routes and the pages'.
 func (s *Server) routes() {

@@ -22,7 +22,9 @@ import (
 //     write greatest( and rebind spells it max( for SQLite. (Both ignore NULLs differently;
 //     every column the store compares this way is NOT NULL.)
 //
-// Anything else that differs lives in the migrations, one directory per engine.
+// JSON and case-free matching differ too; the few queries that need them ask the dialect for
+// the fragment (jsonKey, anyJSONValue, attributeValue, caseFreeLike). Anything else that
+// differs lives in the migrations, one directory per engine.
 //
 // One rule is the pool's, on both engines alike: no text holds NUL. PostgreSQL's text cannot
 // hold it and SQS's own character set excludes it, so a NUL can only come from a hostile or
@@ -39,6 +41,52 @@ func (d dialect) String() string {
 		return "postgres"
 	}
 	return "sqlite"
+}
+
+// jsonKey is the text of key param's value in the JSON object in col ('' when absent becomes
+// NULL); param's argument is jsonKeyArg(name). SQLite's json_extract reads one key far faster
+// than a json_each per row.
+func (d dialect) jsonKey(col, param string) string {
+	if d == postgresDialect {
+		return "(" + col + "::jsonb ->> " + param + ")"
+	}
+	return "json_extract(" + col + ", " + param + ")"
+}
+
+// jsonKeyArg is jsonKey's argument for a key: SQLite takes a JSON path, with the key quoted so
+// that any name is one key (a quote or backslash, which the collector never lets a name hold,
+// is dropped rather than ending it); PostgreSQL takes the key itself.
+func (d dialect) jsonKeyArg(name string) string {
+	if d == postgresDialect {
+		return name
+	}
+	return `$."` + strings.NewReplacer(`"`, "", `\`, "").Replace(name) + `"`
+}
+
+// anyJSONValue is the condition that some value of the JSON object in col matches cond
+// ("LIKE ?3", say).
+func (d dialect) anyJSONValue(col, cond string) string {
+	if d == postgresDialect {
+		return "EXISTS (SELECT 1 FROM jsonb_each_text(" + col + "::jsonb) j WHERE j.value " + cond + ")"
+	}
+	return "EXISTS (SELECT 1 FROM json_each(" + col + ") WHERE value " + cond + ")"
+}
+
+// attributeValue is the value of the message attribute named by param in col, a JSON array
+// of {"name", "dataType", "value"} objects.
+func (d dialect) attributeValue(col, param string) string {
+	if d == postgresDialect {
+		return "(SELECT j ->> 'value' FROM jsonb_array_elements(" + col + "::jsonb) j WHERE j ->> 'name' = " + param + " LIMIT 1)"
+	}
+	return "(SELECT json_extract(j.value, '$.value') FROM json_each(" + col + ") j WHERE json_extract(j.value, '$.name') = " + param + ")"
+}
+
+// caseFreeLike is LIKE ignoring case: SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE any.
+func (d dialect) caseFreeLike() string {
+	if d == postgresDialect {
+		return "ILIKE"
+	}
+	return "LIKE"
 }
 
 // rebound caches each query's text per dialect: the store's queries are a few dozen constants.

@@ -87,6 +87,13 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 				ORDER BY finished_at DESC, id DESC LIMIT 1) AS newest
 				FROM (SELECT DISTINCT kind FROM collector_runs) k) AS kept WHERE newest IS NOT NULL)`, []any{ms(now.Add(-r.RunsFor))}},
 		{"errors", `DELETE FROM collector_errors WHERE at < ?`, []any{ms(now.Add(-r.RunsFor))}},
+		// Alerts and notifications are kept as long as runs. A pending message and the alerts
+		// still waiting for one stay whatever their age: a restart must still send them.
+		{"notification deliveries", `DELETE FROM notify_deliveries WHERE at < ?`, []any{ms(now.Add(-r.RunsFor))}},
+		{"notification messages", `DELETE FROM notify_messages WHERE created_at < ? AND status <> 'pending'`, []any{ms(now.Add(-r.RunsFor))}},
+		{"routed alerts", `DELETE FROM notify_outbox WHERE created_at < ? AND message_id <> 0
+			AND message_id NOT IN (SELECT id FROM notify_messages)`, []any{ms(now.Add(-r.RunsFor))}},
+		{"alerts", `DELETE FROM alerts WHERE at < ? AND id NOT IN (SELECT alert_id FROM notify_outbox)`, []any{ms(now.Add(-r.RunsFor))}},
 	}
 	for _, st := range steps {
 		sr, err := s.wdb.ExecContext(ctx, st.query, st.args...)

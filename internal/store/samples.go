@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,6 +22,7 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 	}
 	// Marshal before the transaction: the writer connection is shared, so hold it for SQL only.
 	attrs := make([]string, len(messages))
+	dims := make([]string, len(messages))
 	for i, m := range messages {
 		if m.Attributes == nil {
 			m.Attributes = []MessageAttribute{}
@@ -27,6 +32,13 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 			return 0, fmt.Errorf("store: save sample of queue %d: attributes of %q: %w", sample.QueueID, m.MessageID, err)
 		}
 		attrs[i] = string(js)
+		if m.Dimensions == nil {
+			m.Dimensions = map[string]string{}
+		}
+		if js, err = json.Marshal(m.Dimensions); err != nil {
+			return 0, fmt.Errorf("store: save sample of queue %d: dimensions of %q: %w", sample.QueueID, m.MessageID, err)
+		}
+		dims[i] = string(js)
 	}
 	var id int64
 	err := s.inTx(ctx, func(tx *dbTx) error {
@@ -39,7 +51,7 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 			return notFoundOnFK(err)
 		}
 		if len(messages) > 0 {
-			if err := saveSampledMessages(ctx, tx, id, sample, messages, attrs); err != nil {
+			if err := saveSampledMessages(ctx, tx, id, sample, messages, attrs, dims); err != nil {
 				return err
 			}
 		}
@@ -71,14 +83,16 @@ func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []Sample
 }
 
 // saveSampledMessages stores each message once per queue (what it is) and once per sample (how
-// this sample saw it).
-func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample Sample, messages []SampledMessage, attrs []string) error {
+// this sample saw it). A message seen again takes the dimensions of the latest sighting, so that
+// dimensions declared after it arrived apply to it too.
+func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample Sample, messages []SampledMessage, attrs, dims []string) error {
 	upsert, err := tx.PrepareContext(ctx, `
 		INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
 			first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
-			tool_call_id, session_id, last_seen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = greatest(messages.last_seen, excluded.last_seen)
+			tool_call_id, session_id, last_seen, dimensions)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = greatest(messages.last_seen, excluded.last_seen),
+			dimensions = excluded.dimensions
 		RETURNING id`)
 	if err != nil {
 		return err
@@ -100,7 +114,7 @@ func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample S
 		var ref int64
 		err := upsert.QueryRowContext(ctx, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
 			m.SequenceNumber, ms(m.SentAt), ms(m.FirstReceivedAt), m.DeadLetterSourceARN, attrs[i], m.Body, m.BodySize,
-			m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at).Scan(&ref)
+			m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at, dims[i]).Scan(&ref)
 		if err != nil {
 			return fmt.Errorf("message %q: %w", m.MessageID, err)
 		}
@@ -152,27 +166,66 @@ func (s *Store) LatestSample(ctx context.Context, queueID int64) (Sample, error)
 type MessageFilter struct {
 	ToolName    string
 	NearMaxOnly bool
-	AfterID     int64
-	Limit       int // 0: all
+	// Dimensions keeps the messages whose dimension of each name has that value ("" keeps those
+	// without the dimension).
+	Dimensions map[string]string
+	// Search keeps the messages whose body, message id, group id, deduplication id, tool fields
+	// or a dimension value contains it, ignoring ASCII case.
+	Search  string
+	AfterID int64
+	Limit   int // 0: all
 }
+
+// where returns the WHERE clause of f over one sample in d's SQL, its parameters numbered after
+// the first `before` ones (?1 … ?before belong to the caller), with their arguments.
+func (f MessageFilter) where(d dialect, sampleID int64, before int) (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "?" + strconv.Itoa(before+len(args))
+	}
+	query := " WHERE sm.sample_id = " + arg(sampleID) + " AND sm.message_ref > " + arg(f.AfterID)
+	if f.ToolName != "" {
+		query += " AND m.tool_name = " + arg(f.ToolName)
+	}
+	if f.NearMaxOnly {
+		query += " AND sm.near_max_receive = TRUE"
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.Dimensions)) {
+		query += " AND coalesce(" + d.jsonKey("m.dimensions", arg(d.jsonKeyArg(name))) + ", '') = " + arg(f.Dimensions[name])
+	}
+	if f.Search != "" {
+		like := arg("%" + likeEscaper.Replace(f.Search) + "%")
+		var ors []string
+		for _, col := range []string{"m.body", "m.message_id", "m.group_id", "m.deduplication_id", "m.tool_name", "m.tool_call_id", "m.session_id"} {
+			ors = append(ors, col+" "+d.caseFreeLike()+" "+like+` ESCAPE '\'`)
+		}
+		ors = append(ors, d.anyJSONValue("m.dimensions", d.caseFreeLike()+" "+like+` ESCAPE '\'`))
+		query += " AND (" + strings.Join(ors, " OR ") + ")"
+	}
+	return query, args
+}
+
+// likeEscaper escapes LIKE's wildcards, so that a search for "50%" or "a_b" means those characters.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
 
 const sampledMessageSelect = `
 	SELECT sm.message_ref, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
 		m.sequence_number, sm.receive_count, m.sent_at, m.first_received_at, m.dead_letter_source_arn,
 		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
-		sm.near_max_receive, sm.own_receives
+		sm.near_max_receive, sm.own_receives, m.dimensions
 	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
 
 func scanSampledMessage(r rowScanner) (SampledMessage, error) {
 	var (
 		m                 SampledMessage
 		sentAt, firstRecv int64
-		attrs             string
+		attrs, dims       string
 	)
 	err := r.Scan(&m.ID, &m.SampleID, &m.QueueID, &m.MessageID, &m.GroupID, &m.DeduplicationID,
 		&m.SequenceNumber, &m.ReceiveCount, &sentAt, &firstRecv, &m.DeadLetterSourceARN, &attrs,
 		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive,
-		&m.OwnReceives)
+		&m.OwnReceives, &dims)
 	if err != nil {
 		return SampledMessage{}, err
 	}
@@ -183,24 +236,21 @@ func scanSampledMessage(r rowScanner) (SampledMessage, error) {
 	if m.Attributes == nil {
 		m.Attributes = []MessageAttribute{}
 	}
+	if err := json.Unmarshal([]byte(dims), &m.Dimensions); err != nil {
+		return SampledMessage{}, fmt.Errorf("dimensions of %q: %w", m.MessageID, err)
+	}
+	if m.Dimensions == nil {
+		m.Dimensions = map[string]string{}
+	}
 	return m, nil
 }
 
 // SampleMessages returns messages of a sample ordered by SampledMessage.ID.
 func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFilter) ([]SampledMessage, error) {
-	query := sampledMessageSelect + " WHERE sm.sample_id = ? AND sm.message_ref > ?"
-	args := []any{sampleID, f.AfterID}
-	if f.ToolName != "" {
-		query += " AND m.tool_name = ?"
-		args = append(args, f.ToolName)
-	}
-	if f.NearMaxOnly {
-		query += " AND sm.near_max_receive = TRUE"
-	}
-	query += " ORDER BY sm.message_ref"
+	where, args := f.where(s.d, sampleID, 0)
+	query := sampledMessageSelect + where + " ORDER BY sm.message_ref"
 	if f.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, f.Limit)
+		query += " LIMIT " + strconv.Itoa(f.Limit)
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -235,31 +285,81 @@ func (s *Store) SampledMessageByID(ctx context.Context, queueID int64, messageID
 	return m, nil
 }
 
-// ToolCount is how many messages of a sample carry one tool name.
-type ToolCount struct {
-	ToolName string
-	Count    int
+// SampleMessageCount counts the messages of a sample that f keeps (its AfterID and Limit aside).
+func (s *Store) SampleMessageCount(ctx context.Context, sampleID int64, f MessageFilter) (int, error) {
+	f.AfterID, f.Limit = 0, 0
+	where, args := f.where(s.d, sampleID, 0)
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref"+where, args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count messages of sample %d: %w", sampleID, err)
+	}
+	return n, nil
 }
 
-// SampleToolCounts returns the messages of a sample counted by tool name, largest first.
-func (s *Store) SampleToolCounts(ctx context.Context, sampleID int64) ([]ToolCount, error) {
+// ValueCount is how many messages of a sample share one value of a field, and when the oldest
+// and newest of them were sent.
+type ValueCount struct {
+	Value       string
+	Count       int
+	FirstSentAt time.Time // zero when none of them carries a send time
+	LastSentAt  time.Time
+}
+
+// FieldKind says what a Field groups a sample by.
+type FieldKind int
+
+// Field kinds.
+const (
+	FieldTool      FieldKind = iota // the tool name
+	FieldDimension                  // a dimension, by name
+	FieldAttribute                  // a message attribute's value, by name
+)
+
+// Field is what SampleValueCounts groups by.
+type Field struct {
+	Kind FieldKind
+	Name string // the dimension's or the attribute's
+}
+
+// SampleValueCounts groups the messages of a sample that f keeps by one field (messages without
+// it share the value ""); largest groups first.
+func (s *Store) SampleValueCounts(ctx context.Context, sampleID int64, field Field, f MessageFilter) ([]ValueCount, error) {
+	f.AfterID, f.Limit = 0, 0
+	var value string
+	var args []any
+	switch field.Kind {
+	case FieldTool:
+		value = "m.tool_name"
+	case FieldDimension:
+		value, args = "coalesce("+s.d.jsonKey("m.dimensions", "?1")+", '')", []any{s.d.jsonKeyArg(field.Name)}
+	case FieldAttribute:
+		value, args = "coalesce("+s.d.attributeValue("m.attributes", "?1")+", '')", []any{field.Name}
+	}
+	where, filterArgs := f.where(s.d, sampleID, len(args))
+	args = append(args, filterArgs...)
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT m.tool_name, count(*) AS n FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref
-		WHERE sm.sample_id = ? GROUP BY m.tool_name ORDER BY n DESC, m.tool_name`, sampleID)
+		SELECT v, n, first_sent, last_sent FROM (
+			SELECT `+value+` AS v, count(*) AS n, coalesce(min(nullif(m.sent_at, 0)), 0) AS first_sent, max(m.sent_at) AS last_sent
+			FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`+where+`
+			GROUP BY v) AS counts
+		ORDER BY n DESC, v = '', v`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+		return nil, fmt.Errorf("store: counts by %q of sample %d: %w", field.Name, sampleID, err)
 	}
 	defer rows.Close()
-	out := []ToolCount{}
+	out := []ValueCount{}
 	for rows.Next() {
-		var tc ToolCount
-		if err := rows.Scan(&tc.ToolName, &tc.Count); err != nil {
-			return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+		var vc ValueCount
+		var first, last int64
+		if err := rows.Scan(&vc.Value, &vc.Count, &first, &last); err != nil {
+			return nil, fmt.Errorf("store: counts by %q of sample %d: %w", field.Name, sampleID, err)
 		}
-		out = append(out, tc)
+		vc.FirstSentAt, vc.LastSentAt = fromMS(first), fromMS(last)
+		out = append(out, vc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: tool counts of sample %d: %w", sampleID, err)
+		return nil, fmt.Errorf("store: counts by %q of sample %d: %w", field.Name, sampleID, err)
 	}
 	return out, nil
 }

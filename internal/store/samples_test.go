@@ -87,12 +87,16 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 			t.Errorf("SampleGroups = %+v, %v; want sess_a (oldest, blocked) first", gs, err)
 		}
 
-		counts, err := s.SampleToolCounts(ctx, id)
+		counts, err := s.SampleValueCounts(ctx, id, Field{Kind: FieldTool}, MessageFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []ToolCount{{"create_document", 4}, {"send_email", 3}, {"web_search", 3}}; !slices.Equal(counts, want) {
-			t.Errorf("SampleToolCounts = %v; want %v", counts, want)
+		var tools []string
+		for _, c := range counts {
+			tools = append(tools, fmt.Sprintf("%s:%d", c.Value, c.Count))
+		}
+		if want := []string{"create_document:4", "send_email:3", "web_search:3"}; !slices.Equal(tools, want) {
+			t.Errorf("SampleValueCounts by tool = %v; want %v", tools, want)
 		}
 
 		if _, err := s.SaveSample(ctx, Sample{QueueID: 404, At: t0}, nil, nil); !errors.Is(err, ErrNotFound) {
@@ -257,6 +261,119 @@ func TestLatestSamplesAndNearMax(t *testing.T) {
 		}
 		if _, err := s.GetSample(ctx, 404); !errors.Is(err, ErrNotFound) {
 			t.Errorf("GetSample(404) = %v; want ErrNotFound", err)
+		}
+	})
+}
+
+// TestSampleFilterGroupSearch filters a sample by dimension, groups it by tool, dimension and
+// attribute, and searches it, with LIKE's wildcards taken as text.
+func TestSampleFilterGroupSearch(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "web-search-dlq")
+		msgs := dlqMessages(9)
+		for i := range msgs {
+			msgs[i].Dimensions = map[string]string{"mcpServer": []string{"docs-legacy", "research", "docs-legacy"}[i%3]}
+		}
+		msgs[0].Dimensions["error"] = "connection_refused"
+		msgs[4].Body = `{"toolName":"web_search","toolArgs":{"query":"50% of a_b"}}`
+		msgs[5].Attributes = []MessageAttribute{{Name: "ERROR_CODE", DataType: "String", Value: "NO_RESOURCE"}}
+		msgs[6].Dimensions = nil
+		id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, Kind: SampleDeadLetter, At: t0, Seen: 9, ApproxVisible: 9}, msgs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := func(f MessageFilter) []string {
+			t.Helper()
+			got, err := s.SampleMessages(ctx, id, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := s.SampleMessageCount(ctx, id, f)
+			if err != nil || n != len(got) {
+				t.Errorf("SampleMessageCount(%+v) = %d, %v; the list has %d", f, n, err, len(got))
+			}
+			var out []string
+			for _, m := range got {
+				out = append(out, m.MessageID)
+			}
+			return out
+		}
+		filters := []struct {
+			name string
+			f    MessageFilter
+			want []string
+		}{
+			{"by dimension", MessageFilter{Dimensions: map[string]string{"mcpServer": "research"}}, []string{"m-0001", "m-0004", "m-0007"}},
+			{"without the dimension", MessageFilter{Dimensions: map[string]string{"mcpServer": ""}}, []string{"m-0006"}},
+			{"two dimensions", MessageFilter{Dimensions: map[string]string{"mcpServer": "docs-legacy", "error": "connection_refused"}}, []string{"m-0000"}},
+			{"dimension and tool", MessageFilter{ToolName: "web_search", Dimensions: map[string]string{"mcpServer": "research"}}, []string{"m-0001", "m-0004", "m-0007"}},
+			{"search the body, any case", MessageFilter{Search: "OF A_B"}, []string{"m-0004"}},
+			{"a percent sign is text", MessageFilter{Search: "50%"}, []string{"m-0004"}},
+			{"an underscore is text", MessageFilter{Search: "a_b"}, []string{"m-0004"}},
+			{"search a message id", MessageFilter{Search: "m-0008"}, []string{"m-0008"}},
+			{"search a group id", MessageFilter{Search: "sess_3"}, []string{"m-0003", "m-0007"}},
+			{"search a deduplication id", MessageFilter{Search: "tc_2"}, []string{"m-0002"}},
+			{"search a dimension value", MessageFilter{Search: "refused"}, []string{"m-0000"}},
+			{"search and filter", MessageFilter{Search: "sess_3", Dimensions: map[string]string{"mcpServer": "docs-legacy"}}, []string{"m-0003"}},
+			{"nothing", MessageFilter{Search: "nothing like it"}, nil},
+		}
+		for _, tt := range filters {
+			t.Run(tt.name, func(t *testing.T) {
+				if got := ids(tt.f); !slices.Equal(got, tt.want) {
+					t.Errorf("messages = %v; want %v", got, tt.want)
+				}
+			})
+		}
+
+		counts := func(field Field, f MessageFilter) []string {
+			t.Helper()
+			got, err := s.SampleValueCounts(ctx, id, field, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, c := range got {
+				out = append(out, fmt.Sprintf("%s:%d", c.Value, c.Count))
+			}
+			return out
+		}
+		groups := []struct {
+			name  string
+			field Field
+			f     MessageFilter
+			want  []string
+		}{
+			{"by dimension", Field{Kind: FieldDimension, Name: "mcpServer"}, MessageFilter{}, []string{"docs-legacy:5", "research:3", ":1"}},
+			{"by dimension, filtered", Field{Kind: FieldDimension, Name: "mcpServer"}, MessageFilter{ToolName: "create_document"}, []string{"docs-legacy:2", ":1"}},
+			{"by attribute", Field{Kind: FieldAttribute, Name: "ERROR_CODE"}, MessageFilter{}, []string{":8", "NO_RESOURCE:1"}},
+			{"by tool, searched", Field{Kind: FieldTool}, MessageFilter{Search: "sess_1"}, []string{"send_email:1", "web_search:1"}},
+		}
+		for _, tt := range groups {
+			t.Run("group "+tt.name, func(t *testing.T) {
+				if got := counts(tt.field, tt.f); !slices.Equal(got, tt.want) {
+					t.Errorf("counts = %v; want %v", got, tt.want)
+				}
+			})
+		}
+		// First and last sent: the group's oldest and newest message.
+		got, err := s.SampleValueCounts(ctx, id, Field{Kind: FieldDimension, Name: "mcpServer"}, MessageFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got[1].FirstSentAt.Equal(msgs[1].SentAt) || !got[1].LastSentAt.Equal(msgs[7].SentAt) {
+			t.Errorf("research sent from %v to %v; want %v to %v", got[1].FirstSentAt, got[1].LastSentAt, msgs[1].SentAt, msgs[7].SentAt)
+		}
+
+		// A message seen again takes the dimensions of its newest sighting.
+		msgs[1].Dimensions = map[string]string{"mcpServer": "renamed"}
+		if _, err := s.SaveSample(ctx, Sample{QueueID: q.ID, Kind: SampleDeadLetter, At: t0.Add(time.Minute), Seen: 1, ApproxVisible: 1}, msgs[1:2], nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.SampledMessageByID(ctx, q.ID, "m-0001")
+		if err != nil || m.Dimensions["mcpServer"] != "renamed" {
+			t.Errorf("dimensions after a new sighting = %v, %v", m.Dimensions, err)
 		}
 	})
 }

@@ -159,7 +159,10 @@ type SampledMessage struct {
 	ToolName            string // parsed from a JSON body; empty when absent
 	ToolCallID          string
 	SessionID           string
-	NearMaxReceive      bool // ReceiveCount >= maxReceiveCount-1 on a source queue
+	// Dimensions are the operator's named dimensions of the tool call that it has a value for
+	// (collector.Dimension); nil and empty alike mean none.
+	Dimensions     map[string]string
+	NearMaxReceive bool // ReceiveCount >= maxReceiveCount-1 on a source queue
 }
 
 // GroupBacklog is what one Sample saw of one FIFO message group.

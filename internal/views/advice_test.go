@@ -247,8 +247,8 @@ func TestEventBridgeFailure(t *testing.T) {
 	if !ok || f.Code != "SDK_CLIENT_ERROR" || f.TargetARN != account+"audit" || f.RetryAttempts == nil || *f.RetryAttempts != 0 || strings.ContainsRune(f.Message, '\u202e') {
 		t.Errorf("eventBridgeFailure = %+v, %v", f, ok)
 	}
-	if f.Reason() != "SDK_CLIENT_ERROR: "+f.Message {
-		t.Errorf("Reason = %q", f.Reason())
+	if f.Text() != "SDK_CLIENT_ERROR: "+f.Message || f.Source != "eventbridge" {
+		t.Errorf("Text = %q, source %q", f.Text(), f.Source)
 	}
 	if _, ok := eventBridgeFailure([]store.MessageAttribute{{Name: "ERROR_CODE", Value: "E42"}}); ok {
 		t.Errorf("a tool call's own ERROR_CODE attribute read as an EventBridge failure")

@@ -191,6 +191,12 @@ func retention(q store.Queue) (time.Duration, bool) {
 	return time.Duration(v) * time.Second, true
 }
 
+// Plural says "1 message", "3 messages", as the views word counts everywhere.
+func Plural(n int64, noun string) string { return plural(n, noun) }
+
+// HumanDuration rounds a duration as the views do: "45 s", "12 min", "3 h", "4 d".
+func HumanDuration(d time.Duration) string { return humanDuration(d) }
+
 // plural says "1 message", "3 messages".
 func plural(n int64, noun string) string {
 	if n == 1 {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,10 @@ import (
 
 	"github.com/toolq/toolq/internal/store"
 )
+
+// ErrUnknownDimension is returned for a group or a filter by a dimension that is not configured;
+// the API answers it with 400.
+var ErrUnknownDimension = errors.New("views: no such dimension")
 
 // ErrBadCursor is returned for a messages cursor that this server did not hand out for that
 // queue, or whose sample has since been pruned; the API answers it with 400.
@@ -83,7 +88,16 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	case limit > MaxMessageLimit:
 		limit = MaxMessageLimit
 	}
-	out := MessagePage{Queue: q.Name, Tools: []ToolCount{}, Messages: []Message{}}
+	groupBy, err := s.field(mq.GroupBy)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	for name := range mq.Dimensions {
+		if !slices.Contains(s.dims, name) {
+			return MessagePage{}, fmt.Errorf("%w: %q", ErrUnknownDimension, name)
+		}
+	}
+	out := MessagePage{Queue: q.Name, Tools: []ToolCount{}, Messages: []Message{}, Dimensions: s.Dimensions(), Groups: []ValueGroup{}}
 
 	var sample store.Sample
 	var after int64
@@ -111,18 +125,30 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	}
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
 
-	tools, err := s.store.SampleToolCounts(ctx, sample.ID)
+	tools, err := s.store.SampleValueCounts(ctx, sample.ID, store.Field{Kind: store.FieldTool}, store.MessageFilter{})
 	if err != nil {
 		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
 	}
 	for _, t := range tools {
-		out.Tools = append(out.Tools, ToolCount{ToolName: t.ToolName, Count: t.Count})
+		out.Tools = append(out.Tools, ToolCount{ToolName: t.Value, Count: t.Count})
+	}
+
+	filter := store.MessageFilter{ToolName: mq.ToolName, NearMaxOnly: mq.NearMaxOnly, Dimensions: mq.Dimensions, Search: mq.Search}
+	if out.Matched, err = s.store.SampleMessageCount(ctx, sample.ID, filter); err != nil {
+		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+	}
+	if groupBy != nil {
+		out.GroupBy = mq.GroupBy
+		counts, err := s.store.SampleValueCounts(ctx, sample.ID, *groupBy, filter)
+		if err != nil {
+			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+		}
+		out.Groups = valueGroups(counts)
 	}
 
 	// One more than a page tells whether there is a next page without a count query.
-	msgs, err := s.store.SampleMessages(ctx, sample.ID, store.MessageFilter{
-		ToolName: mq.ToolName, NearMaxOnly: mq.NearMaxOnly, AfterID: after, Limit: limit + 1,
-	})
+	filter.AfterID, filter.Limit = after, limit+1
+	msgs, err := s.store.SampleMessages(ctx, sample.ID, filter)
 	if err != nil {
 		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
 	}
@@ -133,7 +159,7 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	names := s.queueNames(ctx)
 	now := s.clock()
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, messageOf(m, sample, now, names))
+		out.Messages = append(out.Messages, s.messageOf(m, sample, now, names))
 	}
 	if more {
 		out.NextCursor = out.Messages[len(out.Messages)-1].Cursor
@@ -158,7 +184,7 @@ func (s *Service) Message(ctx context.Context, queueID int64, messageID string) 
 	if err != nil {
 		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, err)
 	}
-	return messageOf(m, sample, s.clock(), s.queueNames(ctx)), nil
+	return s.messageOf(m, sample, s.clock(), s.queueNames(ctx)), nil
 }
 
 // queueNames maps ARNs to queue names, to name a message's dead-letter source. It is best
@@ -175,7 +201,7 @@ func (s *Service) queueNames(ctx context.Context) map[string]string {
 	return names
 }
 
-func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string) Message {
+func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string) Message {
 	out := Message{
 		Cursor:              encodeCursor(cursor{queueID: sample.QueueID, sampleID: sample.ID, afterID: m.ID}),
 		MessageID:           m.MessageID,
@@ -190,6 +216,7 @@ func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names
 		ToolName:            m.ToolName,
 		ToolCallID:          m.ToolCallID,
 		SessionID:           m.SessionID,
+		Dimensions:          map[string]string{},
 		NearMaxReceive:      m.NearMaxReceive,
 		Attributes:          make([]MessageAttribute, 0, len(m.Attributes)),
 		BodyPreview:         bodyPreview(m.Body),
@@ -207,9 +234,10 @@ func messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names
 	for _, a := range m.Attributes {
 		out.Attributes = append(out.Attributes, MessageAttribute{Name: a.Name, DataType: a.DataType, Value: a.Value})
 	}
-	if f, ok := eventBridgeFailure(m.Attributes); ok {
-		out.EventBridgeFailure = &f
+	for k, v := range m.Dimensions {
+		out.Dimensions[k] = v
 	}
+	out.Reason = s.reasonOf(m.Attributes, out.Dimensions)
 	return out
 }
 

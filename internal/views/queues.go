@@ -211,6 +211,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 					f.BlockedGroups = append(f.BlockedGroups, g)
 				}
 			}
+			sum.BlockedGroups = len(f.BlockedGroups)
 		}
 		n, err := s.store.SampleNearMaxCount(ctx, sample.ID)
 		if err != nil {

@@ -119,3 +119,27 @@ func redriveOf(t store.MoveTask, now time.Time) Redrive {
 	}
 	return r
 }
+
+// QueueRedrive is a running move task with the dead-letter queue it moves.
+type QueueRedrive struct {
+	Queue, Region string
+	Redrive
+}
+
+// RunningRedrives returns the move tasks that are running or cancelling, with their queues.
+func (s *Service) RunningRedrives(ctx context.Context) ([]QueueRedrive, error) {
+	tasks, err := s.store.RunningMoveTasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("views: running redrives: %w", err)
+	}
+	now := s.clock()
+	out := make([]QueueRedrive, 0, len(tasks))
+	for _, t := range tasks {
+		q, err := s.queue(ctx, t.QueueID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, QueueRedrive{Queue: q.Name, Region: q.Region, Redrive: redriveOf(t, now)})
+	}
+	return out, nil
+}

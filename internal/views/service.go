@@ -20,6 +20,12 @@ type Options struct {
 	// AdviceOff are the ids of the advisor's rules not to evaluate (--advice-off); an id that is
 	// no rule's is an error of New's callers to catch (see AdviceRuleByID).
 	AdviceOff []string
+	// Dimensions name the tool-call dimensions the collector keeps with each sampled message
+	// (collector.Dimension), in the order the pages list them.
+	Dimensions []string
+	// ErrorDimension names the dimension that holds why a tool call failed, shown as a
+	// message's reason when it carries no EventBridge failure attributes; "" for none.
+	ErrorDimension string
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
@@ -28,6 +34,8 @@ type Service struct {
 	th        Thresholds
 	now       func() time.Time
 	adviceOff map[string]bool
+	dims      []string
+	errorDim  string
 }
 
 // New returns a Service.
@@ -39,8 +47,12 @@ func New(opts Options) *Service {
 	for _, id := range opts.AdviceOff {
 		off[id] = true
 	}
-	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off}
+	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off,
+		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension}
 }
+
+// Dimensions returns the names of the tool-call dimensions, in the pages' order.
+func (s *Service) Dimensions() []string { return append([]string{}, s.dims...) }
 
 // Thresholds returns the thresholds in force, defaults filled in.
 func (s *Service) Thresholds() Thresholds { return s.th }

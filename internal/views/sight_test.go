@@ -41,7 +41,7 @@ func TestBlindIsNeverGreen(t *testing.T) {
 
 	sum, err := f.svc.Summary(f.ctx)
 	f.must(err)
-	text := sum.Text()
+	text := sum.Text("")
 	if strings.Contains(text, "queues healthy") {
 		t.Errorf("summary says healthy while blind:\n%s", text)
 	}
@@ -93,7 +93,7 @@ func TestSomeQueueReadsFailed(t *testing.T) {
 		LastSuccessAt: now.Add(-5 * time.Second), Queues: 10, FailedQueues: 3, Calls: 10, Failures: 3}))
 	sum, err := f.svc.Summary(f.ctx)
 	f.must(err)
-	text := sum.Text()
+	text := sum.Text("")
 	want := "CANNOT READ eu-west-1: 3 of 10 queues could not be read in the last cycle: GetQueueAttributes failed with HTTP500: HTTP 500 from the endpoint"
 	if !strings.Contains(text, want) || strings.Contains(text, "queues healthy") || !strings.HasPrefix(text, "toolq: no unhealthy queue among those it could read") {
 		t.Errorf("summary:\n%s\nwant a line %q and no \"healthy\"", text, want)
@@ -129,7 +129,7 @@ func TestCloudWatchFailureShowsOnEveryQueueOfTheRegion(t *testing.T) {
 	}
 	sum, err := f.svc.Summary(f.ctx)
 	f.must(err)
-	if text := sum.Text(); !strings.Contains(text, "UNKNOWN jobs: oldest message age unknown") || !strings.HasPrefix(text, "toolq: 1 queue whose health is unknown,") {
+	if text := sum.Text(""); !strings.Contains(text, "UNKNOWN jobs: oldest message age unknown") || !strings.HasPrefix(text, "toolq: 1 queue whose health is unknown,") {
 		t.Errorf("summary:\n%s", text)
 	}
 }

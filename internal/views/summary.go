@@ -7,9 +7,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolq/toolq/internal/safetext"
 )
 
 // Summary returns what a chatops bot posts: the unhealthy queues, the dead-letter queues that
@@ -42,16 +45,67 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 			sum.Unhealthy = append(sum.Unhealthy, q)
 		}
 		if q.IsDeadLetterQueue && !q.Gone && q.Visible > 0 {
-			sum.DeadLetterQueues = append(sum.DeadLetterQueues, DLQDepth{Name: q.Name, Visible: q.Visible})
+			sum.DeadLetterQueues = append(sum.DeadLetterQueues, DLQDepth{Name: q.Name, Visible: q.Visible, Ref: q.Ref, id: q.ID, Triage: emptyTriage()})
 		}
 	}
 	slices.SortStableFunc(sum.DeadLetterQueues, func(a, b DLQDepth) int {
 		return cmp.Or(cmp.Compare(b.Visible, a.Visible), cmp.Compare(a.Name, b.Name))
 	})
+	// The deepest DLQs are what a bad day's summary is about; each triage costs a few queries.
+	for i := range sum.DeadLetterQueues[:min(len(sum.DeadLetterQueues), summaryLines)] {
+		if sum.DeadLetterQueues[i].Triage, err = s.Triage(ctx, sum.DeadLetterQueues[i].id); err != nil {
+			return Summary{}, err
+		}
+	}
 	for _, t := range snap.tasks {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, now))
 	}
 	return sum, nil
+}
+
+// QueuePageURL is the link to a queue's page under the dashboard's base URL (no trailing slash).
+func QueuePageURL(base, ref string) string { return base + "/queues/" + url.PathEscape(ref) }
+
+// emptyTriage is the triage of a queue not looked at: every list empty, never null.
+func emptyTriage() Triage {
+	return Triage{Tools: []ToolCount{}, Dimensions: []DimensionTop{}, Reasons: []ValueGroup{}}
+}
+
+// triageValues is how many values of each list Line names.
+const triageValues = 3
+
+// Line says on one line which tools, dimension values and reasons the sample holds most:
+// "tools: create_document 8, append_section 4; mcpServer: docs-legacy 12"; "" before a sample.
+func (t Triage) Line() string {
+	var parts []string
+	list := func(label string, names []string, counts []int) {
+		var items []string
+		for i, n := range names[:min(len(names), triageValues)] {
+			items = append(items, fmt.Sprintf("%s %d", safetext.Line(n, 64), counts[i]))
+		}
+		if len(items) > 0 {
+			parts = append(parts, label+": "+strings.Join(items, ", "))
+		}
+	}
+	var names []string
+	var counts []int
+	for _, tc := range t.Tools {
+		names, counts = append(names, cmp.Or(tc.ToolName, "(none)")), append(counts, tc.Count)
+	}
+	list("tools", names, counts)
+	for _, d := range t.Dimensions {
+		names, counts = nil, nil
+		for _, v := range d.Values {
+			names, counts = append(names, v.Value), append(counts, v.Count)
+		}
+		list(d.Name, names, counts)
+	}
+	names, counts = nil, nil
+	for _, r := range t.Reasons {
+		names, counts = append(names, r.Value), append(counts, r.Count)
+	}
+	list("reasons", names, counts)
+	return strings.Join(parts, "; ")
 }
 
 // summaryLines bounds each list in Text so that a bad day still fits in one chat message.
@@ -59,10 +113,13 @@ const summaryLines = 10
 
 // Text renders a Summary as plain text for chat: a headline, then one line per region toolq
 // cannot fully read, per unhealthy queue (worst first; a source's DLQ problem is the DLQ's line,
-// which the source's points to) and per running redrive. It never says "healthy" while any read
-// failed in the last cycles. Queue names are AWS-validated; the reasons were made safe when they
-// were written.
-func (s Summary) Text() string {
+// which the source's points to, and says which tools, dimension values and reasons its sample
+// holds most) and per running redrive. With a base URL (the dashboard's, no trailing slash) each
+// queue's line ends with its page's link. It never says "healthy" while any read failed in the
+// last cycles. Queue names are AWS-validated; the reasons were made safe when they were written;
+// tool names and dimension values come from messages and are hostile: the caller makes the text
+// safe for its chat.
+func (s Summary) Text(base string) string {
 	var b strings.Builder
 	var dlqTotal int64
 	for _, d := range s.DeadLetterQueues {
@@ -126,6 +183,16 @@ func (s Summary) Text() string {
 		fmt.Fprintf(&b, "%s %s: %s", strings.ToUpper(string(q.Health.Status)), q.Name, strings.Join(q.Health.Reasons, "; "))
 		if q.DeadLetterQueue != nil && q.DeadLetterQueueDepth != nil && *q.DeadLetterQueueDepth > 0 {
 			fmt.Fprintf(&b, " (its DLQ %s: see its line)", *q.DeadLetterQueue)
+		}
+		for _, d := range s.DeadLetterQueues {
+			if d.Name == q.Name && d.Ref == q.Ref {
+				if t := d.Triage.Line(); t != "" {
+					b.WriteString(" — " + t)
+				}
+			}
+		}
+		if base != "" {
+			b.WriteString(" " + QueuePageURL(base, q.Ref))
 		}
 		b.WriteByte('\n')
 	}

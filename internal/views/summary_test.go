@@ -53,7 +53,7 @@ func TestSummary(t *testing.T) {
 	if len(sum.Unhealthy) != 5 || sum.Unhealthy[0].Name != "exports-dlq" {
 		t.Errorf("unhealthy = %d, first %q", len(sum.Unhealthy), sum.Unhealthy[0].Name)
 	}
-	if len(sum.DeadLetterQueues) != 2 || sum.DeadLetterQueues[0] != (DLQDepth{Name: "exports-dlq", Visible: 150}) {
+	if len(sum.DeadLetterQueues) != 2 || sum.DeadLetterQueues[0].Name != "exports-dlq" || sum.DeadLetterQueues[0].Visible != 150 {
 		t.Errorf("DLQs = %+v", sum.DeadLetterQueues)
 	}
 	if len(sum.RunningRedrives) != 1 || sum.RunningRedrives[0].SecondsLeft == nil || *sum.RunningRedrives[0].SecondsLeft != 100 {
@@ -63,11 +63,11 @@ func TestSummary(t *testing.T) {
 		t.Errorf("generatedAt = %v", sum.GeneratedAt)
 	}
 
-	text := sum.Text()
+	text := sum.Text("")
 	for _, want := range []string{
 		"toolq: 5 unhealthy queues, 153 messages in dead-letter queues, 1 redrive running (data 5 s old)\n",
 		"CRITICAL exports-dlq: 150 messages in the dead-letter queue; retention 4 d",
-		"CRITICAL tool-calls-dlq.fifo: 3 messages in the dead-letter queue; growing: 1 → 3 messages in 15 min\n",
+		"CRITICAL tool-calls-dlq.fifo: 3 messages in the dead-letter queue; growing: 1 → 3 messages in 15 min — tools: create_document 2, append_section 1\n",
 		"WARNING notifications: oldest message is 10 min old\n",
 		"WARNING exports: 1 collector error in 5 min (last: AccessDenied on GetQueueAttributes) (its DLQ exports-dlq: see its line)\n",
 		"REDRIVE exports-dlq: 50/150 moved (33%), about 1 min left\n",
@@ -78,6 +78,23 @@ func TestSummary(t *testing.T) {
 	}
 	if strings.Contains(text, "web-search") {
 		t.Errorf("Text() mentions a healthy queue:\n%s", text)
+	}
+	if d := sum.DeadLetterQueues[1]; d.Name != "tool-calls-dlq.fifo" || len(d.Triage.Tools) != 2 || d.Triage.SampledAt == nil {
+		t.Errorf("triage of %s = %+v; want its sample's two tools", d.Name, d.Triage)
+	}
+
+	// With the dashboard's address each queue's line ends with its page, once.
+	linked := sum.Text("https://toolq.example")
+	for _, want := range []string{
+		"growing: 1 → 3 messages in 15 min — tools: create_document 2, append_section 1 https://toolq.example/queues/tool-calls-dlq.fifo\n",
+		"WARNING notifications: oldest message is 10 min old https://toolq.example/queues/notifications\n",
+	} {
+		if !strings.Contains(linked, want) {
+			t.Errorf("Text(base) lacks %q:\n%s", want, linked)
+		}
+	}
+	if n := strings.Count(linked, "https://toolq.example/queues/tool-calls-dlq.fifo"); n != 1 {
+		t.Errorf("the DLQ's link is there %d times; want once:\n%s", n, linked)
 	}
 }
 
@@ -96,7 +113,7 @@ func TestSummaryTextQuietAndStale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.sum.Text(); got != tt.want {
+			if got := tt.sum.Text(""); got != tt.want {
 				t.Errorf("Text() = %q; want %q", got, tt.want)
 			}
 		})
@@ -106,7 +123,7 @@ func TestSummaryTextQuietAndStale(t *testing.T) {
 	for range 25 {
 		many.Unhealthy = append(many.Unhealthy, QueueSummary{Name: "q", Health: Health{Status: HealthWarning, Reasons: []string{"r"}}})
 	}
-	if lines := strings.Count(many.Text(), "\n"); lines != 12 {
+	if lines := strings.Count(many.Text(""), "\n"); lines != 12 {
 		t.Errorf("25 unhealthy queues make %d lines; want 12 (headline, 10, and more)", lines)
 	}
 }

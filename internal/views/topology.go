@@ -77,41 +77,22 @@ type AlarmView struct {
 	ActionsEnabled bool       `json:"actionsEnabled"`
 }
 
-// EventBridgeFailure is why EventBridge could not deliver an event now in a target's
-// dead-letter queue, from the message attributes it sets: ERROR_CODE, ERROR_MESSAGE, RULE_ARN,
-// TARGET_ARN and RETRY_ATTEMPTS.
-type EventBridgeFailure struct {
-	Code          string `json:"code"`
-	Message       string `json:"message"`
-	RuleARN       string `json:"ruleArn"`
-	TargetARN     string `json:"targetArn"`
-	RetryAttempts *int   `json:"retryAttempts"`
-}
-
-// Reason is the failure in one line, as a messages table shows it.
-func (f EventBridgeFailure) Reason() string {
-	if f.Message == "" {
-		return f.Code
-	}
-	return f.Code + ": " + f.Message
-}
-
 // eventBridgeFailure reads EventBridge's failure attributes from a dead-lettered event's message
 // attributes; ok is false without ERROR_CODE and RULE_ARN (not an EventBridge failure). It is the one reading of
 // these attributes, for the messages views and any general failure-reason column alike.
-func eventBridgeFailure(attrs []store.MessageAttribute) (EventBridgeFailure, bool) {
-	var f EventBridgeFailure
+func eventBridgeFailure(attrs []store.MessageAttribute) (FailureReason, bool) {
+	f := FailureReason{Source: "eventbridge"}
 	for _, a := range attrs {
 		switch a.Name {
-		case "ERROR_CODE":
+		case attrErrorCode:
 			f.Code = safetext.Line(a.Value, 128)
-		case "ERROR_MESSAGE":
+		case attrErrorMessage:
 			f.Message = safetext.Line(a.Value, 1000)
-		case "RULE_ARN":
+		case attrRuleARN:
 			f.RuleARN = safetext.Line(a.Value, 512)
-		case "TARGET_ARN":
+		case attrTargetARN:
 			f.TargetARN = safetext.Line(a.Value, 512)
-		case "RETRY_ATTEMPTS":
+		case attrRetryAttempts:
 			if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil {
 				f.RetryAttempts = &n
 			}

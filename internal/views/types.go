@@ -87,9 +87,11 @@ type QueueSummary struct {
 	DeadLetterKind    string `json:"deadLetterKind,omitempty"`
 	// Tier: a dead-letter queue with a RedrivePolicy of its own, so also a source: a look at it
 	// spends its messages' receives, and it is sampled only when opted in.
-	Tier           bool       `json:"tier"`
-	SourceQueues   []string   `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
-	Health         Health     `json:"health"`
+	Tier         bool     `json:"tier"`
+	SourceQueues []string `json:"sourceQueues"` // names (ARNs for unwatched sources); never nil
+	Health       Health   `json:"health"`
+	// BlockedGroups counts the FIFO groups its newest sample found blocked behind a failing head.
+	BlockedGroups  int        `json:"blockedGroups"`
 	SampledAt      *time.Time `json:"sampledAt"` // the newest attribute sample; null before the first
 	Gone           bool       `json:"gone"`
 	RunningRedrive bool       `json:"runningRedrive"`
@@ -221,16 +223,18 @@ type Message struct {
 	ToolName            string     `json:"toolName,omitempty"`
 	ToolCallID          string     `json:"toolCallId,omitempty"`
 	SessionID           string     `json:"sessionId,omitempty"`
-	NearMaxReceive      bool       `json:"nearMaxReceive"`
-	// EventBridgeFailure is why EventBridge could not deliver the event, for a message in an
-	// EventBridge target's dead-letter queue; null otherwise.
-	EventBridgeFailure *EventBridgeFailure `json:"eventBridgeFailure"`
-	Attributes         []MessageAttribute  `json:"attributes"`  // never nil
-	BodyPreview        string              `json:"bodyPreview"` // the first 200 characters, one line
-	Body               string              `json:"body"`
-	BodySize           int                 `json:"bodySize"`
-	BodyTruncated      bool                `json:"bodyTruncated"`
-	SampledAt          time.Time           `json:"sampledAt"`
+	// Dimensions are the tool call's named dimensions that it has a value for; never nil.
+	Dimensions map[string]string `json:"dimensions"`
+	// Reason is why the call failed, where the message says: EventBridge's failure attributes,
+	// or the error dimension; null otherwise.
+	Reason         *FailureReason     `json:"reason"`
+	NearMaxReceive bool               `json:"nearMaxReceive"`
+	Attributes     []MessageAttribute `json:"attributes"`  // never nil
+	BodyPreview    string             `json:"bodyPreview"` // the first 200 characters, one line
+	Body           string             `json:"body"`
+	BodySize       int                `json:"bodySize"`
+	BodyTruncated  bool               `json:"bodyTruncated"`
+	SampledAt      time.Time          `json:"sampledAt"`
 }
 
 // MessageAttribute is one SQS message attribute.
@@ -240,14 +244,38 @@ type MessageAttribute struct {
 	Value    string `json:"value"`
 }
 
-// PrettyBody returns the body indented as JSON when it is JSON, else as it is.
-// (Implemented in messages.go.)
+// FailureReason is why a dead-lettered tool call failed, as the message itself says it.
+type FailureReason struct {
+	// Source is "eventbridge" (the ERROR_CODE, ERROR_MESSAGE, RULE_ARN, TARGET_ARN and
+	// RETRY_ATTEMPTS attributes EventBridge sets on events it could not deliver) or "dimension"
+	// (the configured error dimension).
+	Source        string `json:"source"`
+	Code          string `json:"code"`
+	Message       string `json:"message,omitempty"`
+	Dimension     string `json:"dimension,omitempty"` // the error dimension's name
+	RuleARN       string `json:"ruleArn,omitempty"`
+	TargetARN     string `json:"targetArn,omitempty"`
+	RetryAttempts *int   `json:"retryAttempts,omitempty"`
+}
 
-// MessageQuery selects sampled messages: ToolName filters, Limit (default 50, at most 500)
-// and Cursor (from a previous page's NextCursor) paginate.
+// Text is the reason on one line: its code, then its message.
+func (r FailureReason) Text() string {
+	if r.Message == "" || r.Message == r.Code {
+		return r.Code
+	}
+	return r.Code + ": " + r.Message
+}
+
+// MessageQuery selects sampled messages: ToolName, Dimensions (by name, each a value) and
+// Search (a substring of the body, the ids or a dimension value) filter; GroupBy counts the kept
+// messages by "toolName" or a dimension's name; Limit (default 50, at most 500) and Cursor (from a
+// previous page's NextCursor) paginate.
 type MessageQuery struct {
 	ToolName    string
 	NearMaxOnly bool
+	Dimensions  map[string]string
+	Search      string
+	GroupBy     string
 	Limit       int
 	Cursor      string
 }
@@ -265,9 +293,47 @@ type MessagePage struct {
 	Seen          int         `json:"seen"`
 	ApproxVisible int64       `json:"approxVisible"`
 	Coverage      float64     `json:"coverage"`
-	Tools         []ToolCount `json:"tools"`    // never nil
-	Messages      []Message   `json:"messages"` // never nil
-	NextCursor    string      `json:"nextCursor"`
+	Tools         []ToolCount `json:"tools"` // never nil; the whole sample, whatever the filters
+	// Matched is how many messages of the sample the filters keep, over every page.
+	Matched int `json:"matched"`
+	// Dimensions name the dimensions a page can group and filter by; never nil.
+	Dimensions []string `json:"dimensions"`
+	// GroupBy and Groups: the kept messages counted by one field, largest first, when asked.
+	GroupBy    string       `json:"groupBy,omitempty"`
+	Groups     []ValueGroup `json:"groups"`   // never nil; empty without GroupBy
+	Messages   []Message    `json:"messages"` // never nil
+	NextCursor string       `json:"nextCursor"`
+}
+
+// ValueGroup is how many sampled messages share one value of a field (a tool name, a
+// dimension), and when the first and the last of them were sent.
+type ValueGroup struct {
+	Value       string     `json:"value"` // "" for the messages without the field
+	Count       int        `json:"count"`
+	FirstSentAt *time.Time `json:"firstSentAt"`
+	LastSentAt  *time.Time `json:"lastSentAt"`
+}
+
+// DimensionTop is a dimension's most frequent values in a sample.
+type DimensionTop struct {
+	Name   string       `json:"name"`
+	Values []ValueGroup `json:"values"` // never nil; largest first, at most a few
+	Others int          `json:"others"` // messages with a value not listed
+}
+
+// Triage is what a dead-letter queue's newest sample says went wrong: which tools, which values
+// of each dimension, how much of the queue the sample saw. The summary, the alerts and the DLQ
+// section of a queue's page show it.
+type Triage struct {
+	SampledAt     *time.Time     `json:"sampledAt"` // null before the first sample
+	Seen          int            `json:"seen"`
+	ApproxVisible int64          `json:"approxVisible"`
+	Coverage      float64        `json:"coverage"`
+	Tools         []ToolCount    `json:"topTools"`      // never nil; largest first
+	OtherTools    int            `json:"otherTools"`    // messages of the tools not listed
+	Dimensions    []DimensionTop `json:"topDimensions"` // never nil; in the configured order
+	// Reasons are the most frequent failure reasons (their Text), largest first; never nil.
+	Reasons []ValueGroup `json:"topReasons"`
 }
 
 // Redrive is a move task as the API and the redrive panel show it.
@@ -366,10 +432,17 @@ type Summary struct {
 	Sight []SightProblem `json:"sight"`
 }
 
-// DLQDepth is one dead-letter queue's depth for the summary.
+// DLQDepth is one dead-letter queue's depth for the summary, with what its newest sample says.
 type DLQDepth struct {
 	Name    string `json:"name"`
 	Visible int64  `json:"visible"`
+	// Ref is how links name the queue (its name, or its ARN when the name is ambiguous).
+	Ref    string `json:"-"`
+	id     int64
+	Triage Triage `json:"triage"`
+	// PageURL is the queue's page in the dashboard, set by the server from --public-url or the
+	// request's own address.
+	PageURL string `json:"pageUrl,omitempty"`
 }
 
 // QueueQuery filters the queue list: Health keeps those statuses (empty: all), DLQOnly keeps

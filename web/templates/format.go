@@ -242,13 +242,3 @@ func OptInt(n *int, none string) string {
 	return strconv.Itoa(*n)
 }
 
-// AnyEventBridgeFailure reports whether a message of msgs failed an EventBridge delivery: the
-// messages table then says why each did.
-func AnyEventBridgeFailure(msgs []views.Message) bool {
-	for _, m := range msgs {
-		if m.EventBridgeFailure != nil {
-			return true
-		}
-	}
-	return false
-}

@@ -6,8 +6,10 @@ package templates
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,7 +255,9 @@ type QueueProps struct {
 	// NearMax are messages of a sampled source queue nearing maxReceiveCount.
 	NearMax []views.Message
 	// Sample is the newest sample of a dead-letter queue (first page); nil otherwise.
-	Sample  *views.MessagePage
+	Sample *views.MessagePage
+	// Triage is what that sample says went wrong (top tools, dimensions, reasons).
+	Triage  views.Triage
 	Redrive *RedriveProps
 }
 
@@ -302,7 +306,46 @@ type MessagesProps struct {
 	Messages  views.MessagePage
 	Tool      string // the tool filter
 	Cursor    string // the cursor of this page; empty for the first
+	// Query is the page's search, grouping and dimension filters, as the request gave them.
+	Query views.MessageQuery
 }
+
+// Params returns the page's query (tool, search, grouping, dimension filters) with the changes
+// given as name, value pairs; an empty value drops that parameter. The cursor is never carried:
+// a link that changes the filters starts from the first messages.
+func (p MessagesProps) Params(changes ...string) url.Values {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("tool", p.Tool)
+	set("q", p.Query.Search)
+	set("groupBy", p.Query.GroupBy)
+	for k, val := range p.Query.Dimensions {
+		v.Set(k, val)
+	}
+	for i := 0; i+1 < len(changes); i += 2 {
+		v.Del(changes[i])
+		set(changes[i], changes[i+1])
+	}
+	return v
+}
+
+// Filters lists the page's dimension filters, by name.
+func (p MessagesProps) Filters() []DimensionFilter {
+	out := []DimensionFilter{}
+	for _, name := range p.Messages.Dimensions {
+		if v, ok := p.Query.Dimensions[name]; ok {
+			out = append(out, DimensionFilter{Name: name, Value: v})
+		}
+	}
+	return out
+}
+
+// DimensionFilter is one dimension filter of the messages page.
+type DimensionFilter struct{ Name, Value string }
 
 // MessageProps is one sampled message.
 type MessageProps struct {
@@ -374,5 +417,38 @@ func statusText(status int) string {
 // StatusProps is the status page.
 type StatusProps struct {
 	Page
-	Status views.Status
+	Status        views.Status
+	Notifications views.Notifications
+}
+
+// TestButtonTitle says why the test notification button is off for a role, or what it does.
+func TestButtonTitle(role string) string {
+	if role != "operator" {
+		return "Only operators may send test notifications"
+	}
+	return "Queue a test message to this target now, past the grouping"
+}
+
+// DimensionList returns a message's dimensions in name order, for a stable display.
+func DimensionList(dims map[string]string) []DimensionFilter {
+	out := make([]DimensionFilter, 0, len(dims))
+	for _, name := range slices.Sorted(maps.Keys(dims)) {
+		out = append(out, DimensionFilter{Name: name, Value: dims[name]})
+	}
+	return out
+}
+
+// WithCursor returns q with a messages page's cursor added.
+func WithCursor(q url.Values, cursor string) url.Values {
+	q.Set("cursor", cursor)
+	return q
+}
+
+// GroupFilterParam is the page's query parameter that filters by the field a page is grouped
+// by: "tool" for the tool name, the dimension's own name otherwise.
+func GroupFilterParam(groupBy string) string {
+	if groupBy == views.GroupToolName {
+		return "tool"
+	}
+	return groupBy
 }

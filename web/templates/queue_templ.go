@@ -226,7 +226,7 @@ func QueueContent(p QueueProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if p.Sample != nil {
-				templ_7745c5c3_Err = SampleSection(p.Ref, p.Queue.Name, *p.Sample, p.Nav, p.Now, false).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = SampleSection(p.Ref, p.Queue.Name, *p.Sample, p.Triage, p.Nav, p.Now, false).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -2231,7 +2231,7 @@ func QueuePush(p QueueProps, refreshRedrive bool) templ.Component {
 			}
 		}
 		if p.Sample != nil {
-			templ_7745c5c3_Err = SampleSection(p.Ref, p.Queue.Name, *p.Sample, p.Nav, p.Now, true).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = SampleSection(p.Ref, p.Queue.Name, *p.Sample, p.Triage, p.Nav, p.Now, true).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

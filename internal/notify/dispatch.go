@@ -1,0 +1,303 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/toolq/toolq/internal/safetext"
+	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
+)
+
+// routePage is how many alerts one routing step reads.
+const routePage = 500
+
+// dueBatch bounds the messages one Dispatch sends.
+const dueBatch = 50
+
+// Dispatch routes the new alerts to the targets whose filters they pass, makes the messages
+// whose group may have one now (none in the last Interval), and sends the messages that are due,
+// waiting for them. Each step is stored before the next: an alert is routed once, taken by one
+// message once, and a message is sent until a target takes it or it is given up on.
+func (s *Service) Dispatch(ctx context.Context) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if err := s.route(ctx); err != nil {
+		return err
+	}
+	if err := s.batch(ctx); err != nil {
+		return err
+	}
+	return s.deliverDue(ctx)
+}
+
+// route routes the alerts after the router's cursor.
+func (s *Service) route(ctx context.Context) error {
+	cursor, err := s.cursor(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		alerts, err := s.opts.Views.AlertsAfter(ctx, cursor, routePage)
+		if err != nil || len(alerts) == 0 {
+			return err
+		}
+		var entries []store.OutboxEntry
+		for _, a := range alerts {
+			for _, t := range s.opts.Targets {
+				if t.Filter.Match(a) {
+					entries = append(entries, store.OutboxEntry{AlertID: a.ID, Target: t.Name, GroupKey: a.Group, CreatedAt: s.opts.Now().UTC()})
+				}
+			}
+			cursor = a.ID
+		}
+		if err := s.opts.Store.RouteAlerts(ctx, entries, cursor); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		if len(alerts) < routePage {
+			return nil
+		}
+	}
+}
+
+// cursor is the newest alert routed.
+func (s *Service) cursor(ctx context.Context) (int64, error) {
+	v, err := s.opts.Store.KV(ctx, store.AlertRouterKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("notify: %w", err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("notify: router cursor %q: %w", v, err)
+	}
+	return n, nil
+}
+
+// batch makes one message of the waiting alerts of each target's group that may have one: at
+// most one a group every Interval, summarising what came meanwhile.
+func (s *Service) batch(ctx context.Context) error {
+	waiting, err := s.opts.Store.WaitingOutbox(ctx)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	type key struct{ target, group string }
+	groups := map[key][]int64{}
+	var order []key
+	for _, e := range waiting {
+		k := key{e.Target, e.GroupKey}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], e.AlertID)
+	}
+	now := s.opts.Now().UTC()
+	for _, k := range order {
+		t, ok := s.target(k.target)
+		if !ok {
+			continue // a target no longer configured: its alerts wait for it to come back
+		}
+		last, err := s.opts.Store.LastMessageAt(ctx, k.target, k.group)
+		if err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		if !last.IsZero() && now.Before(last.Add(s.opts.Interval)) {
+			continue
+		}
+		alerts, err := s.opts.Views.AlertsByID(ctx, groups[k])
+		if err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		if len(alerts) == 0 {
+			continue
+		}
+		m := message{Target: t.Name, Group: k.group, CreatedAt: now, Alerts: alerts}
+		if err := s.enqueue(ctx, t, m, groups[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueue stores a message for a target, taking the alerts it summarises. The message's id is
+// part of what it says (the webhook id), so it is stored first and written right after.
+func (s *Service) enqueue(ctx context.Context, t Target, m message, alertIDs []int64) error {
+	id, err := s.opts.Store.CreateMessage(ctx, store.NotifyMessage{Target: t.Name, GroupKey: m.Group, CreatedAt: m.CreatedAt,
+		Title: safetext.Line(m.title(), 300), Payload: "", NextAttemptAt: m.CreatedAt}, alertIDs)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	m.ID = id
+	return s.write(ctx, t, m)
+}
+
+// write renders a stored message for its target and stores the payload.
+func (s *Service) write(ctx context.Context, t Target, m message) error {
+	var payload []byte
+	var err error
+	switch t.Kind {
+	case Slack:
+		payload, err = renderSlack(m, s.opts.PublicURL, s.opts.ChatSafe)
+	default:
+		payload, err = renderWebhook(m, s.opts.PublicURL)
+	}
+	if err != nil {
+		return fmt.Errorf("notify: write message %d: %w", m.ID, err)
+	}
+	if err := s.opts.Store.SetMessagePayload(ctx, m.ID, string(payload)); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// target returns the configured target of a name.
+func (s *Service) target(name string) (Target, bool) {
+	for _, t := range s.opts.Targets {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// deliverDue sends the due messages, each target's one after the other, the targets at once.
+func (s *Service) deliverDue(ctx context.Context) error {
+	due, err := s.opts.Store.DueMessages(ctx, s.opts.Now(), dueBatch)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	byTarget := map[string][]store.NotifyMessage{}
+	for _, m := range due {
+		byTarget[m.Target] = append(byTarget[m.Target], m)
+	}
+	var wg sync.WaitGroup
+	for name, msgs := range byTarget {
+		t, ok := s.target(name)
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			for _, m := range msgs {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := s.deliver(ctx, t, m); err != nil && ctx.Err() == nil {
+					s.log.Warn("notify: record a delivery", "target", t.Name, "message", m.ID, "err", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// maxRetryAfter caps a target's Retry-After.
+const maxRetryAfter = time.Hour
+
+// deliver makes one attempt to send a message and records it.
+func (s *Service) deliver(ctx context.Context, t Target, m store.NotifyMessage) error {
+	if m.Payload == "" {
+		// Stored but not written (a crash between the two): write it now, send it next time.
+		alerts, err := s.messageAlerts(ctx, m)
+		if err != nil {
+			return err
+		}
+		return s.write(ctx, t, message{ID: m.ID, Target: m.Target, Group: m.GroupKey, CreatedAt: m.CreatedAt, Alerts: alerts})
+	}
+	start := s.opts.Now()
+	status, retryAfter, err := s.post(ctx, t, m)
+	if ctx.Err() != nil {
+		return nil // shutting down: the attempt did not count, the message stays due
+	}
+	m.Attempts++
+	d := store.NotifyDelivery{MessageID: m.ID, Target: t.Name, At: s.opts.Now().UTC(), Attempt: m.Attempts,
+		HTTPStatus: status, Duration: s.opts.Now().Sub(start)}
+	switch {
+	case err == nil && status >= 200 && status < 300:
+		d.Outcome, m.Status, m.SentAt, m.LastError = store.DeliverySent, store.MessageSent, d.At, ""
+	case (err != nil || retryable(status)) && m.Attempts < s.opts.MaxAttempts:
+		d.Outcome, m.Status = store.DeliveryRetry, store.MessagePending
+		wait := s.opts.RetryBase << min(m.Attempts-1, 16)
+		if retryAfter > wait {
+			wait = min(retryAfter, maxRetryAfter)
+		}
+		m.NextAttemptAt = d.At.Add(wait)
+	default:
+		d.Outcome, m.Status = store.DeliveryFailed, store.MessageFailed
+	}
+	if d.Outcome != store.DeliverySent {
+		d.Error = deliveryError(status, err)
+		m.LastError = d.Error
+		s.log.Warn("notify: delivery failed", "target", t.Name, "message", m.ID, "attempt", m.Attempts, "outcome", d.Outcome, "err", d.Error)
+	}
+	s.tel.attempt(t.Name, d.Outcome)
+	return s.opts.Store.RecordDelivery(ctx, d, m)
+}
+
+// messageAlerts reads the alerts a stored message summarises.
+func (s *Service) messageAlerts(ctx context.Context, m store.NotifyMessage) ([]views.Alert, error) {
+	ids, err := s.opts.Store.MessageAlertIDs(ctx, m.ID)
+	if err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+	return s.opts.Views.AlertsByID(ctx, ids)
+}
+
+// post sends a message's payload, signed for a webhook. It returns the HTTP status and how long
+// the target asked to wait (Retry-After), if it did.
+func (s *Service) post(ctx context.Context, t Target, m store.NotifyMessage) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader([]byte(m.Payload)))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "toolq-notify")
+	if t.Kind == Webhook {
+		id, ts := webhookID(m.ID), s.opts.Now().Unix()
+		req.Header.Set("webhook-id", id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+		if t.Secret != "" {
+			req.Header.Set("webhook-signature", signature(t.Secret, id, ts, []byte(m.Payload)))
+		}
+	}
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	var wait time.Duration
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		wait = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode, wait, nil
+}
+
+// retryable reports whether a target's answer may go better later: it is busy, limits the rate,
+// or failed on its side. Other refusals (a revoked Slack webhook's 404, a 400) will not change.
+func retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// deliveryError says why an attempt failed, without the target's URL: a Slack webhook's URL is
+// a credential, and net/http puts it in its errors.
+func deliveryError(status int, err error) string {
+	if err == nil {
+		return fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return safetext.Line(err.Error(), 300)
+}

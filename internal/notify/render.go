@@ -1,0 +1,247 @@
+package notify
+
+import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolq/toolq/internal/safetext"
+	"github.com/toolq/toolq/internal/views"
+)
+
+// message is what one notification says, before it is written for a kind of target.
+type message struct {
+	ID        int64 // the message's store id: the webhook's id, msg_<ID>
+	Target    string
+	Group     string
+	CreatedAt time.Time
+	Alerts    []views.Alert // oldest first
+}
+
+// subject returns what the message is about: its queue, or its region.
+func (m message) subject() string {
+	for _, a := range m.Alerts {
+		if a.Queue != "" {
+			return a.Queue
+		}
+	}
+	for _, a := range m.Alerts {
+		if a.Region != "" {
+			return a.Region
+		}
+	}
+	return "toolq"
+}
+
+// worst returns the message's most severe alert that is not a resolution, else its newest.
+func (m message) worst() views.Alert {
+	best := m.Alerts[len(m.Alerts)-1]
+	for _, a := range m.Alerts {
+		if !a.Resolved && (best.Resolved || a.Severity.Rank() > best.Severity.Rank()) {
+			best = a
+		}
+	}
+	return best
+}
+
+// title is the message in one line: the alert's own title, or for several the subject and the
+// worst of them.
+func (m message) title() string {
+	if len(m.Alerts) == 1 {
+		return m.Alerts[0].Title
+	}
+	return fmt.Sprintf("%s: %d alerts; %s", m.subject(), len(m.Alerts), m.worst().Title)
+}
+
+// arrival sums the message's DLQ arrivals: the new messages of all, the newest's depth and
+// triage. Nil when there is none.
+func (m message) arrival() *views.AlertArrival {
+	var out *views.AlertArrival
+	for _, a := range m.Alerts {
+		if a.Arrival == nil {
+			continue
+		}
+		if out == nil {
+			c := *a.Arrival
+			out = &c
+			continue
+		}
+		n := out.New + a.Arrival.New
+		*out = *a.Arrival
+		out.New = n
+	}
+	return out
+}
+
+// link returns the dashboard's page about an alert, "" without a public URL.
+func link(base string, a views.Alert) string {
+	if base == "" || a.Path == "" {
+		return ""
+	}
+	return base + a.Path
+}
+
+// webhookPayload is the JSON a webhook target receives: the alerts in the event stream's shape.
+type webhookPayload struct {
+	Type      string        `json:"type"` // "toolq.notification"
+	ID        string        `json:"id"`   // msg_<n>, the webhook-id header too
+	Target    string        `json:"target"`
+	Group     string        `json:"group"`
+	Title     string        `json:"title"`
+	URL       string        `json:"url,omitempty"`
+	CreatedAt time.Time     `json:"createdAt"`
+	Alerts    []views.Alert `json:"alerts"`
+}
+
+// webhookID is a message's id as a webhook sees it.
+func webhookID(id int64) string { return "msg_" + strconv.FormatInt(id, 10) }
+
+// renderWebhook writes a message for a webhook: exact values, as the JSON API gives them; the
+// receiver escapes them for wherever it shows them.
+func renderWebhook(m message, base string) ([]byte, error) {
+	p := webhookPayload{Type: "toolq.notification", ID: webhookID(m.ID), Target: m.Target, Group: m.Group,
+		Title: m.title(), CreatedAt: m.CreatedAt.UTC(), Alerts: make([]views.Alert, len(m.Alerts))}
+	for i, a := range m.Alerts {
+		a.URL = link(base, a)
+		p.Alerts[i] = a
+	}
+	p.URL = link(base, m.worst())
+	return json.Marshal(p)
+}
+
+// signature is the webhook-signature header of a body, as Standard Webhooks sign: HMAC-SHA256 of
+// "<webhook-id>.<webhook-timestamp>.<body>" with the secret (whsec_ and base64: its decoded
+// bytes; otherwise its own bytes), base64, after "v1,".
+func signature(secret, id string, ts int64, body []byte) string {
+	key := []byte(secret)
+	if enc, ok := strings.CutPrefix(secret, "whsec_"); ok {
+		if k, err := base64.StdEncoding.DecodeString(enc); err == nil {
+			key = k
+		}
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Block Kit limits (api.slack.com/reference/block-kit): a header's text 150 characters, a
+// section's 3,000, a field's 2,000 and 10 fields at most.
+const (
+	slackHeaderMax  = 150
+	slackSectionMax = 3000
+	slackFieldMax   = 2000
+	slackLines      = 10
+)
+
+// renderSlack writes a message for a Slack incoming webhook, in Block Kit: what happened, the
+// queue, how many messages, the top tools and dimension values (the MCP servers), the oldest
+// message's age and a link. Every text toolq did not write itself (names of tools, servers,
+// group ids, reasons) goes through safe, the chat-safety the summary uses, so that it can
+// neither ping nor link.
+func renderSlack(m message, base string, safe func(string) string) ([]byte, error) {
+	text := func(s string, n int) string { return safetext.Truncate(safe(s), n) }
+	worst := m.worst()
+	blocks := []map[string]any{{
+		"type": "header",
+		"text": map[string]any{"type": "plain_text", "text": safetext.Line(safe(severityMark(worst)+" "+m.title()), slackHeaderMax-1), "emoji": true},
+	}}
+	if a := m.arrival(); a != nil {
+		fields := []string{
+			fmt.Sprintf("*Queue*\n%s", queueLink(base, m, safe)),
+			fmt.Sprintf("*New messages*\n%d (%d in the queue)", a.New, a.Depth),
+		}
+		if a.OldestAgeSeconds != nil {
+			fields = append(fields, "*Oldest message*\n"+views.HumanDuration(time.Duration(*a.OldestAgeSeconds*float64(time.Second)))+" old")
+		}
+		if tools := toolList(a.Triage.Tools, safe); tools != "" {
+			fields = append(fields, "*Top tools*\n"+tools)
+		}
+		for _, d := range a.Triage.Dimensions {
+			if vs := valueList(d.Values, safe); vs != "" {
+				fields = append(fields, "*"+d.Name+"*\n"+vs)
+			}
+		}
+		if rs := valueList(a.Triage.Reasons, safe); rs != "" {
+			fields = append(fields, "*Reasons*\n"+rs)
+		}
+		// The fields' hostile parts were made safe one by one: the link's own <…|…> must stay.
+		section := map[string]any{"type": "section", "fields": []map[string]any{}}
+		for _, f := range fields[:min(len(fields), 10)] {
+			section["fields"] = append(section["fields"].([]map[string]any), map[string]any{"type": "mrkdwn", "text": safetext.Truncate(f, slackFieldMax)})
+		}
+		blocks = append(blocks, section)
+	}
+	var lines []string
+	for i, a := range m.Alerts {
+		if i == slackLines {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(m.Alerts)-i))
+			break
+		}
+		lines = append(lines, severityMark(a)+" "+safetext.Line(a.Title, 300))
+	}
+	if len(m.Alerts) > 1 || m.arrival() == nil {
+		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": text(strings.Join(lines, "\n"), slackSectionMax)}})
+	}
+	if u := link(base, worst); u != "" {
+		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn",
+			"text": "<" + u + "|Open " + safe(safetext.Line(m.subject(), 100)) + " in toolq>"}})
+	}
+	ctx := fmt.Sprintf("toolq · %s", m.CreatedAt.UTC().Format("15:04:05 UTC"))
+	if a := m.arrival(); a != nil && a.Triage.SampledAt != nil {
+		ctx += fmt.Sprintf(" · counts from a sample of %d of about %d messages", a.Triage.Seen, a.Triage.ApproxVisible)
+		if !a.SampleCovers {
+			ctx += " taken before these arrived"
+		}
+	}
+	blocks = append(blocks, map[string]any{"type": "context", "elements": []map[string]any{{"type": "mrkdwn", "text": ctx}}})
+	return json.Marshal(map[string]any{"text": text(m.title(), slackSectionMax), "blocks": blocks})
+}
+
+// queueLink is the queue's name, linked to its page when there is a public URL.
+func queueLink(base string, m message, safe func(string) string) string {
+	name := safe(m.subject())
+	for _, a := range m.Alerts {
+		if u := link(base, a); u != "" && a.Queue != "" {
+			return "<" + u + "|" + name + ">"
+		}
+	}
+	return name
+}
+
+// severityMark is an alert's severity as Slack's emoji.
+func severityMark(a views.Alert) string {
+	switch {
+	case a.Resolved:
+		return ":large_green_circle:"
+	case a.Kind == views.AlertTest:
+		return ":wave:"
+	case a.Severity == views.SeverityCritical:
+		return ":red_circle:"
+	case a.Severity == views.SeverityWarning:
+		return ":large_orange_circle:"
+	}
+	return ":large_blue_circle:"
+}
+
+func toolList(tools []views.ToolCount, safe func(string) string) string {
+	var parts []string
+	for _, t := range tools {
+		parts = append(parts, fmt.Sprintf("%s (%d)", safe(safetext.Line(cmp.Or(t.ToolName, "no tool name"), 80)), t.Count))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func valueList(values []views.ValueGroup, safe func(string) string) string {
+	var parts []string
+	for _, v := range values {
+		parts = append(parts, fmt.Sprintf("%s (%d)", safe(safetext.Line(v.Value, 80)), v.Count))
+	}
+	return strings.Join(parts, ", ")
+}
