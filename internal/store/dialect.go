@@ -43,7 +43,7 @@ func (d dialect) String() string {
 	return "sqlite"
 }
 
-// jsonKey is the text of key param's value in the JSON object in col ('' when absent becomes
+// jsonKey is the text of key param's value in the JSON object in col (” when absent becomes
 // NULL); param's argument is jsonKeyArg(name). SQLite's json_extract reads one key far faster
 // than a json_each per row.
 func (d dialect) jsonKey(col, param string) string {

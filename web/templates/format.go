@@ -241,4 +241,3 @@ func OptInt(n *int, none string) string {
 	}
 	return strconv.Itoa(*n)
 }
-
