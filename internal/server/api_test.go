@@ -405,6 +405,9 @@ func TestSummaryTextIsChatSafe(t *testing.T) {
 		{"plain mention", "@here", []string{"@here"}},
 		{"discord everyone", "@everyone", []string{"@everyone"}},
 		{"mattermost channel", "@channel", []string{"@channel"}},
+		{"markdown link", "[Fix-now](https://evil.example/x)", []string{"[Fix-now]", "](", "["}},
+		{"markdown image", "![x](https://evil.example/p.png)", []string{"![", "](", "["}},
+		{"markdown reference link", "[Fix-now][1] [1]: https://evil.example", []string{"[Fix-now]", "[1]:", "]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

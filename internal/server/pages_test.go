@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/web/templates"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -342,6 +344,57 @@ func TestExports(t *testing.T) {
 		if got := csvSafe(tt.in); got != tt.want {
 			t.Errorf("csvSafe(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestControlCharactersAreShownEscaped: a body holding C0 and C1 control characters (SQS accepts
+// C1; endpoints that do not enforce SQS's rules let NUL, BEL, ESC and DEL through too) reaches
+// the CSV export, the JSON export and the message page as visible escapes, never raw.
+func TestControlCharactersAreShownEscaped(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := t.Context()
+	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = "{\"toolName\":\"web_search\",\"q\":\"nul\x00 bel\x07 esc\x1b[2J del\x7f nel\u0085 csi\u009b\"}"
+	msgs := []store.SampledMessage{{MessageID: "m-ctl", ReceiveCount: 1, SentAt: pw.Now().Add(-time.Minute), Body: body,
+		BodySize: len(body), ToolName: "web_search", Attributes: []store.MessageAttribute{}}}
+	if _, err := pw.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: pw.Now().Add(time.Second),
+		Seen: 1, ApproxVisible: 1, Receives: 1, MessagesTaken: 1}, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(s string) bool {
+		return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f })
+	}
+	const escaped = `nul\x00 bel\x07 esc\x1b[2J del\x7f nel\u0085 csi\u009b`
+
+	csvText := pw.do(t, request{path: "/queues/web-search-dlq/messages.csv"}).Body.String()
+	if raw(csvText) || !strings.Contains(csvText, escaped) {
+		t.Errorf("CSV export holds raw control characters or lacks their escapes:\n%q", csvText)
+	}
+	jsonText := pw.do(t, request{path: "/queues/web-search-dlq/messages.json"}).Body.String()
+	if raw(jsonText) {
+		t.Errorf("JSON export holds raw control characters:\n%q", jsonText)
+	}
+	var export struct {
+		Messages []struct {
+			Body string `json:"body"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(jsonText), &export); err != nil || len(export.Messages) != 1 || export.Messages[0].Body != body {
+		t.Errorf("JSON export does not decode to the exact body: %v %+v", err, export)
+	}
+	page := pw.do(t, request{path: "/queues/web-search-dlq/messages/m-ctl"})
+	if page.Code != http.StatusOK || raw(page.Body.String()) {
+		t.Errorf("message page: %d, raw control characters: %v", page.Code, raw(page.Body.String()))
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Find("pre.body").Text(); !strings.Contains(got, escaped) {
+		t.Errorf("message page body = %q, want the escapes %q", got, escaped)
 	}
 }
 
