@@ -307,9 +307,12 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		}
 		region, account, name = a.Region, a.Account, a.Name
 	}
-	client, err := s.client(region)
-	if err != nil {
-		return "", false, err
+	client, ok := s.clients[region]
+	if !ok {
+		// Without a client of that region toolq cannot check that the queue exists and is of
+		// the right type: the caller asked for something toolq cannot do, AWS did not fail.
+		return "", false, refuse(Unprocessable, "invalid_destination",
+			"the destination is in region %s, which toolq does not watch; choose a queue in a region it watches", safetext.Line(region, 32))
 	}
 	in := &sqs.GetQueueUrlInput{QueueName: aws.String(name)}
 	if account != "" {

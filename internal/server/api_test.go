@@ -210,6 +210,20 @@ func TestAPIBadInput(t *testing.T) {
 		{"garbage limit", "GET", "/api/v1/queues/orders-dlq/messages?limit=ten", "", 400, "invalid_parameter"},
 		{"garbage until", "GET", "/api/v1/queues/orders/metrics?until=%00", "", 400, "invalid_parameter"},
 		{"huge unix since", "GET", "/api/v1/queues/orders/metrics?since=99999999999999999999", "", 400, "invalid_parameter"},
+		{"until past the year 9999", "GET", "/api/v1/queues/orders/metrics?until=253402300800", "", 400, "invalid_parameter"},
+		{"since past the year 9999", "GET", "/api/v1/queues/orders/metrics?since=253402300800", "", 400, "invalid_parameter"},
+		{"unix time before 1970", "GET", "/api/v1/queues/orders/metrics?until=-1", "", 400, "invalid_parameter"},
+		{"RFC 3339 before 1970", "GET", "/api/v1/queues/orders/metrics?since=0001-01-01T00:00:00Z", "", 400, "invalid_parameter"},
+		{"null body", "POST", "/api/v1/queues/orders-dlq/redrives", `null`, 400, "invalid_json"},
+		{"null body with spaces", "POST", "/api/v1/queues/orders-dlq/redrives", " null \n", 400, "invalid_json"},
+		{"string body", "POST", "/api/v1/queues/orders-dlq/redrives", `"x"`, 400, "invalid_json"},
+		{"duplicate key", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1,"maxMessagesPerSecond":500}`, 400, "invalid_json"},
+		{"duplicate key of another case", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1,"MaxMessagesPerSecond":500}`, 400, "unknown_field"},
+		{"wrong-case key", "POST", "/api/v1/queues/orders-dlq/redrives", `{"Destination":"orders"}`, 400, "unknown_field"},
+		{"wrong-case key, all capitals", "POST", "/api/v1/queues/orders-dlq/redrives", `{"MAXMESSAGESPERSECOND":5}`, 400, "unknown_field"},
+		{"duplicate key in embed link", "POST", "/api/v1/embed-links", `{"path":"/?embed=1","path":"/queues/orders?embed=1"}`, 400, "invalid_json"},
+		{"null embed link", "POST", "/api/v1/embed-links", `null`, 400, "invalid_json"},
+		{"destination in an unwatched region", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"arn:aws:sqs:eu-west-1:000000000000:orders"}`, 422, "invalid_destination"},
 		{"audit limit huge", "GET", "/api/v1/audit?limit=1000000", "", 400, "invalid_parameter"},
 		{"not a DLQ", "POST", "/api/v1/queues/orders/redrives", ``, 422, "not_dead_letter_queue"},
 		{"cancel with nothing running", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", ``, 409, "no_task_running"},
@@ -229,6 +243,24 @@ func TestAPIBadInput(t *testing.T) {
 			}
 			if strings.Contains(rec.Body.String(), "sql") || strings.Contains(rec.Body.String(), "goroutine") {
 				t.Errorf("internal text in %s", rec.Body)
+			}
+		})
+	}
+}
+
+// TestAPITimeBounds: the edges of the times a parameter may name are answered, not failed.
+func TestAPITimeBounds(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	for _, target := range []string{
+		"/api/v1/queues/orders/metrics?until=253402300799",
+		"/api/v1/queues/orders/metrics?until=9999-12-31T23:59:59Z",
+		"/api/v1/queues/orders/metrics?since=0&until=3600",
+		"/api/v1/queues/orders/metrics?since=1970-01-01T00:00:00Z&until=1970-01-01T02:00:00%2B01:00",
+	} {
+		t.Run(target, func(t *testing.T) {
+			rec := h.do(t, apiRequest{target: target, header: jsonPost(h.operator)})
+			if rec.Code != http.StatusOK {
+				t.Errorf("status %d, want 200: %s", rec.Code, rec.Body)
 			}
 		})
 	}
