@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +28,10 @@ import (
 // failing with SQLITE_BUSY; reads go through db, several query-only connections that WAL lets
 // read while the writer writes.
 type Store struct {
-	db  *sql.DB // readers
-	wdb *sql.DB // the one writer
+	db   *sql.DB // readers
+	wdb  *sql.DB // the one writer
+	path string
+	file os.FileInfo // the file as opened, to notice it vanish or be replaced (checkFile)
 
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
@@ -38,7 +41,9 @@ type Store struct {
 const readConns = 4
 
 // Open opens (creating if needed) the SQLite file at path, sets WAL, a busy timeout and foreign
-// keys, and applies the embedded migrations. ":memory:" is not supported (use a file in t.TempDir()).
+// keys, and applies the embedded migrations. It refuses (ErrSchema) a database whose schema is
+// newer than the migrations, or that lacks a table or column they made. ":memory:" is not
+// supported (use a file in t.TempDir()).
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("store: open %q: want a plain file path", path)
@@ -67,7 +72,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(readConns)
 	db.SetMaxIdleConns(readConns)
-	s := &Store{db: db, wdb: wdb, metricIDs: make(map[string]int64)}
+	fi, err := os.Stat(path)
+	if err != nil {
+		db.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %q: %w", path, err)
+	}
+	s := &Store{db: db, wdb: wdb, path: path, file: fi, metricIDs: make(map[string]int64)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -75,8 +86,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// migrate applies every pending migration.
+// migrate applies every pending migration, after checking that the database is not newer than
+// them, and then that it has every table and column they made.
 func migrate(ctx context.Context, db *sql.DB) error {
+	if err := checkVersion(ctx, db); err != nil {
+		return err
+	}
 	p, err := newMigrationProvider(db)
 	if err != nil {
 		return err
@@ -84,7 +99,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	return checkTables(ctx, db)
 }
 
 func newMigrationProvider(db *sql.DB) (*goose.Provider, error) {
@@ -104,13 +119,17 @@ func (s *Store) Close() error {
 	return errors.Join(s.db.Close(), s.wdb.Close())
 }
 
-// Ping checks that the database answers (for /readyz).
+// Ping checks that the database answers, that its file is still the one opened (ErrGone) and
+// that no table or column went missing since (ErrSchema): for /readyz and the status page.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("store: ping: %w", err)
 	}
-	return nil
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	return checkTables(ctx, s.db)
 }
 
 // inTx runs fn in a write transaction, committing when fn returns nil.

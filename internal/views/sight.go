@@ -157,8 +157,30 @@ func blindRegions(problems []SightProblem) []string {
 // with its last success and last failure, and each collector loop's last cycle.
 type Status struct {
 	GeneratedAt time.Time      `json:"generatedAt"`
+	Database    DatabaseStatus `json:"database"`
 	Regions     []RegionStatus `json:"regions"` // never nil
 	Sight       []SightProblem `json:"sight"`   // never nil
+}
+
+// DatabaseStatus says whether toolq's own database is sound: its file still the one opened, no
+// table or column gone. Problem is safe to show, "" when OK.
+type DatabaseStatus struct {
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// databaseStatus checks the store; a problem is told in fixed words, never the store's text.
+func (s *Service) databaseStatus(ctx context.Context) DatabaseStatus {
+	err := s.store.Ping(ctx)
+	switch {
+	case err == nil:
+		return DatabaseStatus{OK: true}
+	case errors.Is(err, store.ErrGone):
+		return DatabaseStatus{Problem: "the database file was deleted or replaced while toolq ran: what toolq writes now is lost when it stops; restore the file and restart toolq"}
+	case errors.Is(err, store.ErrSchema):
+		return DatabaseStatus{Problem: "a table or column of the database went missing while toolq ran: actions are refused; restore the database from a backup and restart toolq"}
+	}
+	return DatabaseStatus{Problem: "the database does not answer"}
 }
 
 // RegionStatus is one region of the status page.
@@ -209,7 +231,7 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{GeneratedAt: s.clock(), Regions: []RegionStatus{}, Sight: f.problems()}
+	out := Status{GeneratedAt: s.clock(), Database: s.databaseStatus(ctx), Regions: []RegionStatus{}, Sight: f.problems()}
 	blind := blindRegions(out.Sight)
 	for _, region := range f.regions {
 		rs := RegionStatus{Region: region, Blind: slices.Contains(blind, region), Operations: []OperationStatus{}, Loops: []LoopStatus{}}
@@ -246,12 +268,13 @@ type NotReadyError struct{ Reason string }
 
 func (e *NotReadyError) Error() string { return "views: not ready: " + e.Reason }
 
-// Ready reports whether the dashboard can serve its pages: the store answers and a first
-// discovery has ended, whatever AWS answered it. AWS trouble is shown on the pages, not hidden
-// by taking the dashboard out of service. The error is a *NotReadyError.
+// Ready reports whether the dashboard can serve its pages: the store answers (its file still the
+// one opened, none of its tables gone) and a first discovery has ended, whatever AWS answered it.
+// AWS trouble is shown on the pages, not hidden by taking the dashboard out of service. The
+// error is a *NotReadyError.
 func (s *Service) Ready(ctx context.Context) error {
-	if err := s.store.Ping(ctx); err != nil {
-		return &NotReadyError{Reason: "the database does not answer"}
+	if db := s.databaseStatus(ctx); !db.OK {
+		return &NotReadyError{Reason: db.Problem}
 	}
 	_, err := s.store.LatestFinishedRun(ctx, store.RunDiscovery)
 	switch {
