@@ -298,16 +298,25 @@ func TestAPIRedriveFlow(t *testing.T) {
 	}
 	rec = h.do(t, apiRequest{target: "/api/v1/audit?queue=orders-dlq", header: bearer(h.viewer)})
 	var audit struct {
-		Entries []struct{ Action, Result, Actor string }
+		Entries []struct {
+			ID                    int64
+			Action, Result, Actor string
+			IntentID              *int64
+		}
 	}
 	json.Unmarshal(rec.Body.Bytes(), &audit)
-	want := []string{"redrive.cancel accepted", "redrive.start refused", "redrive.start accepted"}
+	// Each action wrote its intent before it called AWS, and its outcome, naming the intent, after.
+	want := []string{"redrive.cancel accepted", "redrive.cancel intent", "redrive.start refused", "redrive.start intent",
+		"redrive.start accepted", "redrive.start intent"}
 	if len(audit.Entries) != len(want) {
 		t.Fatalf("audit = %s", rec.Body)
 	}
 	for i, e := range audit.Entries {
 		if got := e.Action + " " + e.Result; got != want[i] || e.Actor != "ops-bot" {
 			t.Errorf("audit[%d] = %s by %s; want %s by ops-bot", i, got, e.Actor, want[i])
+		}
+		if i%2 == 0 && (e.IntentID == nil || *e.IntentID != audit.Entries[i+1].ID) || i%2 == 1 && e.IntentID != nil {
+			t.Errorf("audit[%d] names intent %v; want each outcome to name the intent below it", i, e.IntentID)
 		}
 	}
 }

@@ -265,8 +265,16 @@ type AuditEntry struct {
 	Action    string         `json:"action"`
 	Queue     string         `json:"queue"`
 	Params    map[string]any `json:"params"` // never nil
-	Result    string         `json:"result"`
-	Detail    string         `json:"detail"`
+	// Result is "intent" for what an action was about to ask of AWS, then its outcome:
+	// "accepted", "refused", "failed", or "repeated" for a start answered by its idempotency key.
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+	// IntentID is, on an outcome, the id of the intent entry it ends; null otherwise.
+	IntentID *int64 `json:"intentId"`
+	// Code is a refusal's or failure's stable error code, as the API answered it.
+	Code string `json:"code,omitempty"`
+	// IdempotencyKey is the key a start carried, on its intent and on a repeat.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // Totals sums the overview.

@@ -263,6 +263,9 @@ type RedriveProps struct {
 	MaxPerSecond string
 	// Confirm asks the user to confirm a start with the form values.
 	Confirm bool
+	// IdempotencyKey names the start the confirmation step asks for: a second press, or a form
+	// posted again, is answered as the first and starts nothing more.
+	IdempotencyKey string
 }
 
 // MessagesProps is the sampled messages page of a queue.
@@ -326,10 +329,13 @@ func paramsText(params map[string]any) string {
 // resultBadge maps an audit result to a badge colour.
 func resultBadge(result string) string {
 	switch result {
-	case "accepted":
+	case "accepted", "repeated":
 		return "ok"
 	case "refused":
 		return "warning"
+	case "intent":
+		// Under way, or settled by the outcome entry above it: neither good nor bad by itself.
+		return "unknown"
 	}
 	return "critical"
 }
