@@ -162,11 +162,11 @@ type Options struct {
 
 // Service runs the actions. It is the only code that changes anything in AWS.
 type Service struct {
-	clients  map[string]SQSAPI
-	store    Store
-	pub      events.Publisher
-	readOnly bool
-	now      func() time.Time
+	clients   map[string]SQSAPI
+	store     Store
+	pub       events.Publisher
+	readOnly  bool
+	now       func() time.Time
 	log       *slog.Logger
 	outcomes  *prometheus.CounterVec
 	retryWait time.Duration
@@ -182,11 +182,11 @@ func New(opts Options) *Service {
 		panic("actions: Options.Store is required")
 	}
 	s := &Service{
-		clients:  make(map[string]SQSAPI, len(opts.Clients)),
-		store:    opts.Store,
-		pub:      opts.Publisher,
-		readOnly: opts.ReadOnly,
-		now:      opts.Now,
+		clients:   make(map[string]SQSAPI, len(opts.Clients)),
+		store:     opts.Store,
+		pub:       opts.Publisher,
+		readOnly:  opts.ReadOnly,
+		now:       opts.Now,
 		log:       opts.Logger,
 		retryWait: cmp.Or(max(opts.RetryWait, 0), 200*time.Millisecond),
 		locks:     make(map[string]chan struct{}),

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/store"
@@ -263,6 +267,67 @@ func TestAPITimeBounds(t *testing.T) {
 				t.Errorf("status %d, want 200: %s", rec.Code, rec.Body)
 			}
 		})
+	}
+}
+
+// TestAPIIdempotencyKey: a start sent again with its Idempotency-Key gets the first answer,
+// 202 and the same task, and starts nothing; a new key is a new start (409 while one runs).
+func TestAPIIdempotencyKey(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	post := func(key string) (int, map[string]any) {
+		hdr := jsonPost(h.operator)
+		hdr["Idempotency-Key"] = key
+		rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: `{"maxMessagesPerSecond":1}`, header: hdr})
+		var doc map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &doc)
+		return rec.Code, doc
+	}
+	code, first := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, first)
+	}
+	h.w.Advance(time.Second)
+	code, again := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
+	if code != http.StatusAccepted || again["startedAt"] != first["startedAt"] || again["taskHandle"] != first["taskHandle"] {
+		t.Errorf("repeat: %d %v; want 202 and the same task", code, again)
+	}
+	if code, doc := post("another-key"); code != http.StatusConflict || doc["error"].(map[string]any)["code"] != "task_running" {
+		t.Errorf("a new key: %d %v; want 409 task_running", code, doc)
+	}
+	if code, doc := post("bad key\u00e9"); code != http.StatusBadRequest || doc["error"].(map[string]any)["code"] != "invalid_idempotency_key" {
+		t.Errorf("a bad key: %d %v; want 400 invalid_idempotency_key", code, doc)
+	}
+	out, err := h.w.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(h.w.ARN("orders-dlq"))})
+	if err != nil || len(out.Results) != 1 {
+		t.Errorf("move tasks = %d, %v; want one", len(out.Results), err)
+	}
+}
+
+// TestAPIRefusesActionsWithoutAudit: with the audit table gone, a start is 503 audit_unavailable
+// and nothing moves.
+func TestAPIRefusesActionsWithoutAudit(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	db, err := sql.Open("sqlite", "file:"+h.w.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP TABLE audit_log"); err != nil {
+		t.Fatal(err)
+	}
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", header: jsonPost(h.operator)})
+	if rec.Code != http.StatusServiceUnavailable || errorCode(t, rec.Body.Bytes()) != "audit_unavailable" {
+		t.Fatalf("start without an audit table: %d %s; want 503 audit_unavailable", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "no such table") {
+		t.Errorf("internal text in %s", rec.Body)
+	}
+	out, err := h.w.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(h.w.ARN("orders-dlq"))})
+	if err != nil || len(out.Results) != 0 {
+		t.Errorf("move tasks = %d, %v; want none", len(out.Results), err)
+	}
+	if rec := h.do(t, apiRequest{target: "/readyz"}); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("readyz without an audit table: %d %s; want 503", rec.Code, rec.Body)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
@@ -451,6 +453,39 @@ func TestRedrivePanelStates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedriveFormPressedTwice: the confirmation step carries an idempotency key in a hidden
+// field, new for each confirmation; posting the same confirmation twice (a double click without
+// JavaScript, a browser that posts the form again) starts one task and answers both as started.
+func TestRedriveFormPressedTwice(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	confirmation := func() string {
+		doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+			form: url.Values{"_csrf": {token}, "max_per_second": {"1"}}}, http.StatusOK)
+		key, _ := doc.Find(`.confirm input[name="idempotency_key"]`).Attr("value")
+		if len(key) < 16 {
+			t.Fatalf("the confirmation carries no idempotency key: %q", key)
+		}
+		return key
+	}
+	key := confirmation()
+	if other := confirmation(); other == key {
+		t.Errorf("two confirmations carry the same key %q", key)
+	}
+	for range 2 {
+		pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+			form: url.Values{"_csrf": {token}, "max_per_second": {"1"}, "confirm": {"1"}, "idempotency_key": {key}}}, http.StatusSeeOther)
+	}
+	out, err := pw.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(pw.ARN("web-search-dlq"))})
+	if err != nil || len(out.Results) != 1 {
+		t.Fatalf("move tasks = %d, %v; want one", len(out.Results), err)
+	}
+	entries, err := pw.Store.ListAudit(t.Context(), store.AuditFilter{Limit: 3})
+	if err != nil || len(entries) != 3 || entries[0].Result != store.AuditRepeated || entries[1].Result != store.AuditAccepted || entries[2].Result != store.AuditIntent {
+		t.Errorf("audit = %+v, %v; want intent, accepted, repeated", entries, err)
 	}
 }
 
