@@ -102,7 +102,7 @@ func (s *Service) reconcileQueue(ctx context.Context, client SQSAPI, q store.Que
 					why+fmt.Sprintf("the task it started at %s is %s, %d of %d moved", t.StartedAt.Format(time.RFC3339), t.Status, t.Moved, t.ToMove)
 			} else {
 				outcome.Result, outcome.Code, outcome.Kind = store.AuditFailed, "interrupted", Upstream.String()
-				outcome.Detail = why + "no task was started after it, so nothing moved; start the redrive again to move the messages"
+				outcome.Detail = why + "no task was started after it, so nothing moved; start the redrive again (a new press, or a new idempotency key) to move the messages"
 			}
 		case ActionCancelRedrive:
 			t, found = runningAt(intent.At, live)
