@@ -239,6 +239,16 @@ type ToolCount struct {
 	Count    int
 }
 
+// MostOwnReceives returns the most receives toolq made of one message of a sample since that
+// message arrived (0 for a sample without messages).
+func (s *Store) MostOwnReceives(ctx context.Context, sampleID int64) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(own_receives), 0) FROM sample_messages WHERE sample_id = ?`, sampleID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: most own receives of sample %d: %w", sampleID, err)
+	}
+	return n, nil
+}
+
 // SampleToolCounts returns the messages of a sample counted by tool name, largest first.
 func (s *Store) SampleToolCounts(ctx context.Context, sampleID int64) ([]ToolCount, error) {
 	rows, err := s.db.QueryContext(ctx, `

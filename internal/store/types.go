@@ -270,6 +270,13 @@ type CostEstimate struct {
 	TotalUSDPerDay      float64
 }
 
+// OwnReceiveLimit is how many times toolq may receive one message, since it arrived, from a
+// queue whose RedrivePolicy has maxReceiveCount maxRC: toolq's own receives never bring a message
+// within one receive of maxReceiveCount, so that whatever toolq did its consumers keep two
+// deliveries, a try and a retry. It is 0 (toolq never receives from the queue) for a
+// maxReceiveCount of 2 or less, or unknown (0).
+func OwnReceiveLimit(maxRC int) int { return max(maxRC-2, 0) }
+
 // Audit results. An action that calls AWS writes an AuditIntent before the call and one of the
 // others, naming the intent, after it; an action refused before any call writes its outcome
 // alone. AuditRepeated answers a repeat of a start by its idempotency key, from the first.

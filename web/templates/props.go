@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -352,4 +353,37 @@ func statusText(status int) string {
 type StatusProps struct {
 	Page
 	Status views.Status
+}
+
+// ownReceivesText is what toolq spent of a message's receives: "1 of 3", or "2" where no limit
+// applies (a final dead-letter queue).
+func ownReceivesText(m views.Message) string {
+	if m.OwnReceiveLimit == nil {
+		return strconv.Itoa(m.OwnReceives)
+	}
+	return strconv.Itoa(m.OwnReceives) + " of " + strconv.Itoa(*m.OwnReceiveLimit)
+}
+
+// ownReceivesNote warns before toolq's limit of receives of a message, and at it.
+func ownReceivesNote(m views.Message) string {
+	switch left, limited := m.OwnReceivesLeft(); {
+	case !limited:
+		return ""
+	case left == 0:
+		return "toolq's limit: it does not sample this queue again while this message is in it"
+	case left == 1:
+		return "one look left before toolq's limit"
+	}
+	return ""
+}
+
+// ownReceivesClass marks a message at or one look from toolq's limit of receives.
+func ownReceivesClass(m views.Message) string {
+	switch left, limited := m.OwnReceivesLeft(); {
+	case limited && left == 0:
+		return "own-limit"
+	case limited && left == 1:
+		return "own-near-limit"
+	}
+	return ""
 }
