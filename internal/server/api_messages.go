@@ -17,7 +17,7 @@ func (s *Server) listMessages(c echo.Context) error {
 		return err
 	}
 	var q views.MessageQuery
-	if q.ToolName, err = textParam(c, "toolName", 256); err != nil {
+	if q.ToolName, err = toolParam(c, "toolName"); err != nil {
 		return err
 	}
 	if q.Cursor, err = textParam(c, "cursor", 256); err != nil {

@@ -64,6 +64,21 @@ func textParam(c echo.Context, name string, max int) (string, error) {
 	return v, nil
 }
 
+// maxToolParam bounds a tool-name filter. It is above what the collector stores of a tool name
+// (256 bytes), so that every name a page offers as a filter is taken.
+const maxToolParam = 1024
+
+// toolParam returns a tool-name filter, for the API and the pages alike: any name the collector
+// may have stored, which keeps newlines and tabs (safetext.Store), but no other control
+// character and nothing longer than maxToolParam.
+func toolParam(c echo.Context, name string) (string, error) {
+	v := c.QueryParam(name)
+	if len(v) > maxToolParam || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+		return "", newError(http.StatusBadRequest, "invalid_parameter", name+" is too long or holds control characters")
+	}
+	return v, nil
+}
+
 // intParam returns an integer query parameter within [min, max], or def when it is absent.
 func intParam(c echo.Context, name string, def, min, max int64) (int64, error) {
 	v := c.QueryParam(name)

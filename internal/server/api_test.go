@@ -386,6 +386,36 @@ func TestAPIRedriveFlow(t *testing.T) {
 	}
 }
 
+// TestEmbedLinkLifetimeByRole: a viewer's embed links live at most 24 hours, an operator's 30
+// days; beyond is 400 invalid_ttl, saying the limit.
+func TestEmbedLinkLifetimeByRole(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	tests := []struct {
+		name   string
+		token  string
+		ttl    int64
+		status int
+	}{
+		{"viewer, a day", h.viewer, 86400, http.StatusCreated},
+		{"viewer, a day and a second", h.viewer, 86401, http.StatusBadRequest},
+		{"viewer, 30 days", h.viewer, 2592000, http.StatusBadRequest},
+		{"operator, 30 days", h.operator, 2592000, http.StatusCreated},
+		{"operator, past 30 days", h.operator, 2592001, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links",
+				body: `{"path":"/?embed=1","ttlSeconds":` + strconv.FormatInt(tt.ttl, 10) + `}`, header: jsonPost(tt.token)})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if tt.status == http.StatusBadRequest && (errorCode(t, rec.Body.Bytes()) != "invalid_ttl" || !strings.Contains(rec.Body.String(), "for a ")) {
+				t.Errorf("refusal %s", rec.Body)
+			}
+		})
+	}
+}
+
 func TestEmbedLinkAPI(t *testing.T) {
 	h := newAPIHarness(t, harnessConfig{})
 	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links", body: `{"path":"/queues/orders-dlq?embed=1","ttlSeconds":600}`, header: jsonPost(h.viewer)})

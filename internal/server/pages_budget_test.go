@@ -2,15 +2,19 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // TestPagesShowToolqsReceivesPerMessage samples an opted-in source of idle messages with the
@@ -95,5 +99,63 @@ func TestPagesShowToolqsReceivesPerMessage(t *testing.T) {
 		if m.ReceiveCount != 1 {
 			t.Errorf("message %s received %d times after five passes; want 1", m.MessageID, m.ReceiveCount)
 		}
+	}
+}
+
+// TestEveryToolFilterLinkWorks stores a sample whose tool names are all a collector may store
+// (256 bytes, tabs and newlines, URL punctuation, markup, other scripts, none), follows every
+// tool filter the queue page and the messages page offer, and checks that each answers with
+// that tool's messages only.
+func TestEveryToolFilterLinkWorks(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := t.Context()
+	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []string{strings.Repeat("x", 256), "a\tb\nc", "a&b=c#d%e+f g/h?i", "<script>alert(1)</script>", "ツール", ""}
+	var msgs []store.SampledMessage
+	for i, name := range tools {
+		for j := range 2 {
+			msgs = append(msgs, store.SampledMessage{MessageID: fmt.Sprintf("m-%d-%d", i, j), ToolName: name, Body: "{}", BodySize: 2,
+				SentAt: pw.Now().Add(-time.Minute), Attributes: []store.MessageAttribute{}})
+		}
+	}
+	if _, err := pw.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: pw.Now().Add(time.Second),
+		Seen: len(msgs), ApproxVisible: int64(len(msgs)), Receives: 2, MessagesTaken: len(msgs)}, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]bool{}
+	for _, path := range []string{"/queues/web-search-dlq", "/queues/web-search-dlq/messages"} {
+		doc, _ := pw.page(t, request{path: path}, http.StatusOK)
+		doc.Find(`a[href*="tool="]`).Each(func(_ int, a *goquery.Selection) {
+			href, _ := a.Attr("href")
+			links[href] = true
+		})
+		doc.Find(`select[name="tool"] option`).Each(func(_ int, o *goquery.Selection) {
+			if v, _ := o.Attr("value"); v != "" {
+				links["/queues/web-search-dlq/messages?tool="+url.QueryEscape(v)] = true
+			}
+		})
+	}
+	if len(links) < len(tools)-1 {
+		t.Fatalf("%d tool filter links offered; want one per named tool at least: %v", len(links), links)
+	}
+	for href := range links {
+		u, err := url.Parse(href)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := u.Query().Get("tool")
+		doc, _ := pw.page(t, request{path: href}, http.StatusOK)
+		rows := doc.Find("table.messages tbody tr")
+		if rows.Length() != 2 {
+			t.Errorf("%q: %d rows, want the tool's 2", want, rows.Length())
+		}
+		rows.Each(func(_ int, r *goquery.Selection) {
+			if got := r.Find("td").First().Text(); got != want {
+				t.Errorf("%q: a row of tool %q", want, got)
+			}
+		})
 	}
 }

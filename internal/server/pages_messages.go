@@ -28,7 +28,7 @@ func (s *Server) messagesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	tool, err := textParam(c, "tool", 200)
+	tool, err := toolParam(c, "tool")
 	if err != nil {
 		return err
 	}

@@ -303,6 +303,9 @@ type LoginProps struct {
 	Page
 	Next  string
 	Error bool
+	// WaitSeconds, when not 0, says the sign-in was refused for too many attempts, and how long
+	// to wait before the next.
+	WaitSeconds int
 }
 
 // ErrorProps is an error page or fragment.
