@@ -180,29 +180,26 @@ func (q *watchedQueue) setPeeked(at time.Time, visible int64, receives int) {
 // lowest id among equals, so that the same message is named every time), or receives -1 when
 // they know of none.
 func (q *watchedQueue) mostReceived() (id string, receives int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	receives = -1
-	for mid, m := range q.seen {
-		if m.receives > receives || m.receives == receives && mid < id {
-			id, receives = mid, m.receives
-		}
-	}
-	return id, receives
+	return q.most(func(m seenMessage) int { return m.receives })
 }
 
 // mostOwnReceived returns the message the peeks know of that toolq itself received most often
-// since it arrived (the lowest id among equals), or receives -1 when they know of none.
+// since it arrived, as mostReceived does.
 func (q *watchedQueue) mostOwnReceived() (id string, receives int) {
+	return q.most(func(m seenMessage) int { return m.own })
+}
+
+// most returns the known message with the highest count, the lowest id among equals, or -1.
+func (q *watchedQueue) most(count func(seenMessage) int) (id string, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	receives = -1
+	n = -1
 	for mid, m := range q.seen {
-		if m.own > receives || m.own == receives && mid < id {
-			id, receives = mid, m.own
+		if c := count(m); c > n || c == n && mid < id {
+			id, n = mid, c
 		}
 	}
-	return id, receives
+	return id, n
 }
 
 // forgetSeen drops what the peeks know of q's messages: none of them needs protecting any more.
