@@ -129,7 +129,9 @@ func (r *replica) status(t *testing.T) (ids []string, leader string) {
 		t.Fatalf("%s: GET /api/v1/status = %d, %v: %s", r.name, code, err, body)
 	}
 	var st struct {
-		Database string `json:"database"`
+		Database struct {
+			Engine string `json:"engine"`
+		} `json:"database"`
 		Replicas []struct {
 			ID     string `json:"id"`
 			Alive  bool   `json:"alive"`
@@ -139,8 +141,8 @@ func (r *replica) status(t *testing.T) (ids []string, leader string) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Database != "postgres" {
-		t.Fatalf("%s: database %q; want postgres", r.name, st.Database)
+	if st.Database.Engine != "postgres" {
+		t.Fatalf("%s: database engine %q; want postgres", r.name, st.Database.Engine)
 	}
 	for _, rep := range st.Replicas {
 		if rep.Alive {

@@ -1,7 +1,11 @@
 // Package actions is the only code in toolq that changes anything in AWS: it starts and cancels
 // message move tasks (StartMessageMoveTask, CancelMessageMoveTask) that redrive a dead-letter
 // queue. Every attempt is validated before AWS is called, serialised per queue so that a double
-// click cannot start two tasks, and written to the audit log whatever its outcome.
+// click cannot start two tasks, and written to the audit log whatever its outcome: an attempt
+// that gets as far as AWS writes its intent first (and is refused when it cannot), and its
+// outcome after; an intent left without an outcome by a crash is settled from
+// ListMessageMoveTasks (Reconcile). A start may carry an idempotency key: a repeat with the same
+// key is answered as the first attempt was.
 //
 // toolq never re-sends dead-letter messages itself: there is no SendMessage anywhere in this
 // package (nor in toolq). A re-send would give each message a new id and lose its attributes,
@@ -10,6 +14,7 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,7 +61,14 @@ type StartRedriveRequest struct {
 	// MaxRate. The action parses it after the role check, so that a bad rate is refused and
 	// audited like every other refusal, whichever door it came through.
 	MaxPerSecond string
+	// IdempotencyKey names this start (the API's Idempotency-Key header, the form's hidden
+	// field): a repeat by the same actor with the same key gets the first attempt's answer and
+	// starts nothing. Empty: no key. At most MaxIdempotencyKey printable ASCII characters.
+	IdempotencyKey string
 }
+
+// MaxIdempotencyKey is the longest idempotency key a start may carry.
+const MaxIdempotencyKey = 255
 
 // Kind says what sort of refusal an Error is. The server answers each kind with one HTTP status.
 type Kind int
@@ -69,7 +81,27 @@ const (
 	Conflict                      // the queue's state forbids it now: a task running, none running, a name several queues share
 	Unprocessable                 // well formed but impossible: not a dead-letter queue, a destination of the wrong type
 	Upstream                      // AWS failed or refused
+	Unavailable                   // toolq cannot act safely now: its audit log cannot be written
 )
+
+// kindNames are the Kinds as the audit log stores them, so that a repeat is refused as the
+// first attempt was.
+var kindNames = map[Kind]string{
+	Forbidden: "forbidden", Invalid: "invalid", NotFound: "not_found", Conflict: "conflict",
+	Unprocessable: "unprocessable", Upstream: "upstream", Unavailable: "unavailable",
+}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// kindNamed is the Kind stored as name; an unknown name reads as Upstream.
+func kindNamed(name string) Kind {
+	for k, n := range kindNames {
+		if n == name {
+			return k
+		}
+	}
+	return Upstream
+}
 
 // Error is a refused action: Code is stable for API clients, Message is safe to show.
 type Error struct {
@@ -94,11 +126,17 @@ type SQSAPI interface {
 }
 
 // Store is the part of the store the actions use: they resolve the queue an action names once,
-// with ResolveQueue (store.ErrNotFound, store.ErrAmbiguous), and audit every attempt.
+// with ResolveQueue (store.ErrNotFound, store.ErrAmbiguous), audit every attempt, and find the
+// intents that have no outcome and the first attempt of an idempotency key.
 type Store interface {
 	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
+	PendingIntents(ctx context.Context) ([]store.AuditEntry, error)
+	IntentByKey(ctx context.Context, actor, key string) (store.AuditEntry, error)
+	OutcomeOf(ctx context.Context, intentID int64) (store.AuditEntry, error)
+	AcceptedFor(ctx context.Context, action string, moveTaskID int64) (store.AuditEntry, error)
 	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
+	GetMoveTask(ctx context.Context, id int64) (store.MoveTask, error)
 	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
 	// LockQueue serialises actions on a queue across replicas sharing the database.
 	LockQueue(ctx context.Context, arn string) (unlock func(), err error)
@@ -118,20 +156,26 @@ type Options struct {
 	// Registerer, when set, gets toolq_actions_total{action,result} and the actions' AWS calls
 	// in toolq_aws_calls_total{operation,outcome}, the metric the collector counts into too.
 	Registerer prometheus.Registerer
+	// RetryWait is how long an action waits before it tries a failed move-task call again,
+	// once ListMessageMoveTasks has shown that the call did not land (default 200ms, doubled
+	// each time).
+	RetryWait time.Duration
 }
 
 // Service runs the actions. It is the only code that changes anything in AWS.
 type Service struct {
-	clients  map[string]SQSAPI
-	store    Store
-	pub      events.Publisher
-	readOnly bool
-	now      func() time.Time
-	log      *slog.Logger
-	outcomes *prometheus.CounterVec
+	clients   map[string]SQSAPI
+	store     Store
+	pub       events.Publisher
+	readOnly  bool
+	now       func() time.Time
+	log       *slog.Logger
+	outcomes  *prometheus.CounterVec
+	retryWait time.Duration
 
-	mu    sync.Mutex
-	locks map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
+	mu       sync.Mutex
+	locks    map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
+	inflight map[int64]bool           // intents of actions under way in this process
 }
 
 // New returns a Service. It panics when Store is missing, a wiring mistake.
@@ -140,13 +184,15 @@ func New(opts Options) *Service {
 		panic("actions: Options.Store is required")
 	}
 	s := &Service{
-		clients:  make(map[string]SQSAPI, len(opts.Clients)),
-		store:    opts.Store,
-		pub:      opts.Publisher,
-		readOnly: opts.ReadOnly,
-		now:      opts.Now,
-		log:      opts.Logger,
-		locks:    make(map[string]chan struct{}),
+		clients:   make(map[string]SQSAPI, len(opts.Clients)),
+		store:     opts.Store,
+		pub:       opts.Publisher,
+		readOnly:  opts.ReadOnly,
+		now:       opts.Now,
+		log:       opts.Logger,
+		retryWait: cmp.Or(max(opts.RetryWait, 0), 200*time.Millisecond),
+		locks:     make(map[string]chan struct{}),
+		inflight:  make(map[int64]bool),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolq_actions_total",
 			Help: "Actions asked for, by action and result (accepted, refused, failed).",
@@ -247,54 +293,125 @@ type attempt struct {
 	queue  store.Queue // as far as it was resolved
 	ref    string      // what the caller named
 	params map[string]any
+	key    string // the idempotency key, once checked
+
+	intentID int64          // the intent written before AWS was called; 0 before
+	task     store.MoveTask // what an accepted action started or cancelled
+	note     string         // what an accepted outcome's detail says instead of the task handle
+	// unsettled: AWS did not say whether the call landed, so no outcome is written; the intent
+	// stays pending until ListMessageMoveTasks tells (reconcileQueue).
+	unsettled bool
+	// first is, for a repeat of an idempotency key, the first attempt's intent and outcome.
+	first *[2]store.AuditEntry
+	// recorded: its outcome is written (see recordLocked).
+	recorded bool
 }
 
-// record audits an attempt with its outcome, publishes AuditAppended and counts it. A failure to
-// audit is logged, not returned: the action (or refusal) has already happened.
-func (s *Service) record(ctx context.Context, a attempt, err error, detail string) {
-	result := store.AuditAccepted
-	var ae *Error
-	switch {
-	case err == nil:
-	case errors.As(err, &ae) && ae.Kind != Upstream:
-		result, detail = store.AuditRefused, ae.Code+": "+ae.Message
-	case errors.As(err, &ae):
-		result, detail = store.AuditFailed, ae.Message
-	default:
-		result, detail = store.AuditFailed, "internal error"
-	}
-	params, _ := json.Marshal(a.params)
+// recordLocked records a's outcome while the queue's lock is still held, so that a start with
+// the same idempotency key, waiting for the lock, finds the outcome and not a bare intent. Call
+// it deferred after the lock's deferred unlock, with the action's named results.
+func (s *Service) recordLocked(ctx context.Context, a *attempt, task *store.MoveTask, err *error) {
+	a.task = *task
+	s.record(ctx, *a, *err)
+	a.recorded = true
+}
+
+// paramsJSON is the attempt's parameters as the audit log stores them.
+func (a attempt) paramsJSON() string {
+	b, _ := json.Marshal(a.params)
+	return string(b)
+}
+
+// entry is the audit row of a, with its result and detail.
+func (s *Service) entry(a attempt, result, detail string) store.AuditEntry {
 	name := a.queue.Name
 	if name == "" {
 		name = safetext.Line(a.ref, 256)
 	}
-	actorName := a.actor.Name
-	if actorName == "" {
-		actorName = "unknown"
-	}
-	// The audit row outlives the request: a client that hangs up must not erase it.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_, aerr := s.store.AppendAudit(actx, store.AuditEntry{
+	return store.AuditEntry{
 		At:         s.now(),
-		Actor:      actorName,
+		Actor:      cmp.Or(a.actor.Name, "unknown"),
 		ActorKind:  string(a.actor.Kind),
 		Role:       string(a.actor.Role),
 		Action:     a.action,
 		QueueName:  name,
 		QueueARN:   a.queue.ARN,
-		Params:     string(params),
+		Params:     a.paramsJSON(),
 		Result:     result,
 		Detail:     detail,
 		RemoteAddr: a.actor.RemoteAddr,
-	})
-	if aerr != nil {
-		s.log.Error("actions: audit", "action", a.action, "queue", name, "result", result, "err", aerr)
+	}
+}
+
+// auditContext outlives the request: a client that hangs up must not erase an audit row.
+func auditContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}
+
+// writeIntent writes a's intent before AWS is called. When the audit log cannot take it the
+// action is refused (Unavailable), so that nothing happens in AWS that the log does not hold.
+func (s *Service) writeIntent(ctx context.Context, a *attempt) error {
+	e := s.entry(*a, store.AuditIntent, "")
+	e.IdempotencyKey = a.key
+	actx, cancel := auditContext(ctx)
+	defer cancel()
+	id, err := s.store.AppendAudit(actx, e)
+	if err != nil {
+		s.log.Error("actions: audit intent", "action", a.action, "queue", e.QueueName, "err", err)
+		return refuse(Unavailable, "audit_unavailable",
+			"toolq cannot write its audit log (the database refused the write; the server's log says why), so it did not ask AWS to act on %s", e.QueueName)
+	}
+	s.mu.Lock()
+	s.inflight[id] = true
+	s.mu.Unlock()
+	a.intentID = id
+	s.pub.Publish(events.Event{Kind: events.AuditAppended, QueueID: a.queue.ID, At: s.now()})
+	return nil
+}
+
+// record audits an attempt's outcome (naming its intent, if it wrote one), publishes
+// AuditAppended and counts it. A failure to audit is logged, not returned: the action (or
+// refusal) has already happened, and an intent left without its outcome is settled later from
+// ListMessageMoveTasks.
+func (s *Service) record(ctx context.Context, a attempt, err error) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, a.intentID)
+		s.mu.Unlock()
+	}()
+	result, detail := store.AuditAccepted, cmp.Or(a.note, a.task.TaskHandle)
+	var code, kind string
+	var ae *Error
+	switch {
+	case a.first != nil:
+		intent, outcome := a.first[0], a.first[1]
+		result, code, kind = store.AuditRepeated, outcome.Code, outcome.Kind
+		detail = fmt.Sprintf("same idempotency key as audit entry %d, which was %s: answered as then, nothing asked of AWS", intent.ID, outcome.Result)
+	case a.unsettled:
+		s.log.Warn("action", "action", a.action, "queue", a.queue.Name, "actor", a.actor.Name, "result", "unsettled", "intent", a.intentID, "err", err)
+		return
+	case err == nil:
+	case errors.As(err, &ae) && ae.Kind != Upstream:
+		result, detail, code, kind = store.AuditRefused, ae.Code+": "+ae.Message, ae.Code, ae.Kind.String()
+	case errors.As(err, &ae):
+		result, detail, code, kind = store.AuditFailed, ae.Message, ae.Code, ae.Kind.String()
+	default:
+		result, detail, code = store.AuditFailed, "internal error", "internal_error"
+	}
+	e := s.entry(a, result, detail)
+	e.IntentID, e.Code, e.Kind, e.MoveTaskID = a.intentID, code, kind, a.task.ID
+	if a.first != nil {
+		e.IdempotencyKey, e.MoveTaskID = a.key, a.first[1].MoveTaskID
+	}
+	actx, cancel := auditContext(ctx)
+	defer cancel()
+	if _, aerr := s.store.AppendAudit(actx, e); aerr != nil {
+		s.log.Error("actions: audit", "action", a.action, "queue", e.QueueName, "result", result, "intent", a.intentID, "err", aerr)
 	} else {
 		s.pub.Publish(events.Event{Kind: events.AuditAppended, QueueID: a.queue.ID, At: s.now()})
 	}
 	s.outcomes.WithLabelValues(a.action, result).Inc()
-	s.log.Info("action", "action", a.action, "queue", name, "actor", actorName, "role", a.actor.Role, "result", result, "detail", detail)
+	s.log.Info("action", "action", a.action, "queue", e.QueueName, "actor", e.Actor, "role", a.actor.Role, "result", result, "detail", detail)
 }
 
 // checkActor refuses actions in read-only mode and for viewers.

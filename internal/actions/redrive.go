@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -28,8 +30,11 @@ import (
 const listLag = 2 * time.Minute
 
 // StartRedrive validates and starts a move task, and audits the attempt whatever its outcome.
-// Refusals are *Error with the HTTP status that fits; the task is stored before it is returned,
-// so a second click sees it.
+// Refusals are *Error with the Kind that fits; the task is stored before it is returned, so a
+// second click sees it. Once the checks that need no AWS call have passed, the attempt's intent
+// is written to the audit log before AWS is called (refused, Unavailable, when it cannot be), and
+// its outcome after. A start with the IdempotencyKey of an earlier one by the same actor gets that
+// attempt's answer: its task, as the store has it now, or its refusal.
 func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (store.MoveTask, error) {
 	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: map[string]any{}}
 	if req.Destination != "" {
@@ -43,16 +48,22 @@ func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriv
 		}
 	}
 	task, err := s.startRedrive(ctx, actor, req, &a)
-	s.record(ctx, a, err, task.TaskHandle)
+	if !a.recorded {
+		a.task = task
+		s.record(ctx, a, err)
+	}
 	return task, err
 }
 
-func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt) (store.MoveTask, error) {
+func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt) (task store.MoveTask, err error) {
 	if err := s.checkActor(actor); err != nil {
 		return store.MoveTask{}, err
 	}
 	rate, err := parseRate(req.MaxPerSecond)
 	if err != nil {
+		return store.MoveTask{}, err
+	}
+	if a.key, err = parseKey(req.IdempotencyKey); err != nil {
 		return store.MoveTask{}, err
 	}
 	q, err := s.resolveDLQ(ctx, req.Queue)
@@ -63,11 +74,24 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err := checkRedriveAllowed(q); err != nil {
 		return store.MoveTask{}, err
 	}
-	tasks, unlock, err := s.lockTasks(ctx, q)
+	client, unlock, err := s.lockQueue(ctx, q)
 	if err != nil {
 		return store.MoveTask{}, err
 	}
 	defer unlock()
+	defer s.recordLocked(ctx, a, &task, &err)
+	if a.key != "" {
+		if task, err, repeat := s.firstAnswer(ctx, client, q, a); repeat {
+			return task, err
+		}
+	}
+	if err := s.writeIntent(ctx, a); err != nil {
+		return store.MoveTask{}, err
+	}
+	tasks, err := s.readTasks(ctx, client, q)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
 	if t := tasks.running; tasks.isRunning {
 		return store.MoveTask{}, refuse(Conflict, "task_running",
 			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
@@ -84,11 +108,28 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if rate > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(rate))
 	}
-	out, err := tasks.client.StartMessageMoveTask(ctx, in)
-	if err != nil {
-		return store.MoveTask{}, s.awsError(ctx, "start the move task", err)
+	// SQS lists a task's handle only while it runs, and a small DLQ can be drained before the
+	// list below: then ours is the task that was not listed before the start (starts of this
+	// queue are serialised, and no task was running).
+	isNew := func(t store.MoveTask) bool {
+		return !slices.ContainsFunc(tasks.live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
 	}
-	handle := aws.ToString(out.TaskHandle)
+	var handle string
+	landed, err := s.act(ctx, client, q, a, "start the move task", func(ctx context.Context, noRetry func(*sqs.Options)) error {
+		out, err := client.StartMessageMoveTask(ctx, in, noRetry)
+		if err == nil {
+			handle = aws.ToString(out.TaskHandle)
+		}
+		return err
+	}, isNew)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
+	if landed != nil {
+		a.note = fmt.Sprintf("StartMessageMoveTask's answer did not reach toolq, but ListMessageMoveTasks shows the task it started at %s (%s, %d of %d moved)",
+			landed.StartedAt.Format(time.RFC3339), landed.Status, landed.Moved, landed.ToMove)
+		return s.storeTask(ctx, client, q, func(t store.MoveTask) bool { return t.StartedAt.Equal(landed.StartedAt) }, *landed), nil
+	}
 	// The store keeps times to the millisecond, as SQS gives them: so must the fallback, or the
 	// task read back from the store would not match it.
 	now := s.now().UTC().Truncate(time.Millisecond)
@@ -96,13 +137,8 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		QueueID: q.ID, TaskHandle: handle, Status: store.MoveTaskRunning, SourceARN: q.ARN,
 		DestinationARN: destARN, MaxPerSecond: rate, StartedAt: now, UpdatedAt: now,
 	}
-	// SQS lists a task's handle only while it runs, and a small DLQ can be drained before the
-	// list below: then ours is the task that was not listed before the start (starts of this
-	// queue are serialised, and no task was running).
-	ours := func(t store.MoveTask) bool {
-		return t.TaskHandle == handle || !slices.ContainsFunc(tasks.live, func(b store.MoveTask) bool { return b.StartedAt.Equal(t.StartedAt) })
-	}
-	return s.storeTask(ctx, tasks.client, q, ours, started), nil
+	ours := func(t store.MoveTask) bool { return t.TaskHandle == handle || isNew(t) }
+	return s.storeTask(ctx, client, q, ours, started), nil
 }
 
 // parseRate reads a move task's rate as the caller sent it: 0 (the store's "SQS chooses") for
@@ -120,16 +156,68 @@ func parseRate(raw string) (int, error) {
 	return n, nil
 }
 
-// CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt.
-// What has moved stays moved.
+// parseKey checks an idempotency key: empty, or 1 to MaxIdempotencyKey printable ASCII
+// characters (a UUID, say).
+func parseKey(key string) (string, error) {
+	if len(key) > MaxIdempotencyKey || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return "", refuse(Invalid, "invalid_idempotency_key",
+			"the idempotency key must be 1 to %d printable ASCII characters (a UUID, say)", MaxIdempotencyKey)
+	}
+	return key, nil
+}
+
+// firstAnswer answers a start whose idempotency key an earlier start of the same actor carried:
+// with that start's task or refusal (repeat true), after settling it from ListMessageMoveTasks if
+// its process stopped before its outcome. A key first used for another request is refused. It
+// reports repeat false when the key is new.
+func (s *Service) firstAnswer(ctx context.Context, client SQSAPI, q store.Queue, a *attempt) (task store.MoveTask, err error, repeat bool) {
+	intent, err := s.store.IntentByKey(ctx, cmp.Or(a.actor.Name, "unknown"), a.key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.MoveTask{}, nil, false
+	case err != nil:
+		return store.MoveTask{}, fmt.Errorf("actions: idempotency key: %w", err), true
+	case intent.Action != a.action || intent.QueueARN != q.ARN || intent.Params != a.paramsJSON():
+		return store.MoveTask{}, refuse(Unprocessable, "idempotency_key_reused",
+			"this idempotency key was first used for another request (audit entry %d); use a new key for a new request", intent.ID), true
+	}
+	outcome, err := s.store.OutcomeOf(ctx, intent.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		// The first attempt's process stopped before it recorded what happened (the lock rules
+		// out one under way here): find out now.
+		if err := s.reconcileQueue(ctx, client, q); err != nil {
+			return store.MoveTask{}, err, true
+		}
+		outcome, err = s.store.OutcomeOf(ctx, intent.ID)
+	}
+	if err != nil {
+		return store.MoveTask{}, fmt.Errorf("actions: outcome of audit entry %d: %w", intent.ID, err), true
+	}
+	a.first = &[2]store.AuditEntry{intent, outcome}
+	if outcome.Result != store.AuditAccepted {
+		return store.MoveTask{}, &Error{Kind: kindNamed(outcome.Kind), Code: outcome.Code,
+			Message: strings.TrimPrefix(outcome.Detail, outcome.Code+": ")}, true
+	}
+	t, err := s.store.GetMoveTask(ctx, outcome.MoveTaskID)
+	if err != nil {
+		return store.MoveTask{}, fmt.Errorf("actions: move task of audit entry %d: %w", outcome.ID, err), true
+	}
+	return t, nil, true
+}
+
+// CancelRedrive cancels the running move task of a dead-letter queue, and audits the attempt
+// (its intent before AWS is called, its outcome after). What has moved stays moved.
 func (s *Service) CancelRedrive(ctx context.Context, actor Actor, queue string) (store.MoveTask, error) {
 	a := attempt{actor: actor, action: ActionCancelRedrive, ref: queue, params: map[string]any{}}
 	task, err := s.cancelRedrive(ctx, actor, queue, &a)
-	s.record(ctx, a, err, task.TaskHandle)
+	if !a.recorded {
+		a.task = task
+		s.record(ctx, a, err)
+	}
 	return task, err
 }
 
-func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, a *attempt) (store.MoveTask, error) {
+func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, a *attempt) (task store.MoveTask, err error) {
 	if err := s.checkActor(actor); err != nil {
 		return store.MoveTask{}, err
 	}
@@ -138,11 +226,19 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	if err != nil {
 		return store.MoveTask{}, err
 	}
-	tasks, unlock, err := s.lockTasks(ctx, q)
+	client, unlock, err := s.lockQueue(ctx, q)
 	if err != nil {
 		return store.MoveTask{}, err
 	}
 	defer unlock()
+	defer s.recordLocked(ctx, a, &task, &err)
+	if err := s.writeIntent(ctx, a); err != nil {
+		return store.MoveTask{}, err
+	}
+	tasks, err := s.readTasks(ctx, client, q)
+	if err != nil {
+		return store.MoveTask{}, err
+	}
 	t := tasks.running
 	if !tasks.isRunning || t.TaskHandle == "" {
 		return store.MoveTask{}, refuse(Conflict, "no_task_running", "no redrive of %s is running", q.Name)
@@ -150,50 +246,120 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	if t.Status == store.MoveTaskCancelling {
 		return store.MoveTask{}, refuse(Conflict, "no_task_running", "the redrive of %s is already being cancelled", q.Name)
 	}
-	out, err := tasks.client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)})
-	var rnf *types.ResourceNotFoundException
-	if errors.As(err, &rnf) {
-		return store.MoveTask{}, refuse(Conflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
-	}
+	same := func(x store.MoveTask) bool { return x.StartedAt.Equal(t.StartedAt) }
+	var moved int64
+	landed, err := s.act(ctx, client, q, a, "cancel the move task", func(ctx context.Context, noRetry func(*sqs.Options)) error {
+		out, err := client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(t.TaskHandle)}, noRetry)
+		var rnf *types.ResourceNotFoundException
+		if errors.As(err, &rnf) {
+			return refuse(Conflict, "no_task_running", "the redrive of %s ended before it could be cancelled", q.Name)
+		}
+		if err == nil {
+			moved = out.ApproximateNumberOfMessagesMoved
+		}
+		return err
+	}, func(x store.MoveTask) bool {
+		return same(x) && (x.Status == store.MoveTaskCancelling || x.Status == store.MoveTaskCancelled)
+	})
 	if err != nil {
-		return store.MoveTask{}, s.awsError(ctx, "cancel the move task", err)
+		return store.MoveTask{}, err
+	}
+	if landed != nil {
+		a.note = fmt.Sprintf("CancelMessageMoveTask's answer did not reach toolq, but ListMessageMoveTasks shows the task %s", landed.Status)
+		return s.storeTask(ctx, client, q, same, *landed), nil
 	}
 	cancelling := t
 	cancelling.Status = store.MoveTaskCancelling
-	cancelling.Moved = out.ApproximateNumberOfMessagesMoved
+	cancelling.Moved = moved
 	cancelling.UpdatedAt = s.now().UTC()
-	return s.storeTask(ctx, tasks.client, q, func(x store.MoveTask) bool { return x.StartedAt.Equal(t.StartedAt) }, cancelling), nil
+	return s.storeTask(ctx, client, q, same, cancelling), nil
+}
+
+// startAttempts is how many times an action calls a move-task operation that fails with an
+// error worth trying again (throttling, 5xx, a broken connection), each after
+// ListMessageMoveTasks has shown that the call before did not land.
+const startAttempts = 3
+
+// act calls a move-task operation (call, which must pass noRetry to the SDK) and handles its
+// failure. The SDK's own retries are off for it: a start whose answer was lost after SQS began
+// the task, retried blindly, would start a second task once the first had finished (or fail
+// against the running one, which would then be audited as failed). Instead, after a failure act
+// lists the queue's move tasks: a task for which landed is true means the call did land, and act
+// returns it. Otherwise it tries again while the error is one worth trying again. When even the
+// list fails, nobody can tell whether the call landed: the attempt is left unsettled (its intent
+// pending, settled from ListMessageMoveTasks before the queue's next action or at start-up).
+func (s *Service) act(ctx context.Context, client SQSAPI, q store.Queue, a *attempt, what string,
+	call func(ctx context.Context, noRetry func(*sqs.Options)) error, landed func(store.MoveTask) bool) (*store.MoveTask, error) {
+	noRetry := func(o *sqs.Options) { o.Retryer = aws.NopRetryer{} }
+	wait := s.retryWait
+	for n := 1; ; n++ {
+		err := call(ctx, noRetry)
+		var refusal *Error
+		if err == nil || errors.As(err, &refusal) {
+			return nil, err
+		}
+		live, lerr := s.liveTasks(ctx, client, q)
+		if lerr != nil {
+			a.unsettled = true
+			s.log.Warn("actions: a move-task call failed and the list to check it failed too", "what", what, "queue", q.Name, "err", err, "list", lerr)
+			return nil, refuse(Upstream, "aws_error",
+				"AWS did not answer whether it could %s on %s; toolq asks ListMessageMoveTasks before any other action on this queue, and the redrive panel shows the task if there is one", what, q.Name)
+		}
+		if i := slices.IndexFunc(live, landed); i >= 0 {
+			s.log.Warn("actions: a move-task call's answer was lost, but it landed", "what", what, "queue", q.Name, "err", err)
+			return &live[i], nil
+		}
+		if n == startAttempts || !worthRetrying(err) || ctx.Err() != nil {
+			return nil, s.awsError(ctx, what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, s.awsError(ctx, what, err)
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// worthRetrying reports whether the SDK's standard retryer would have tried err again.
+func worthRetrying(err error) bool {
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary ||
+		retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary
 }
 
 // queueTasks is what an action on a dead-letter queue decides from, read while it holds the
 // queue's lock so that no other start or cancel can change it meanwhile.
 type queueTasks struct {
-	client    SQSAPI           // the client of the queue's region
 	live      []store.MoveTask // the tasks SQS lists now, already stored
 	running   store.MoveTask   // the running task, as runningTask finds it, when isRunning
 	isRunning bool
 }
 
-// lockTasks takes the action lock of q and reads its move tasks from SQS. Unless it fails, the
+// lockQueue returns the client of q's region and takes q's action lock. Unless it fails, the
 // caller must call unlock when its action is done.
-func (s *Service) lockTasks(ctx context.Context, q store.Queue) (tasks queueTasks, unlock func(), err error) {
-	tasks.client, err = s.client(q.Region)
+func (s *Service) lockQueue(ctx context.Context, q store.Queue) (client SQSAPI, unlock func(), err error) {
+	client, err = s.client(q.Region)
 	if err != nil {
-		return queueTasks{}, nil, err
+		return nil, nil, err
 	}
 	unlock, err = s.lock(ctx, q.ARN)
 	if err != nil {
-		return queueTasks{}, nil, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
+		return nil, nil, fmt.Errorf("actions: wait for %s: %w", q.Name, err)
 	}
-	tasks.live, err = s.liveTasks(ctx, tasks.client, q)
+	return client, unlock, nil
+}
+
+// readTasks settles the queue's earlier intents that have no outcome, then reads its move tasks
+// from SQS. The caller holds q's lock.
+func (s *Service) readTasks(ctx context.Context, client SQSAPI, q store.Queue) (tasks queueTasks, err error) {
+	if err := s.reconcileQueue(ctx, client, q); err != nil {
+		return queueTasks{}, err
+	}
+	tasks.live, err = s.liveTasks(ctx, client, q)
 	if err == nil {
 		tasks.running, tasks.isRunning, err = s.runningTask(ctx, q, tasks.live)
 	}
-	if err != nil {
-		unlock()
-		return queueTasks{}, nil, err
-	}
-	return tasks, unlock, nil
+	return tasks, err
 }
 
 // liveTasks lists the queue's recent move tasks in SQS and refreshes the store with them, so the
@@ -207,9 +373,11 @@ func (s *Service) liveTasks(ctx context.Context, client SQSAPI, q store.Queue) (
 	tasks := make([]store.MoveTask, 0, len(out.Results))
 	for _, e := range out.Results {
 		t := awscalls.MoveTask(q.ID, q.ARN, e, now)
-		if _, err := s.store.UpsertMoveTask(ctx, t); err != nil {
+		id, err := s.store.UpsertMoveTask(ctx, t)
+		if err != nil {
 			return nil, fmt.Errorf("actions: store move task of %s: %w", q.Name, err)
 		}
+		t.ID = id
 		tasks = append(tasks, t)
 	}
 	return tasks, nil
@@ -307,9 +475,12 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		}
 		region, account, name = a.Region, a.Account, a.Name
 	}
-	client, err := s.client(region)
-	if err != nil {
-		return "", false, err
+	client, ok := s.clients[region]
+	if !ok {
+		// Without a client of that region toolq cannot check that the queue exists and is of
+		// the right type: the caller asked for something toolq cannot do, AWS did not fail.
+		return "", false, refuse(Unprocessable, "invalid_destination",
+			"the destination is in region %s, which toolq does not watch; choose a queue in a region it watches", safetext.Line(region, 32))
 	}
 	in := &sqs.GetQueueUrlInput{QueueName: aws.String(name)}
 	if account != "" {

@@ -214,13 +214,27 @@ func listenURL(listen string) string {
 	return "http://" + listen
 }
 
-// Run serves HTTP on ln and runs the collector until ctx ends, then stops in order: the HTTP
-// server, the collector (waited for), the websocket hub, the database.
+// reconcileTimeout bounds the start-up settling of unfinished actions.
+const reconcileTimeout = 30 * time.Second
+
+// Run settles the actions a stopped process left unfinished, serves HTTP on ln and runs the
+// collector until ctx ends, then stops in order: the HTTP server, the collector (waited for),
+// the websocket hub, the database.
 func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	defer func() {
 		err = errors.Join(err, d.Store.Close())
 		d.log.Info("shutdown: database closed")
 	}()
+
+	// An action whose process stopped between its call to AWS and its outcome (a crash, a kill)
+	// left an intent alone in the audit log: settle it from ListMessageMoveTasks before anyone
+	// can act again. What cannot be settled now (AWS unreachable) is settled before its queue's
+	// next action.
+	rctx, cancelReconcile := context.WithTimeout(ctx, reconcileTimeout)
+	if e := d.Actions.Reconcile(rctx); e != nil {
+		d.log.Warn("actions: unfinished actions not settled at start-up; each is settled before its queue's next action", "err", e)
+	}
+	cancelReconcile()
 
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()

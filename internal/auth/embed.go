@@ -18,6 +18,18 @@ const embedPurpose = "embed/v1"
 // MaxEmbedTTL bounds how long an embed link lives: long-lived links are shared credentials.
 const MaxEmbedTTL = 30 * 24 * time.Hour
 
+// MaxViewerEmbedTTL bounds the links a viewer makes: a viewer may show what it reads, but not
+// hand out a month-long credential to it; operators may, up to MaxEmbedTTL.
+const MaxViewerEmbedTTL = 24 * time.Hour
+
+// MaxEmbedTTLFor is the longest embed link someone of role may make.
+func MaxEmbedTTLFor(role Role) time.Duration {
+	if role == RoleOperator {
+		return MaxEmbedTTL
+	}
+	return MaxViewerEmbedTTL
+}
+
 // An embed link opens one page, the way a portal's iframe shows it (?embed=1): the overview
 // (scope "/") or one queue's page (scope "/queues/REF", REF a queue name or ARN, path-escaped).
 // It covers GET requests for that page, its own fragments (htmx asks for them at the same path)
@@ -86,8 +98,8 @@ func (a *Authenticator) EmbedTokenFor(issuer Identity, scope string, ttl time.Du
 	if !ValidEmbedScope(scope) || strings.ContainsAny(scope, "?#|") {
 		return "", time.Time{}, fmt.Errorf("auth: embed scope %q is not a page a link can open", scope)
 	}
-	if ttl <= 0 || ttl > MaxEmbedTTL {
-		return "", time.Time{}, fmt.Errorf("auth: embed link lifetime %s out of range", ttl)
+	if ttl <= 0 || ttl > MaxEmbedTTLFor(issuer.Role) {
+		return "", time.Time{}, fmt.Errorf("auth: embed link lifetime %s out of range for a %s", ttl, issuer.Role)
 	}
 	expires := a.now().Add(ttl).Truncate(time.Second)
 	payload := strconv.FormatInt(expires.Unix(), 10) + "|" + scope

@@ -98,15 +98,15 @@ func TestReceiveGuardSurvivesARestart(t *testing.T) {
 		must(t, c.PeekDue(e.ctx))
 		e.advance(5 * time.Minute)
 	}
-	if got := e.snapshot("orders")[0].ReceiveCount; got != 2 {
-		t.Fatalf("receive count = %d, want 2 (two passes, then paused)", got)
+	if got := e.snapshot("orders")[0].ReceiveCount; got != 1 {
+		t.Fatalf("receive count = %d, want 1 (one pass: toolq's limit under maxReceiveCount 3, then paused)", got)
 	}
 	restarted := e.collector(opt)
 	must(t, restarted.Discover(e.ctx))
 	e.sim.ResetCallCounts()
 	must(t, restarted.PeekDue(e.ctx))
 	if n := e.sim.CallCount("ReceiveMessage"); n != 0 {
-		t.Errorf("after a restart: %d receives of a queue whose message has one delivery left", n)
+		t.Errorf("after a restart: %d receives of a queue whose message had toolq's every receive", n)
 	}
 	if e.queueNamed("orders").PeekPaused == "" {
 		t.Errorf("after a restart: not paused")
@@ -213,5 +213,123 @@ func TestMoveTaskCachedOnlyOnceStored(t *testing.T) {
 	must(t, err)
 	if len(tasks) != 1 || tasks[0].Status != store.MoveTaskCompleted || tasks[0].Moved != 30 {
 		t.Errorf("stored tasks after a failed write and a poll = %+v, want one COMPLETED with 30 moved", tasks)
+	}
+}
+
+// TestIdleMessagesKeepTheirTries is the hostile evaluation's case: 50 idle messages (nobody
+// consumes them) in an opted-in source, sampled every 20 s for 50 passes. toolq receives each at
+// most maxReceiveCount − 2 times, so none reaches the dead-letter queue, each keeps a try and a
+// retry for its consumers, and the queue shows why it is paused; at maxReceiveCount 2 or less it
+// is never received from at all.
+func TestIdleMessagesKeepTheirTries(t *testing.T) {
+	tests := []struct {
+		maxRC     int
+		wantOwn   int // toolq's receives of each message
+		wantPause string
+	}{
+		{2, 0, "not sampled: maxReceiveCount is 2"},
+		{3, 1, "paused: toolq's receives of message"},
+		{4, 2, "paused: toolq's receives of message"},
+		{5, 3, "paused: toolq's receives of message"},
+		{10, 8, "paused: toolq's receives of message"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("maxReceiveCount %d", tt.maxRC), func(t *testing.T) {
+			e := newEnv(t)
+			srcURL, _ := e.createPair("tool-calls", "tool-calls-dlq", tt.maxRC)
+			for i := range 50 {
+				e.send(srcURL, toolCallBody("create_document", i, fmt.Sprintf("sess_%d", i%7)))
+			}
+			c := e.collector(func(o *Options) {
+				o.Peek.Sources = []string{"tool-calls"}
+				o.PeekSourceInterval = 20 * time.Second
+			})
+			must(t, c.Discover(e.ctx))
+			for range 50 {
+				must(t, c.CycleAttributes(e.ctx))
+				must(t, c.PeekDue(e.ctx))
+				e.advance(20 * time.Second)
+			}
+			if n := len(e.snapshot("tool-calls-dlq")); n != 0 {
+				t.Fatalf("%d of 50 idle messages moved to the DLQ by toolq's looks", n)
+			}
+			for _, m := range e.snapshot("tool-calls") {
+				if m.ReceiveCount != tt.wantOwn {
+					t.Errorf("message %s received %d times by toolq; want %d (maxReceiveCount %d − 2)", m.MessageID, m.ReceiveCount, tt.wantOwn, tt.maxRC)
+				}
+			}
+			q := e.queueNamed("tool-calls")
+			if !strings.HasPrefix(q.PeekPaused, tt.wantPause) && !strings.Contains(e.refusal(q.ID), tt.wantPause) {
+				t.Errorf("PeekPaused = %q (refusal %q); want %q", q.PeekPaused, e.refusal(q.ID), tt.wantPause)
+			}
+			if tt.wantOwn == 0 {
+				return
+			}
+			_, msgs := e.latestMessages("tool-calls")
+			if len(msgs) != 50 {
+				t.Fatalf("the newest sample holds %d messages; want 50", len(msgs))
+			}
+			for _, m := range msgs {
+				if m.OwnReceives != tt.wantOwn || m.ReceiveCount != 0 {
+					t.Errorf("sampled %s: own %d, consumers' %d; want %d and 0", m.MessageID, m.OwnReceives, m.ReceiveCount, tt.wantOwn)
+				}
+			}
+		})
+	}
+}
+
+// refusal returns the PeekRefused error recorded for a queue, if any.
+func (e *env) refusal(queueID int64) string {
+	e.t.Helper()
+	for _, ce := range e.errors(queueID) {
+		if ce.Code == "PeekRefused" {
+			return ce.Message
+		}
+	}
+	return ""
+}
+
+// TestBlockedGroupKeepsItsPile: a FIFO session whose head fails again and again keeps messages
+// waiting behind it while the queue is busy (the head is in a consumer's hands most of the
+// time). Being busy is no sign that the pile is gone: over many passes toolq receives no waiting
+// message more than maxReceiveCount − 2 times, during the block and after the head has gone.
+func TestBlockedGroupKeepsItsPile(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("orders.fifo", "orders-dlq.fifo", 5)
+	for i := range 5 {
+		e.send(srcURL, toolCallBody("create_document", i, "sess_a"), inGroup("sess_a", fmt.Sprintf("a%d", i)))
+		e.advance(time.Second)
+	}
+	head := e.snapshot("orders.fifo")[0].MessageID
+	c := e.collector(func(o *Options) {
+		o.Peek.Sources = []string{"orders.fifo"}
+		o.PeekSourceInterval = 20 * time.Second
+	})
+	must(t, c.Discover(e.ctx))
+	consuming := true
+	consumed := map[string]int{} // receives by the consumer of messages other than the head
+	for range 25 {
+		// The consumer takes the head (FIFO gives it first) and fails it, while its
+		// visibility timeout holds the whole session back; then toolq may look. Once SQS has
+		// moved the head on, the consumer is gone too: what waited behind it is idle.
+		if consuming {
+			out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL), MaxNumberOfMessages: 1, VisibilityTimeout: 10})
+			must(t, err)
+			consuming = len(out.Messages) == 1 && aws.ToString(out.Messages[0].MessageId) == head
+			if len(out.Messages) == 1 && !consuming {
+				consumed[aws.ToString(out.Messages[0].MessageId)]++
+			}
+		}
+		must(t, c.CycleAttributes(e.ctx))
+		must(t, c.PeekDue(e.ctx))
+		e.advance(20 * time.Second)
+	}
+	for _, m := range e.snapshot("orders.fifo") {
+		if own := m.ReceiveCount - consumed[m.MessageID]; m.MessageID != head && own > 3 {
+			t.Errorf("waiting message %s received %d times by toolq; want at most 3 (maxReceiveCount 5 − 2)", m.MessageID, own)
+		}
+	}
+	if n := len(e.snapshot("orders-dlq.fifo")); n > 1 {
+		t.Errorf("%d messages in the DLQ; want the failing head at most", n)
 	}
 }

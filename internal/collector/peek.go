@@ -144,40 +144,53 @@ type seenMessage struct {
 // when that will not change while the queue's configuration stays. Only a queue with a
 // RedrivePolicy can lose a message to a receive: SQS moves a message on once a receive would take
 // its count past maxReceiveCount. toolq receives from such a queue only while every message it
-// knows of keeps at least one delivery for its consumers after toolq's next receive; where it
-// cannot know (the policy cannot be read, the endpoint does not report receive counts), or where
-// maxReceiveCount is 1, it does not receive.
+// knows of
 //
-// A pause ends when the messages it protects are gone as far as toolq can tell: the queue is
-// empty, they showed up in the dead-letter queue, or consumers were busy for longer than a few
-// visibility timeouts since (a consumed message at its last delivery is soon deleted or moved).
-// An idle queue stays paused: a look would move its messages on.
+//   - keeps at least one delivery for its consumers after toolq's next receive (its count + 1 <
+//     maxReceiveCount), and
+//   - has had fewer than store.OwnReceiveLimit receives by toolq since it arrived: toolq's own
+//     receives never bring a message within one receive of maxReceiveCount, so an idle message
+//     is never moved on, nor left without a retry, by looks alone.
+//
+// Where it cannot know (the policy cannot be read, the endpoint does not report receive counts),
+// or where maxReceiveCount is 2 or less (one receive would leave a message no retry), it does
+// not receive at all.
+//
+// A pause ends only when the messages it protects are gone as far as toolq can tell: the queue
+// is empty, or they showed up in the dead-letter queue. Consumers being busy is no such sign: a
+// FIFO group blocked behind a failing head keeps the messages behind it, and a look after a
+// guess would spend their tries. So a source that never empties is sampled until its messages
+// have used toolq's limit, then shows its last sample with the reason it is paused.
 func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
 	st := q.state()
 	if st.redrivePolicy == "" {
 		return "", false
 	}
-	switch st.maxReceiveCount {
-	case 0:
+	switch limit := store.OwnReceiveLimit(st.maxReceiveCount); {
+	case st.maxReceiveCount == 0:
 		return "not sampled: its RedrivePolicy cannot be read, so toolq cannot tell how many receives its messages have left", true
-	case 1:
+	case st.maxReceiveCount == 1:
 		return "not sampled: maxReceiveCount is 1, so one receive by the dashboard would send every message to the dead-letter queue", true
+	case limit == 0:
+		return fmt.Sprintf("not sampled: maxReceiveCount is %d, so one receive by the dashboard would leave a message a single delivery, with no retry for its consumers", st.maxReceiveCount), true
 	}
 	if st.countless != "" {
 		return st.countless, true
 	}
-	empty := !st.attributesAt.IsZero() && st.visible+st.inFlight+st.delayed == 0
-	busyLong := !st.pausedAt.IsZero() && st.busyAt.After(st.pausedAt.Add(max(4*st.visibilityTimeout, 2*c.opts.PeekSourceInterval)))
-	if empty || busyLong {
+	if !st.attributesAt.IsZero() && st.visible+st.inFlight+st.delayed == 0 {
 		q.forgetSeen()
 		return "", false
 	}
-	worstID, worst := q.mostReceived()
-	if worst+1 < st.maxReceiveCount {
-		return "", false
+	if id, worst := q.mostReceived(); worst+1 >= st.maxReceiveCount {
+		return fmt.Sprintf("paused: message %s has been received %d of maxReceiveCount %d times; another receive by toolq would leave it no delivery for its consumers",
+			safetext.Line(id, 64), worst, st.maxReceiveCount), false
 	}
-	return fmt.Sprintf("paused: message %s has been received %d of maxReceiveCount %d times; another receive by toolq would leave it no delivery for its consumers",
-		safetext.Line(worstID, 64), worst, st.maxReceiveCount), false
+	limit := store.OwnReceiveLimit(st.maxReceiveCount)
+	if id, own := q.mostOwnReceived(); own >= limit {
+		return fmt.Sprintf("paused: toolq's receives of message %s since it arrived are %d, its limit (maxReceiveCount %d less two); another look would bring it within one receive of maxReceiveCount by toolq's receives alone. Sampling resumes when the queue is empty or its messages reach the dead-letter queue",
+			safetext.Line(id, 64), own, st.maxReceiveCount), false
+	}
+	return "", false
 }
 
 // refuse records, once per queue, that an opted-in queue will not be sampled.
@@ -201,7 +214,7 @@ func (c *Collector) setPeekEnabled(ctx context.Context, q *watchedQueue, enabled
 
 // setPeekPaused records why sampling q is paused ("" when it is not), when that changed.
 func (c *Collector) setPeekPaused(ctx context.Context, q *watchedQueue, reason string) {
-	if !q.setPeekPaused(reason, c.now()) {
+	if !q.setPeekPaused(reason) {
 		return
 	}
 	if reason != "" {
@@ -232,12 +245,14 @@ func (p peekPass) complete(approx int64) bool {
 
 // peek runs one pass over q and stores it as a Sample.
 func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind store.SampleKind) {
-	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages)
+	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	if err != nil {
 		cy.queueFailed(q.region.Name)
 		return
 	}
 	approx := attrInt(attrs, "ApproximateNumberOfMessages")
+	inFlight := attrInt(attrs, "ApproximateNumberOfMessagesNotVisible")
 	sample := store.Sample{QueueID: q.id, Kind: kind, At: c.now(), ApproxVisible: approx}
 	st := q.state()
 	fifo, maxRC, guarded := st.fifo, st.maxReceiveCount, st.redrivePolicy != ""
@@ -263,7 +278,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	}
 	c.tel.peekReceives.WithLabelValues(q.name).Add(float64(pass.receives))
 
-	own := q.noteSeen(pass, sample.At, approx, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
+	own := q.noteSeen(pass, sample.At, approx, inFlight, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
 	q.setPeeked(sample.At, approx, pass.receives)
 	if pass.stopped != "" {
 		c.setPeekPaused(ctx, q, pass.stopped)

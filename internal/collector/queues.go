@@ -60,7 +60,6 @@ type queueState struct {
 	inFlight            int64 // ApproximateNumberOfMessagesNotVisible, likewise
 	delayed             int64
 	attributesAt        time.Time
-	busyAt              time.Time // the newest attribute sample with messages in flight
 	deadLetterTargetARN string
 	maxReceiveCount     int
 	// redrivePolicy is the queue's own RedrivePolicy attribute as read: a queue that has one is
@@ -75,7 +74,6 @@ type queueState struct {
 	peekedAt          time.Time // the newest sample's time, from the store on adoption
 	peekedVisible     int64     // ApproxVisible of the newest sample
 	peekPaused        string    // why sampling is paused, as stored
-	pausedAt          time.Time // when the current pause began
 	// countless is why the queue is not sampled when its endpoint does not report receive
 	// counts while it has a RedrivePolicy ("" otherwise).
 	countless    string
@@ -104,9 +102,6 @@ func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePoli
 	defer q.mu.Unlock()
 	q.st.visible, q.st.inFlight, q.st.delayed = sample.Visible, sample.InFlight, sample.Delayed
 	q.st.attributesAt = sample.At
-	if sample.InFlight > 0 {
-		q.st.busyAt = sample.At
-	}
 	q.st.deadLetterTargetARN = policy.DeadLetterTargetARN
 	q.st.maxReceiveCount = policy.MaxReceiveCount
 	q.st.redrivePolicy = attrs["RedrivePolicy"]
@@ -164,19 +159,13 @@ func (q *watchedQueue) setPeekEnabled(enabled bool) (changed bool) {
 	return changed
 }
 
-// setPeekPaused records why sampling q is paused ("" when it is not), and when the pause began,
-// and reports whether the reason changed.
-func (q *watchedQueue) setPeekPaused(reason string, now time.Time) (changed bool) {
+// setPeekPaused records why sampling q is paused ("" when it is not), and reports whether the
+// reason changed.
+func (q *watchedQueue) setPeekPaused(reason string) (changed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	changed = q.st.peekPaused != reason
 	q.st.peekPaused = reason
-	switch {
-	case reason == "":
-		q.st.pausedAt = time.Time{}
-	case q.st.pausedAt.IsZero():
-		q.st.pausedAt = now
-	}
 	return changed
 }
 
@@ -191,15 +180,26 @@ func (q *watchedQueue) setPeeked(at time.Time, visible int64, receives int) {
 // lowest id among equals, so that the same message is named every time), or receives -1 when
 // they know of none.
 func (q *watchedQueue) mostReceived() (id string, receives int) {
+	return q.most(func(m seenMessage) int { return m.receives })
+}
+
+// mostOwnReceived returns the message the peeks know of that toolq itself received most often
+// since it arrived, as mostReceived does.
+func (q *watchedQueue) mostOwnReceived() (id string, receives int) {
+	return q.most(func(m seenMessage) int { return m.own })
+}
+
+// most returns the known message with the highest count, the lowest id among equals, or -1.
+func (q *watchedQueue) most(count func(seenMessage) int) (id string, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	receives = -1
+	n = -1
 	for mid, m := range q.seen {
-		if m.receives > receives || m.receives == receives && mid < id {
-			id, receives = mid, m.receives
+		if c := count(m); c > n || c == n && mid < id {
+			id, n = mid, c
 		}
 	}
-	return id, receives
+	return id, n
 }
 
 // forgetSeen drops what the peeks know of q's messages: none of them needs protecting any more.
@@ -222,10 +222,11 @@ func (q *watchedQueue) forgetMessage(id string) {
 // included). A message arrived anew when its receive count went down since toolq last saw it,
 // its first-receive time changed, or a move task of the queue started since (movedAt): whatever
 // toolq spent on it before belongs to an earlier stay (before a redrive, say) and is not
-// subtracted. A complete pass forgets the messages it did not see that toolq last saw more than a
-// visibility timeout ago: they would have been visible again. At most limit messages are kept,
-// the newest seen.
-func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx int64, movedAt time.Time, limit int) map[string]int {
+// subtracted. A complete pass over a queue with nothing in flight (inFlight, read before it)
+// forgets the messages it did not see that toolq last saw more than a visibility timeout ago:
+// they would have been visible again, so they are gone; one in a consumer's hands is not. At
+// most limit messages are kept, the newest seen.
+func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx, inFlight int64, movedAt time.Time, limit int) map[string]int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.seen == nil {
@@ -253,7 +254,7 @@ func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx int64, moved
 		q.seen[id] = seenMessage{receives: receives, own: n, firstReceive: first, at: at}
 		own[id] = n
 	}
-	if pass.complete(approx) {
+	if pass.complete(approx) && inFlight == 0 {
 		for id, m := range q.seen {
 			if _, inPass := own[id]; !inPass && at.Sub(m.at) > q.st.visibilityTimeout {
 				delete(q.seen, id)

@@ -3,6 +3,7 @@
 package safetext
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,6 +47,36 @@ func Line(s string, max int) string {
 		n++
 	}
 	return b.String()
+}
+
+// Visible returns s with every C0 control character but newline and tab, DEL and every C1
+// control character replaced by a visible escape: \xNN for C0 and DEL (ESC is \x1b, CR \x0d),
+// \u00NN for C1 (NEL is \u0085). It is for text that must stay whole but is shown or exported as
+// it is (a message body in a page or a CSV cell), where a raw ESC or NEL would drive a terminal
+// or a spreadsheet, or hide what follows it. Backslashes are
+// left alone, so "\x1b" written out in a body reads the same as an escaped ESC.
+func Visible(s string) string {
+	if !strings.ContainsFunc(s, escaped) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		switch {
+		case !escaped(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+// escaped reports whether Visible escapes r: C0 but newline and tab, DEL, C1.
+func escaped(r rune) bool {
+	return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
 }
 
 // Truncate cuts s to at most max bytes without splitting a rune.

@@ -74,3 +74,22 @@ func TestLineOfHostileGroupIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestVisible(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", `{"q":"go"}`, `{"q":"go"}`},
+		{"keeps newline and tab", "a\nb\tc", "a\nb\tc"},
+		{"C0", "nul\x00 bel\x07 esc\x1b[31m cr\r", `nul\x00 bel\x07 esc\x1b[31m cr\x0d`},
+		{"DEL", "a\x7fb", `a\x7fb`},
+		{"C1", "nel\u0085 csi\u009b", `nel\u0085 csi\u009b`},
+		{"other text stays", "é ✓ \u00a0", "é ✓ \u00a0"},
+		{"backslashes stay", `a\nb`, `a\nb`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Visible(tt.in); got != tt.want {
+				t.Errorf("Visible(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -77,6 +77,21 @@ func textParam(c echo.Context, name string, max int) (string, error) {
 	return v, nil
 }
 
+// maxToolParam bounds a tool-name filter. It is above what the collector stores of a tool name
+// (256 bytes), so that every name a page offers as a filter is taken.
+const maxToolParam = 1024
+
+// toolParam returns a tool-name filter, for the API and the pages alike: any name the collector
+// may have stored, which keeps newlines and tabs (safetext.Store), but no other control
+// character and nothing longer than maxToolParam.
+func toolParam(c echo.Context, name string) (string, error) {
+	v := c.QueryParam(name)
+	if len(v) > maxToolParam || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+		return "", newError(http.StatusBadRequest, "invalid_parameter", name+" is too long or holds control characters")
+	}
+	return v, nil
+}
+
 // intParam returns an integer query parameter within [min, max], or def when it is absent.
 func intParam(c echo.Context, name string, def, min, max int64) (int64, error) {
 	v := c.QueryParam(name)
@@ -104,24 +119,35 @@ func boolParam(c echo.Context, name string) (bool, error) {
 	return b, nil
 }
 
-// timeParam returns a time query parameter given as RFC 3339 or unix seconds, or def.
+// maxTime is the last second a time parameter may name: JSON and RFC 3339 have four-digit years.
+var maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// timeParam returns a time query parameter given as RFC 3339 or unix seconds, or def. Times
+// before 1970 or after the year 9999 are refused (400), not carried on to fail later.
 func timeParam(c echo.Context, name string, def time.Time) (time.Time, error) {
 	v := c.QueryParam(name)
 	if v == "" {
 		return def, nil
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n < 1<<40 {
-		return time.Unix(n, 0).UTC(), nil
-	}
 	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, newError(http.StatusBadRequest, "invalid_parameter", name+" must be an RFC 3339 time or unix seconds")
+	if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil {
+		t, err = time.Unix(n, 0).UTC(), nil
+		if n < 0 || n > maxTime.Unix() {
+			err = errors.New("out of range")
+		}
 	}
-	return t, nil
+	if err != nil || t.Before(time.Unix(0, 0)) || t.After(maxTime) {
+		return time.Time{}, newError(http.StatusBadRequest, "invalid_parameter",
+			name+" must be an RFC 3339 time or unix seconds, from 1970 to the end of 9999")
+	}
+	return t.UTC(), nil
 }
 
-// decodeJSON decodes a request body strictly: one JSON object of known fields and nothing after
-// it. An empty body leaves v as it is when allowEmpty. v must be a pointer to a struct.
+// decodeJSON decodes a request body strictly: one JSON object (not null) of known fields, each
+// named once and spelt exactly as documented, and nothing after it. encoding/json alone would
+// take null as "no body", let the last of two equal names win and match names whatever their
+// case, so that {"MaxMessagesPerSecond":1,"maxMessagesPerSecond":500} would say two things at
+// once. An empty body leaves v as it is when allowEmpty. v must be a pointer to a struct.
 func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 	var raw json.RawMessage
 	dec := json.NewDecoder(c.Request().Body)
@@ -138,6 +164,11 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 		return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
 	case dec.Decode(&struct{}{}) != io.EOF:
 		return newError(http.StatusBadRequest, "invalid_json", "the body must hold a single JSON object")
+	case !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")):
+		return newError(http.StatusBadRequest, "invalid_json", "the body must be a JSON object")
+	}
+	if err := checkNames(raw, jsonNames(reflect.TypeOf(v).Elem())); err != nil {
+		return err
 	}
 	strict := json.NewDecoder(bytes.NewReader(raw))
 	strict.DisallowUnknownFields()
@@ -150,6 +181,70 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 		return newError(http.StatusBadRequest, "invalid_json", "the body is not JSON of the expected shape")
 	}
 	return nil
+}
+
+// jsonNames returns the JSON names of a struct's fields.
+func jsonNames(t reflect.Type) map[string]bool {
+	names := make(map[string]bool, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
+}
+
+// checkNames walks a valid JSON document and refuses an object that names a member twice, and
+// a member of the outer object that is not exactly one of names.
+func checkNames(raw []byte, names map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var walk func(top bool) error
+	walk = func(top bool) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := make(map[string]bool)
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+				}
+				name := key.(string)
+				if seen[name] {
+					return newError(http.StatusBadRequest, "invalid_json", "the body names a field twice")
+				}
+				seen[name] = true
+				if top && !names[name] {
+					return newError(http.StatusBadRequest, "unknown_field",
+						"the body has a field this endpoint does not know (names are case-sensitive)")
+				}
+				if err := walk(false); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // the closing brace
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(false); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+		}
+		if err != nil {
+			return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+		}
+		return nil
+	}
+	return walk(true)
 }
 
 // actor returns who asks for an action, for the actions service and its audit log.
@@ -168,10 +263,10 @@ const maxSearch = 256
 // messageQuery reads what the API and the messages page share of a message list's query: the
 // search (q), the grouping (groupBy) and a filter per dimension (?mcpServer=docs-legacy); the
 // tool filter under the name each uses (the API's toolName, the page's tool).
-func (s *Server) messageQuery(c echo.Context, toolParam string) (views.MessageQuery, error) {
+func (s *Server) messageQuery(c echo.Context, toolKey string) (views.MessageQuery, error) {
 	var q views.MessageQuery
 	var err error
-	if q.ToolName, err = textParam(c, toolParam, 256); err != nil {
+	if q.ToolName, err = toolParam(c, toolKey); err != nil {
 		return q, err
 	}
 	if q.Search, err = textParam(c, "q", maxSearch); err != nil {

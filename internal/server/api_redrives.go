@@ -51,6 +51,9 @@ func (s *Server) listRedrives(c echo.Context) error {
 	return c.JSON(http.StatusOK, redriveList{Redrives: rs})
 }
 
+// headerIdempotencyKey names a start, so that a client that lost the answer can ask again.
+const headerIdempotencyKey = "Idempotency-Key"
+
 // startRedrive answers POST /api/v1/queues/{queue}/redrives: 202 and the started move task.
 func (s *Server) startRedrive(c echo.Context) error {
 	ref, err := queueParam(c)
@@ -66,6 +69,8 @@ func (s *Server) startRedrive(c echo.Context) error {
 		Queue:        ref,
 		Destination:  body.Destination,
 		MaxPerSecond: rawRate(body.MaxMessagesPerSecond), // the action checks 1..500 and audits a refusal
+		// A repeat with the same key is answered as the first start was; the action checks it.
+		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})
 	if err != nil {
 		return err

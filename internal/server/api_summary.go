@@ -45,11 +45,14 @@ func prefersText(accept string) bool {
 }
 
 // chatMarkup replaces the characters with which text posted as it is would notify or link in a
-// chat: Slack's <!channel>, <!here>, <@U…> and <url|label>, and the @here, @channel, @all and
-// @everyone of Mattermost, Teams and Discord. Health reasons quote hostile text (a FIFO group id
-// may be "<!channel>"), so the summary swaps them for look-alikes that read the same and do
-// nothing. Queue names and toolq's own words never contain them.
-var chatMarkup = strings.NewReplacer("<", "\u2039", ">", "\u203a", "@", "\uff20")
+// chat: Slack's <!channel>, <!here>, <@U…> and <url|label>; the @here, @channel, @all and
+// @everyone of Mattermost, Teams and Discord; and the Markdown links and images those three
+// render with the address hidden ([Fix-now](https://…), ![x](https://…), [x][ref] with its
+// "[ref]: https://…" line). Health reasons quote hostile text (a FIFO group id may be
+// "<!channel>" or "[Fix-now](https://evil.example)"), so the summary swaps them for look-alikes
+// that read the same and do nothing: without its brackets no Markdown link is left, and an
+// address left in the text shows as itself. Queue names and toolq's own words never contain them.
+var chatMarkup = strings.NewReplacer("<", "\u2039", ">", "\u203a", "@", "\uff20", "[", "\uff3b", "]", "\uff3d")
 
 // chatSafe returns text that a bot can post without it pinging a channel or hiding a link.
 func chatSafe(text string) string { return chatMarkup.Replace(text) }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/store"
@@ -210,6 +214,20 @@ func TestAPIBadInput(t *testing.T) {
 		{"garbage limit", "GET", "/api/v1/queues/orders-dlq/messages?limit=ten", "", 400, "invalid_parameter"},
 		{"garbage until", "GET", "/api/v1/queues/orders/metrics?until=%00", "", 400, "invalid_parameter"},
 		{"huge unix since", "GET", "/api/v1/queues/orders/metrics?since=99999999999999999999", "", 400, "invalid_parameter"},
+		{"until past the year 9999", "GET", "/api/v1/queues/orders/metrics?until=253402300800", "", 400, "invalid_parameter"},
+		{"since past the year 9999", "GET", "/api/v1/queues/orders/metrics?since=253402300800", "", 400, "invalid_parameter"},
+		{"unix time before 1970", "GET", "/api/v1/queues/orders/metrics?until=-1", "", 400, "invalid_parameter"},
+		{"RFC 3339 before 1970", "GET", "/api/v1/queues/orders/metrics?since=0001-01-01T00:00:00Z", "", 400, "invalid_parameter"},
+		{"null body", "POST", "/api/v1/queues/orders-dlq/redrives", `null`, 400, "invalid_json"},
+		{"null body with spaces", "POST", "/api/v1/queues/orders-dlq/redrives", " null \n", 400, "invalid_json"},
+		{"string body", "POST", "/api/v1/queues/orders-dlq/redrives", `"x"`, 400, "invalid_json"},
+		{"duplicate key", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1,"maxMessagesPerSecond":500}`, 400, "invalid_json"},
+		{"duplicate key of another case", "POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1,"MaxMessagesPerSecond":500}`, 400, "unknown_field"},
+		{"wrong-case key", "POST", "/api/v1/queues/orders-dlq/redrives", `{"Destination":"orders"}`, 400, "unknown_field"},
+		{"wrong-case key, all capitals", "POST", "/api/v1/queues/orders-dlq/redrives", `{"MAXMESSAGESPERSECOND":5}`, 400, "unknown_field"},
+		{"duplicate key in embed link", "POST", "/api/v1/embed-links", `{"path":"/?embed=1","path":"/queues/orders?embed=1"}`, 400, "invalid_json"},
+		{"null embed link", "POST", "/api/v1/embed-links", `null`, 400, "invalid_json"},
+		{"destination in an unwatched region", "POST", "/api/v1/queues/orders-dlq/redrives", `{"destination":"arn:aws:sqs:eu-west-1:000000000000:orders"}`, 422, "invalid_destination"},
 		{"audit limit huge", "GET", "/api/v1/audit?limit=1000000", "", 400, "invalid_parameter"},
 		{"not a DLQ", "POST", "/api/v1/queues/orders/redrives", ``, 422, "not_dead_letter_queue"},
 		{"cancel with nothing running", "POST", "/api/v1/queues/orders-dlq/redrives/cancel", ``, 409, "no_task_running"},
@@ -231,6 +249,85 @@ func TestAPIBadInput(t *testing.T) {
 				t.Errorf("internal text in %s", rec.Body)
 			}
 		})
+	}
+}
+
+// TestAPITimeBounds: the edges of the times a parameter may name are answered, not failed.
+func TestAPITimeBounds(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	for _, target := range []string{
+		"/api/v1/queues/orders/metrics?until=253402300799",
+		"/api/v1/queues/orders/metrics?until=9999-12-31T23:59:59Z",
+		"/api/v1/queues/orders/metrics?since=0&until=3600",
+		"/api/v1/queues/orders/metrics?since=1970-01-01T00:00:00Z&until=1970-01-01T02:00:00%2B01:00",
+	} {
+		t.Run(target, func(t *testing.T) {
+			rec := h.do(t, apiRequest{target: target, header: jsonPost(h.operator)})
+			if rec.Code != http.StatusOK {
+				t.Errorf("status %d, want 200: %s", rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
+// TestAPIIdempotencyKey: a start sent again with its Idempotency-Key gets the first answer,
+// 202 and the same task, and starts nothing; a new key is a new start (409 while one runs).
+func TestAPIIdempotencyKey(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	post := func(key string) (int, map[string]any) {
+		hdr := jsonPost(h.operator)
+		hdr["Idempotency-Key"] = key
+		rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: `{"maxMessagesPerSecond":1}`, header: hdr})
+		var doc map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &doc)
+		return rec.Code, doc
+	}
+	code, first := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, first)
+	}
+	h.w.Advance(time.Second)
+	code, again := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
+	if code != http.StatusAccepted || again["startedAt"] != first["startedAt"] || again["taskHandle"] != first["taskHandle"] {
+		t.Errorf("repeat: %d %v; want 202 and the same task", code, again)
+	}
+	if code, doc := post("another-key"); code != http.StatusConflict || doc["error"].(map[string]any)["code"] != "task_running" {
+		t.Errorf("a new key: %d %v; want 409 task_running", code, doc)
+	}
+	if code, doc := post("bad key\u00e9"); code != http.StatusBadRequest || doc["error"].(map[string]any)["code"] != "invalid_idempotency_key" {
+		t.Errorf("a bad key: %d %v; want 400 invalid_idempotency_key", code, doc)
+	}
+	out, err := h.w.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(h.w.ARN("orders-dlq"))})
+	if err != nil || len(out.Results) != 1 {
+		t.Errorf("move tasks = %d, %v; want one", len(out.Results), err)
+	}
+}
+
+// TestAPIRefusesActionsWithoutAudit: with the audit table gone, a start is 503 audit_unavailable
+// and nothing moves.
+func TestAPIRefusesActionsWithoutAudit(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	db, err := sql.Open("sqlite", "file:"+h.w.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP TABLE audit_log"); err != nil {
+		t.Fatal(err)
+	}
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", header: jsonPost(h.operator)})
+	if rec.Code != http.StatusServiceUnavailable || errorCode(t, rec.Body.Bytes()) != "audit_unavailable" {
+		t.Fatalf("start without an audit table: %d %s; want 503 audit_unavailable", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "no such table") {
+		t.Errorf("internal text in %s", rec.Body)
+	}
+	out, err := h.w.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(h.w.ARN("orders-dlq"))})
+	if err != nil || len(out.Results) != 0 {
+		t.Errorf("move tasks = %d, %v; want none", len(out.Results), err)
+	}
+	if rec := h.do(t, apiRequest{target: "/readyz"}); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("readyz without an audit table: %d %s; want 503", rec.Code, rec.Body)
 	}
 }
 
@@ -266,10 +363,16 @@ func TestAPIRedriveFlow(t *testing.T) {
 	}
 	rec = h.do(t, apiRequest{target: "/api/v1/audit?queue=orders-dlq", header: bearer(h.viewer)})
 	var audit struct {
-		Entries []struct{ Action, Result, Actor string }
+		Entries []struct {
+			ID                    int64
+			Action, Result, Actor string
+			IntentID              *int64
+		}
 	}
 	json.Unmarshal(rec.Body.Bytes(), &audit)
-	want := []string{"redrive.cancel accepted", "redrive.start refused", "redrive.start accepted"}
+	// Each action wrote its intent before it called AWS, and its outcome, naming the intent, after.
+	want := []string{"redrive.cancel accepted", "redrive.cancel intent", "redrive.start refused", "redrive.start intent",
+		"redrive.start accepted", "redrive.start intent"}
 	if len(audit.Entries) != len(want) {
 		t.Fatalf("audit = %s", rec.Body)
 	}
@@ -277,6 +380,39 @@ func TestAPIRedriveFlow(t *testing.T) {
 		if got := e.Action + " " + e.Result; got != want[i] || e.Actor != "ops-bot" {
 			t.Errorf("audit[%d] = %s by %s; want %s by ops-bot", i, got, e.Actor, want[i])
 		}
+		if i%2 == 0 && (e.IntentID == nil || *e.IntentID != audit.Entries[i+1].ID) || i%2 == 1 && e.IntentID != nil {
+			t.Errorf("audit[%d] names intent %v; want each outcome to name the intent below it", i, e.IntentID)
+		}
+	}
+}
+
+// TestEmbedLinkLifetimeByRole: a viewer's embed links live at most 24 hours, an operator's 30
+// days; beyond is 400 invalid_ttl, saying the limit.
+func TestEmbedLinkLifetimeByRole(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	tests := []struct {
+		name   string
+		token  string
+		ttl    int64
+		status int
+	}{
+		{"viewer, a day", h.viewer, 86400, http.StatusCreated},
+		{"viewer, a day and a second", h.viewer, 86401, http.StatusBadRequest},
+		{"viewer, 30 days", h.viewer, 2592000, http.StatusBadRequest},
+		{"operator, 30 days", h.operator, 2592000, http.StatusCreated},
+		{"operator, past 30 days", h.operator, 2592001, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links",
+				body: `{"path":"/?embed=1","ttlSeconds":` + strconv.FormatInt(tt.ttl, 10) + `}`, header: jsonPost(tt.token)})
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if tt.status == http.StatusBadRequest && (errorCode(t, rec.Body.Bytes()) != "invalid_ttl" || !strings.Contains(rec.Body.String(), "for a ")) {
+				t.Errorf("refusal %s", rec.Body)
+			}
+		})
 	}
 }
 
@@ -405,6 +541,9 @@ func TestSummaryTextIsChatSafe(t *testing.T) {
 		{"plain mention", "@here", []string{"@here"}},
 		{"discord everyone", "@everyone", []string{"@everyone"}},
 		{"mattermost channel", "@channel", []string{"@channel"}},
+		{"markdown link", "[Fix-now](https://evil.example/x)", []string{"[Fix-now]", "](", "["}},
+		{"markdown image", "![x](https://evil.example/p.png)", []string{"![", "](", "["}},
+		{"markdown reference link", "[Fix-now][1] [1]: https://evil.example", []string{"[Fix-now]", "[1]:", "]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +16,8 @@ import (
 
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/safetext"
+	"github.com/toolq/toolq/web/templates"
 )
 
 // login answers POST /login (token mode): a valid token sets the session cookie and goes to the
@@ -21,7 +27,16 @@ func (s *Server) login(c echo.Context) error {
 	if s.auth.Mode() != auth.ModeToken {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	cookie, id, err := s.auth.Login(c.Request().Context(), c.FormValue("token"), c.IsTLS())
+	token := c.FormValue("token")
+	if wait, ok := s.loginAllowed(c.RealIP(), token); !ok {
+		s.log.Warn("login throttled", "request_id", requestID(c), "remote", c.RealIP())
+		secs := max(int(math.Ceil(wait.Seconds())), 1)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		p := s.loginProps(c, next)
+		p.WaitSeconds = secs
+		return render(c, http.StatusTooManyRequests, templates.LoginPage(p))
+	}
+	cookie, id, err := s.auth.Login(c.Request().Context(), token, c.IsTLS())
 	if errors.Is(err, auth.ErrInvalidCredentials) {
 		s.log.Info("login refused", "request_id", requestID(c), "remote", c.RealIP())
 		return c.Redirect(http.StatusSeeOther, "/login?error=1&next="+url.QueryEscape(next))
@@ -32,6 +47,30 @@ func (s *Server) login(c echo.Context) error {
 	s.log.Info("login", "request_id", requestID(c), "actor", id.Name, "role", id.Role, "remote", c.RealIP())
 	c.SetCookie(cookie)
 	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// Sign-in attempts allowed per client address and per token prefix: a burst of loginBurst,
+// then one every loginEvery. A person mistyping a token is not slowed; a script trying tokens
+// (about a thousand a second without it) gets ten a minute, from one address or spread over
+// many against tokens that start alike.
+const (
+	loginEvery = 6 * time.Second
+	loginBurst = 10
+	// loginPrefixLen is how much of a submitted token names its bucket: "tq_" and five of its
+	// 52 characters.
+	loginPrefixLen = 8
+)
+
+// loginAllowed reports whether a sign-in from addr with token may be tried now, and if not how
+// long to wait. Every attempt counts, a success too: the limit is far above a person's needs.
+func (s *Server) loginAllowed(addr, token string) (time.Duration, bool) {
+	now := s.opts.Now()
+	ok, wait := s.loginByAddr.allow(addr, now)
+	if !ok {
+		return wait, false
+	}
+	ok, wait = s.loginByPrefix.allow(safetext.Truncate(strings.TrimSpace(token), loginPrefixLen), now)
+	return wait, ok
 }
 
 // logout answers POST /logout (a form with the CSRF token): the session ends on the server, so
@@ -96,10 +135,12 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 	if body.TTLSeconds != 0 {
 		ttl = time.Duration(body.TTLSeconds) * time.Second
 	}
-	if body.TTLSeconds < 0 || ttl < time.Minute || ttl > auth.MaxEmbedTTL {
-		return newError(http.StatusBadRequest, "invalid_ttl", "ttlSeconds must be from 60 to 2592000 (30 days)")
+	who := identity(c)
+	if limit := auth.MaxEmbedTTLFor(who.Role); body.TTLSeconds < 0 || ttl < time.Minute || ttl > limit {
+		return newError(http.StatusBadRequest, "invalid_ttl", fmt.Sprintf("ttlSeconds must be from 60 to %d (%s) for a %s",
+			int64(limit/time.Second), humanTTL(limit), cmp.Or(string(who.Role), "caller without a role")))
 	}
-	token, expires, err := s.auth.EmbedTokenFor(identity(c), scope, ttl)
+	token, expires, err := s.auth.EmbedTokenFor(who, scope, ttl)
 	if err != nil {
 		return err
 	}
@@ -111,6 +152,14 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 		Path:      rel,
 		ExpiresAt: expires.UTC(),
 	})
+}
+
+// humanTTL names an embed link's longest life: "30 days", "24 hours".
+func humanTTL(d time.Duration) string {
+	if d%(24*time.Hour) == 0 && d > 24*time.Hour {
+		return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+	}
+	return strconv.Itoa(int(d/time.Hour)) + " hours"
 }
 
 // errInvalidEmbedPath refuses a path no embed link can open.

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/labstack/echo/v4"
@@ -95,6 +98,59 @@ func TestLogin(t *testing.T) {
 	if rec := h.do(t, apiRequest{target: "/queues/orders-dlq", cookies: cookies}); rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/login") {
 		t.Errorf("page with the signed-out session's cookie: %d %q, want 303 to /login", rec.Code, rec.Header().Get("Location"))
 	}
+}
+
+// TestLoginIsThrottled: sign-in attempts are limited per client address and per token prefix
+// (ten, then one every six seconds), whichever is hit first; a refused attempt is 429 with
+// Retry-After and never reaches the token check, and the limit lifts with time.
+func TestLoginIsThrottled(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+	var csrf *http.Cookie
+	for _, c := range h.do(t, apiRequest{target: "/login"}).Result().Cookies() {
+		if c.Name == csrfCookie {
+			csrf = c
+		}
+	}
+	if csrf == nil {
+		t.Fatal("GET /login set no CSRF cookie")
+	}
+	token := csrf.Value
+	login := func(tok, remote string) *httptest.ResponseRecorder {
+		form := url.Values{"token": {tok}, "next": {"/"}, csrfField: {token}}
+		return h.do(t, apiRequest{method: http.MethodPost, target: "/login", body: form.Encode(), cookies: []*http.Cookie{csrf}, remote: remote,
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
+	}
+	t.Run("per address", func(t *testing.T) {
+		for i := range 10 {
+			if rec := login(fmt.Sprintf("tq_guess%02d", i), "198.51.100.1:4000"); rec.Code != http.StatusSeeOther {
+				t.Fatalf("attempt %d: %d, want 303 back to the form", i+1, rec.Code)
+			}
+		}
+		rec := login(h.operator, "198.51.100.1:4000")
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "6" || !strings.Contains(rec.Body.String(), "Too many sign-in attempts") {
+			t.Fatalf("11th attempt, a good token: %d Retry-After %q; want 429 before the token is checked", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie) {
+			t.Error("a throttled attempt opened a session")
+		}
+		if rec := login("tq_other", "198.51.100.2:4000"); rec.Code != http.StatusSeeOther {
+			t.Errorf("another address: %d, want 303", rec.Code)
+		}
+		h.w.Advance(6 * time.Second)
+		if rec := login(h.operator, "198.51.100.1:4000"); rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie) {
+			t.Errorf("after 6 s: %d, want a session", rec.Code)
+		}
+	})
+	t.Run("per token prefix", func(t *testing.T) {
+		for i := range 10 {
+			if rec := login(fmt.Sprintf("tq_ZZZZZ%02d", i), fmt.Sprintf("203.0.113.%d:4000", i)); rec.Code != http.StatusSeeOther {
+				t.Fatalf("attempt %d: %d, want 303", i+1, rec.Code)
+			}
+		}
+		if rec := login("tq_ZZZZZ99", "203.0.113.99:4000"); rec.Code != http.StatusTooManyRequests {
+			t.Errorf("11th attempt at one prefix from an 11th address: %d, want 429", rec.Code)
+		}
+	})
 }
 
 // TestEveryBrowserChangeNeedsCSRF walks the router: every non-API route that changes state

@@ -123,6 +123,8 @@ func actionStatus(kind actions.Kind) int {
 		return http.StatusConflict
 	case actions.Upstream:
 		return http.StatusBadGateway
+	case actions.Unavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusUnprocessableEntity
 }

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +262,29 @@ func TestReadyz(t *testing.T) {
 	}
 	if rec := get("/healthz"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"version":"test"`) {
 		t.Errorf("healthz: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get("/api/v1/status"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"database":{"engine":"sqlite","ok":true}`) {
+		t.Errorf("status with a sound database: %d %s", rec.Code, rec.Body)
+	}
+	// The database file goes while the server runs: SQLite goes on with the deleted file, and
+	// readiness and the status page say so.
+	for _, p := range []string{w.DBPath, w.DBPath + "-wal", w.DBPath + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	const gone = "the database file was deleted or replaced while toolq ran"
+	if rec := get("/readyz"); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), gone) {
+		t.Errorf("readyz after the file went: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get("/api/v1/status"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"database":{"engine":"sqlite","ok":false,"problem":"`+gone) {
+		t.Errorf("API status after the file went: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get("/status"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), gone) {
+		t.Errorf("status page after the file went: %d, says nothing of it", rec.Code)
+	}
+	if rec := get("/healthz"); rec.Code != http.StatusOK {
+		t.Errorf("healthz after the file went: %d (the process lives: liveness holds)", rec.Code)
 	}
 }
 

@@ -77,6 +77,7 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 		{"GET", "/api/v1/queues/orders-dlq/messages?limit=1", "/api/v1/queues/{queue}/messages", "", 200},
 		{"GET", "/api/v1/queues/orders-dlq/messages/m-1", "/api/v1/queues/{queue}/messages/{messageId}", "", 200},
 		{"GET", "/api/v1/summary", "/api/v1/summary", "", 200},
+		{"GET", "/api/v1/status", "/api/v1/status", "", 200},
 		{"GET", "/api/v1/queues/nope", "/api/v1/queues/{queue}", "", 404},
 		{"POST", "/api/v1/queues/orders-dlq/redrives", "/api/v1/queues/{queue}/redrives", `{"maxMessagesPerSecond":1}`, 202},
 		{"POST", "/api/v1/queues/orders-dlq/redrives", "/api/v1/queues/{queue}/redrives", ``, 409},

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -70,7 +73,7 @@ func (s *Server) messagePage(c echo.Context) error {
 		Ref:       key.Ref,
 		QueueName: key.Name,
 		Message:   m,
-		Pretty:    m.PrettyBody(),
+		Pretty:    safetext.Visible(m.PrettyBody()), // a raw ESC or NEL would hide what follows it
 	}
 	return render(c, http.StatusOK, templates.MessagePage(p))
 }
@@ -123,10 +126,36 @@ func (s *Server) exportMessagesJSON(c echo.Context) error {
 	}
 	setDownload(c, sample.Queue, "json")
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	c.Response().WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(c.Response())
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(sample) // escapes <, > and & too: safe even if opened as HTML
+	if err := enc.Encode(sample); err != nil { // escapes <, > and & too: safe even if opened as HTML
+		return fmt.Errorf("export json: %w", err)
+	}
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = c.Response().Write(escapeJSONControls(buf.Bytes()))
+	return err
+}
+
+// escapeJSONControls writes DEL and the C1 control characters of encoded JSON as \u escapes,
+// as encoding/json already does for C0: the export decodes to the same text, and a file opened
+// in a terminal or an editor shows them instead of obeying them. In JSON these characters can
+// only stand inside strings, where an escape means the same.
+func escapeJSONControls(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool { return r >= 0x7f && r <= 0x9f }) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r >= 0x7f && r <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // csvHeader is the first row of the CSV export.
@@ -160,7 +189,7 @@ func (s *Server) exportMessagesCSV(c echo.Context) error {
 			m.DeadLetterSource, strconv.Itoa(m.BodySize), strconv.FormatBool(m.BodyTruncated), m.Body,
 		}
 		for i := range row {
-			row[i] = csvSafe(row[i])
+			row[i] = csvSafe(safetext.Visible(row[i]))
 		}
 		if err := w.Write(row); err != nil {
 			return fmt.Errorf("export csv: %w", err)

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -119,11 +120,14 @@ func (s *Server) startRedrivePage(c echo.Context) error {
 			return renderRedrive(c, disabledStatus(r), r)
 		}
 		r.Confirm = true
+		// One key per confirmation: every post of this confirmation is the same start.
+		r.IdempotencyKey = rand.Text()
 		return renderRedrive(c, http.StatusOK, r)
 	}
 	ctx := c.Request().Context()
 	_, err = s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
 		Queue: r.Ref, Destination: r.Destination, MaxPerSecond: r.MaxPerSecond,
+		IdempotencyKey: formText(c, "idempotency_key", actions.MaxIdempotencyKey+1), // the action checks it
 	})
 	if err != nil {
 		return s.redriveRefused(c, err, r)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/web/templates"
 	"net/http"
@@ -9,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
@@ -345,6 +349,60 @@ func TestExports(t *testing.T) {
 	}
 }
 
+// TestControlCharactersAreShownEscaped: a body holding C0 and C1 control characters (SQS accepts
+// C1; endpoints that do not enforce SQS's rules let NUL, BEL, ESC and DEL through too) reaches
+// the CSV export, the JSON export and the message page as visible escapes, never raw. NUL is the
+// one the store cannot keep (PostgreSQL's text cannot hold it): it is stored, and shown, as
+// U+FFFD on both engines.
+func TestControlCharactersAreShownEscaped(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := t.Context()
+	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = "{\"toolName\":\"web_search\",\"q\":\"nul\x00 bel\x07 esc\x1b[2J del\x7f nel\u0085 csi\u009b\"}"
+	msgs := []store.SampledMessage{{MessageID: "m-ctl", ReceiveCount: 1, SentAt: pw.Now().Add(-time.Minute), Body: body,
+		BodySize: len(body), ToolName: "web_search", Attributes: []store.MessageAttribute{}}}
+	if _, err := pw.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: pw.Now().Add(time.Second),
+		Seen: 1, ApproxVisible: 1, Receives: 1, MessagesTaken: 1}, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(s string) bool {
+		return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f })
+	}
+	const escaped = "nul\uFFFD" + ` bel\x07 esc\x1b[2J del\x7f nel\u0085 csi\u009b`
+	stored := strings.ReplaceAll(body, "\x00", "\uFFFD")
+
+	csvText := pw.do(t, request{path: "/queues/web-search-dlq/messages.csv"}).Body.String()
+	if raw(csvText) || !strings.Contains(csvText, escaped) {
+		t.Errorf("CSV export holds raw control characters or lacks their escapes:\n%q", csvText)
+	}
+	jsonText := pw.do(t, request{path: "/queues/web-search-dlq/messages.json"}).Body.String()
+	if raw(jsonText) {
+		t.Errorf("JSON export holds raw control characters:\n%q", jsonText)
+	}
+	var export struct {
+		Messages []struct {
+			Body string `json:"body"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(jsonText), &export); err != nil || len(export.Messages) != 1 || export.Messages[0].Body != stored {
+		t.Errorf("JSON export does not decode to the stored body: %v %+v", err, export)
+	}
+	page := pw.do(t, request{path: "/queues/web-search-dlq/messages/m-ctl"})
+	if page.Code != http.StatusOK || raw(page.Body.String()) {
+		t.Errorf("message page: %d, raw control characters: %v", page.Code, raw(page.Body.String()))
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Find("pre.body").Text(); !strings.Contains(got, escaped) {
+		t.Errorf("message page body = %q, want the escapes %q", got, escaped)
+	}
+}
+
 func TestRedrivePanelStates(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -398,6 +456,39 @@ func TestRedrivePanelStates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedriveFormPressedTwice: the confirmation step carries an idempotency key in a hidden
+// field, new for each confirmation; posting the same confirmation twice (a double click without
+// JavaScript, a browser that posts the form again) starts one task and answers both as started.
+func TestRedriveFormPressedTwice(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	confirmation := func() string {
+		doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+			form: url.Values{"_csrf": {token}, "max_per_second": {"1"}}}, http.StatusOK)
+		key, _ := doc.Find(`.confirm input[name="idempotency_key"]`).Attr("value")
+		if len(key) < 16 {
+			t.Fatalf("the confirmation carries no idempotency key: %q", key)
+		}
+		return key
+	}
+	key := confirmation()
+	if other := confirmation(); other == key {
+		t.Errorf("two confirmations carry the same key %q", key)
+	}
+	for range 2 {
+		pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+			form: url.Values{"_csrf": {token}, "max_per_second": {"1"}, "confirm": {"1"}, "idempotency_key": {key}}}, http.StatusSeeOther)
+	}
+	out, err := pw.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(pw.ARN("web-search-dlq"))})
+	if err != nil || len(out.Results) != 1 {
+		t.Fatalf("move tasks = %d, %v; want one", len(out.Results), err)
+	}
+	entries, err := pw.Store.ListAudit(t.Context(), store.AuditFilter{Limit: 3})
+	if err != nil || len(entries) != 3 || entries[0].Result != store.AuditRepeated || entries[1].Result != store.AuditAccepted || entries[2].Result != store.AuditIntent {
+		t.Errorf("audit = %+v, %v; want intent, accepted, repeated", entries, err)
 	}
 }
 
@@ -697,7 +788,7 @@ func TestOperatorCues(t *testing.T) {
 		{"a DLQ's own depth stands out", row("web-search-dlq").Find("td.dlq-depth"), "3"},
 		{"nothing stands out without DLQ messages", row("notifications").Find("td.dlq-depth"), ""},
 		{"the sample's tool comes first", dlqPage.Find("#messages table.messages thead th").Eq(1), "Tool"},
-		{"since when it fails", dlqPage.Find("#messages table.messages thead th").Eq(7), "First received"},
+		{"since when it fails", dlqPage.Find("#messages table.messages thead th").Eq(8), "First received"},
 		{"the redrive says how many and where", dlqPage.Find("#redrive-panel .redrive-now"), "3 messages wait here now. By default each goes back to the queue it failed in (web-search)"},
 	}
 	for _, tt := range tests {

@@ -76,7 +76,9 @@ type Server struct {
 	log     *slog.Logger
 	auth    *auth.Authenticator
 	limiter *rateLimiter
-	metrics *serverMetrics
+	// loginByAddr and loginByPrefix throttle sign-in attempts (see loginAllowed).
+	loginByAddr, loginByPrefix *rateLimiter
+	metrics                    *serverMetrics
 	// loopbackOnly: auth is off because the listener is loopback, so requests must name a
 	// loopback host too (see auth.LoopbackRequestHost).
 	loopbackOnly bool
@@ -140,6 +142,9 @@ func New(opts Options) (*Server, error) {
 		auth:        opts.Auth,
 		limiter:     newRateLimiter(opts.RateLimit, opts.RateBurst),
 		streamsDone: make(chan struct{}),
+		// Sign-in attempts are throttled whatever RateLimit says: they guess at credentials.
+		loginByAddr:   newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
+		loginByPrefix: newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
 		// Listen empty (tests) skips the check, as it skips CheckListen.
 		loopbackOnly: opts.Auth.Mode() == auth.ModeNone && opts.Listen != "" && !opts.AllowInsecureNoAuth,
 	}

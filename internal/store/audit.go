@@ -6,6 +6,18 @@ import (
 	"fmt"
 )
 
+const auditColumns = `id, at, actor, actor_kind, role, action, queue_name, queue_arn, params, result, detail,
+	remote_addr, intent_id, idempotency_key, code, kind, move_task_id`
+
+func scanAudit(r rowScanner) (AuditEntry, error) {
+	var e AuditEntry
+	var at int64
+	err := r.Scan(&e.ID, &at, &e.Actor, &e.ActorKind, &e.Role, &e.Action, &e.QueueName, &e.QueueARN, &e.Params,
+		&e.Result, &e.Detail, &e.RemoteAddr, &e.IntentID, &e.IdempotencyKey, &e.Code, &e.Kind, &e.MoveTaskID)
+	e.At = fromMS(at)
+	return e, err
+}
+
 // AppendAudit stores an audit entry and returns its id. Params must be a JSON object or empty
 // (stored as {}), so that every reader can decode it.
 func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
@@ -19,10 +31,10 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	var id int64
 	err := s.wdb.QueryRowContext(ctx, `
 		INSERT INTO audit_log (at, actor, actor_kind, role, action, queue_name, queue_arn, params, result,
-			detail, remote_addr)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			detail, remote_addr, intent_id, idempotency_key, code, kind, move_task_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		ms(e.At), e.Actor, e.ActorKind, e.Role, e.Action, e.QueueName, e.QueueARN, e.Params, e.Result,
-		e.Detail, e.RemoteAddr).Scan(&id)
+		e.Detail, e.RemoteAddr, e.IntentID, e.IdempotencyKey, e.Code, e.Kind, e.MoveTaskID).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
 	}
@@ -38,8 +50,7 @@ type AuditFilter struct {
 
 // ListAudit returns audit entries newest first. Limit 0 means all.
 func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
-	query := `SELECT id, at, actor, actor_kind, role, action, queue_name, queue_arn, params, result, detail,
-		remote_addr FROM audit_log WHERE 1 = 1`
+	query := `SELECT ` + auditColumns + ` FROM audit_log WHERE 1 = 1`
 	var args []any
 	if f.QueueName != "" {
 		query += " AND queue_name = ?"
@@ -54,24 +65,70 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 		query += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	out, err := s.queryAudit(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit: %w", err)
+	}
+	return out, nil
+}
+
+// PendingIntents returns the intents that no outcome names yet, oldest first: actions whose
+// process stopped between calling AWS and recording what happened (or that are under way).
+func (s *Store) PendingIntents(ctx context.Context) ([]AuditEntry, error) {
+	out, err := s.queryAudit(ctx, `SELECT `+auditColumns+` FROM audit_log AS i
+		WHERE i.result = ? AND NOT EXISTS (SELECT 1 FROM audit_log AS o WHERE o.intent_id = i.id)
+		ORDER BY i.id`, AuditIntent)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending intents: %w", err)
+	}
+	return out, nil
+}
+
+// IntentByKey returns the intent an actor's action carried an idempotency key on, ErrNotFound
+// when there is none.
+func (s *Store) IntentByKey(ctx context.Context, actor, key string) (AuditEntry, error) {
+	e, err := scanAudit(s.db.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log
+		WHERE actor = ? AND idempotency_key = ? AND result = ? ORDER BY id LIMIT 1`, actor, key, AuditIntent))
+	if err != nil {
+		return AuditEntry{}, fmt.Errorf("store: intent by key: %w", notFound(err))
+	}
+	return e, nil
+}
+
+// OutcomeOf returns the outcome that ends an intent, ErrNotFound while there is none.
+func (s *Store) OutcomeOf(ctx context.Context, intentID int64) (AuditEntry, error) {
+	e, err := scanAudit(s.db.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log
+		WHERE intent_id = ? ORDER BY id LIMIT 1`, intentID))
+	if err != nil {
+		return AuditEntry{}, fmt.Errorf("store: outcome of %d: %w", intentID, notFound(err))
+	}
+	return e, nil
+}
+
+// AcceptedFor returns the accepted outcome of an action (a redrive start, say) that names the
+// move task with that id, ErrNotFound when none does.
+func (s *Store) AcceptedFor(ctx context.Context, action string, moveTaskID int64) (AuditEntry, error) {
+	e, err := scanAudit(s.db.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log
+		WHERE move_task_id = ? AND action = ? AND result = ? ORDER BY id LIMIT 1`, moveTaskID, action, AuditAccepted))
+	if err != nil {
+		return AuditEntry{}, fmt.Errorf("store: %s of move task %d: %w", action, moveTaskID, notFound(err))
+	}
+	return e, nil
+}
+
+func (s *Store) queryAudit(ctx context.Context, query string, args ...any) ([]AuditEntry, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	out := []AuditEntry{}
 	for rows.Next() {
-		var e AuditEntry
-		var at int64
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.ActorKind, &e.Role, &e.Action, &e.QueueName,
-			&e.QueueARN, &e.Params, &e.Result, &e.Detail, &e.RemoteAddr); err != nil {
-			return nil, fmt.Errorf("store: list audit: %w", err)
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, err
 		}
-		e.At = fromMS(at)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list audit: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -65,6 +65,15 @@ func (s *Store) ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]
 	return ts, nil
 }
 
+// GetMoveTask returns the move task with that id, ErrNotFound when there is none.
+func (s *Store) GetMoveTask(ctx context.Context, id int64) (MoveTask, error) {
+	t, err := scanMoveTask(s.db.QueryRowContext(ctx, "SELECT "+moveTaskColumns+" FROM move_tasks WHERE id = ?", id))
+	if err != nil {
+		return MoveTask{}, fmt.Errorf("store: move task %d: %w", id, notFound(err))
+	}
+	return t, nil
+}
+
 // RunningMoveTasks returns every task still RUNNING or CANCELLING.
 func (s *Store) RunningMoveTasks(ctx context.Context) ([]MoveTask, error) {
 	ts, err := s.queryMoveTasks(ctx, "SELECT "+moveTaskColumns+

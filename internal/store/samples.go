@@ -297,6 +297,16 @@ func (s *Store) SampleMessageCount(ctx context.Context, sampleID int64, f Messag
 	return n, nil
 }
 
+// MostOwnReceives returns the most receives toolq made of one message of a sample since that
+// message arrived (0 for a sample without messages).
+func (s *Store) MostOwnReceives(ctx context.Context, sampleID int64) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(own_receives), 0) FROM sample_messages WHERE sample_id = ?`, sampleID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: most own receives of sample %d: %w", sampleID, err)
+	}
+	return n, nil
+}
+
 // ValueCount is how many messages of a sample share one value of a field, and when the oldest
 // and newest of them were sent.
 type ValueCount struct {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,10 @@ type Store struct {
 	wdb dbPool // the writer(s)
 	d   dialect
 	url string // what Open was given, for Postgres; "" on SQLite
+	// path and file are the SQLite file as opened, to notice it vanish or be replaced
+	// (checkFile); "" and nil on PostgreSQL.
+	path string
+	file os.FileInfo
 
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
@@ -57,7 +62,8 @@ func IsPostgresURL(db string) bool {
 // Open opens the database named by db and applies the embedded migrations: a PostgreSQL URL
 // (postgres://user:password@host:5432/toolq?sslmode=require), or else the path of a SQLite file,
 // created if needed, with WAL, a busy timeout and foreign keys (":memory:" is not supported:
-// use a file in t.TempDir()).
+// use a file in t.TempDir()). It refuses (ErrSchema) a database whose schema is newer than the
+// migrations, or that lacks a table or column they made.
 func Open(ctx context.Context, db string) (*Store, error) {
 	if IsPostgresURL(db) {
 		return openPostgres(ctx, db)
@@ -93,8 +99,14 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(readConns)
 	db.SetMaxIdleConns(readConns)
+	fi, err := os.Stat(path)
+	if err != nil {
+		db.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %q: %w", path, err)
+	}
 	s := &Store{db: dbPool{db, sqliteDialect}, wdb: dbPool{wdb, sqliteDialect}, d: sqliteDialect,
-		metricIDs: make(map[string]int64)}
+		path: path, file: fi, metricIDs: make(map[string]int64)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -142,8 +154,12 @@ func RedactURL(db string) string {
 // Dialect names the engine: "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.d.String() }
 
-// migrate applies every pending migration of the dialect.
+// migrate applies every pending migration of the dialect, after checking that the database is
+// not newer than them, and then that it has every table and column they made.
 func migrate(ctx context.Context, db *sql.DB, d dialect) error {
+	if err := checkVersion(ctx, db, d); err != nil {
+		return err
+	}
 	p, err := newMigrationProvider(db, d)
 	if err != nil {
 		return err
@@ -151,16 +167,19 @@ func migrate(ctx context.Context, db *sql.DB, d dialect) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	return checkTables(ctx, db, d)
 }
 
 // newMigrationProvider returns goose's provider over the dialect's migrations: migrations/*.sql
 // for SQLite, migrations/postgres/*.sql for PostgreSQL, the same versions in both.
 func newMigrationProvider(db *sql.DB, d dialect) (*goose.Provider, error) {
+	// Out of order: versions were numbered as they were written, and one landed before another
+	// written earlier (00010 before 00005 on some development databases). The migrations touch
+	// separate tables and columns, so applying a missing older one later is safe.
 	var (
 		files fs.FS = migrations.SQLite
 		gd          = goose.DialectSQLite3
-		opts  []goose.ProviderOption
+		opts        = []goose.ProviderOption{goose.WithAllowOutofOrder(true)}
 	)
 	if d == postgresDialect {
 		sub, err := fs.Sub(migrations.Postgres, "postgres")
@@ -193,13 +212,17 @@ func (s *Store) Close() error {
 	return errors.Join(s.db.db.Close(), s.wdb.db.Close())
 }
 
-// Ping checks that the database answers (for /readyz).
+// Ping checks that the database answers, that its file is still the one opened (ErrGone) and
+// that no table or column went missing since (ErrSchema): for /readyz and the status page.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("store: ping: %w", err)
 	}
-	return nil
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	return checkTables(ctx, s.db.db, s.d)
 }
 
 // inTx runs fn in a write transaction, committing when fn returns nil.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/toolq/toolq/internal/pgtest"
 )
 
 func TestOpenAppliesMigrationsAndReopens(t *testing.T) {
@@ -211,5 +213,25 @@ func TestNumberPlaceholders(t *testing.T) {
 	}
 	if got := sqliteDialect.rebind("SET x = greatest(t.x, excluded.x)"); got != "SET x = max(t.x, excluded.x)" {
 		t.Errorf("SQLite rebind of greatest = %q", got)
+	}
+}
+
+// TestSchemaChecksOnPostgres: on PostgreSQL as on SQLite, a dropped table makes Ping fail with
+// ErrSchema, and Open refuses the database.
+func TestSchemaChecksOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	s := openURL(t, url)
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping of a sound database: %v", err)
+	}
+	if _, err := s.wdb.ExecContext(ctx, "DROP TABLE replicas"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, ErrSchema) {
+		t.Errorf("Ping after a table was dropped = %v; want ErrSchema", err)
+	}
+	if _, err := Open(ctx, url); !errors.Is(err, ErrSchema) {
+		t.Errorf("Open of a database without a table = %v; want ErrSchema", err)
 	}
 }

@@ -290,14 +290,25 @@ type CostEstimate struct {
 	FreeRequestsPerDay float64 `json:",omitempty"`
 }
 
-// Audit results.
+// OwnReceiveLimit is how many times toolq may receive one message, since it arrived, from a
+// queue whose RedrivePolicy has maxReceiveCount maxRC: toolq's own receives never bring a message
+// within one receive of maxReceiveCount, so that whatever toolq did its consumers keep two
+// deliveries, a try and a retry. It is 0 (toolq never receives from the queue) for a
+// maxReceiveCount of 2 or less, or unknown (0).
+func OwnReceiveLimit(maxRC int) int { return max(maxRC-2, 0) }
+
+// Audit results. An action that calls AWS writes an AuditIntent before the call and one of the
+// others, naming the intent, after it; an action refused before any call writes its outcome
+// alone. AuditRepeated answers a repeat of a start by its idempotency key, from the first.
 const (
+	AuditIntent   = "intent"
 	AuditAccepted = "accepted"
 	AuditRefused  = "refused"
 	AuditFailed   = "failed"
+	AuditRepeated = "repeated"
 )
 
-// AuditEntry is one action, accepted or refused.
+// AuditEntry is one action's intent, or its outcome: accepted, refused, failed or repeated.
 type AuditEntry struct {
 	ID         int64
 	At         time.Time
@@ -308,9 +319,19 @@ type AuditEntry struct {
 	QueueName  string
 	QueueARN   string
 	Params     string // JSON object of the action's parameters
-	Result     string // AuditAccepted, AuditRefused or AuditFailed
+	Result     string // one of the Audit results above
 	Detail     string // the refusal or failure reason, or the task handle
 	RemoteAddr string
+	// IntentID is, on an outcome, the id of the intent it ends; 0 on an intent or an outcome
+	// that had none.
+	IntentID int64
+	// IdempotencyKey is the key a start carried (on its intent, and on a repeat of it).
+	IdempotencyKey string
+	// Code and Kind are a refusal's or failure's stable code and sort (the actions' Kind).
+	Code string
+	Kind string
+	// MoveTaskID is the move task an accepted action started or cancelled.
+	MoveTaskID int64
 }
 
 // Token is an API token. Only its SHA-256 hash is stored.

@@ -318,6 +318,9 @@ func TestAdviceRulesOnTheSimulator(t *testing.T) {
 				s := w.url("calls.fifo")
 				_, err := w.c.SQS.PurgeQueue(w.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s)})
 				w.must(err)
+				// toolq received each message it sampled as often as it may (maxReceiveCount − 2)
+				// and pauses the queue until it sees it empty: a round while it is.
+				w.round()
 				for i := range 30 {
 					w.send(s, fmt.Sprintf(`{"toolCallId":"tc_b%d"}`, i), fmt.Sprintf("sess_%d", i%10))
 				}

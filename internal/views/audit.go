@@ -29,18 +29,24 @@ func (s *Service) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 			// The store only takes JSON objects, so this is a row written by hand: show it raw.
 			params = map[string]any{"raw": e.Params}
 		}
-		out = append(out, AuditEntry{
-			ID:        e.ID,
-			At:        e.At.UTC(),
-			Actor:     e.Actor,
-			ActorKind: e.ActorKind,
-			Role:      e.Role,
-			Action:    e.Action,
-			Queue:     e.QueueName,
-			Params:    params,
-			Result:    e.Result,
-			Detail:    e.Detail,
-		})
+		v := AuditEntry{
+			ID:             e.ID,
+			At:             e.At.UTC(),
+			Actor:          e.Actor,
+			ActorKind:      e.ActorKind,
+			Role:           e.Role,
+			Action:         e.Action,
+			Queue:          e.QueueName,
+			Params:         params,
+			Result:         e.Result,
+			Detail:         e.Detail,
+			Code:           e.Code,
+			IdempotencyKey: e.IdempotencyKey,
+		}
+		if e.IntentID != 0 {
+			v.IntentID = &e.IntentID
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }

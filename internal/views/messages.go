@@ -159,7 +159,7 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	names := s.queueNames(ctx)
 	now := s.clock()
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, s.messageOf(m, sample, now, names))
+		out.Messages = append(out.Messages, s.messageOf(m, sample, now, names, ownReceiveLimit(q)))
 	}
 	if more {
 		out.NextCursor = out.Messages[len(out.Messages)-1].Cursor
@@ -184,7 +184,7 @@ func (s *Service) Message(ctx context.Context, queueID int64, messageID string) 
 	if err != nil {
 		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, err)
 	}
-	return s.messageOf(m, sample, s.clock(), s.queueNames(ctx)), nil
+	return s.messageOf(m, sample, s.clock(), s.queueNames(ctx), ownReceiveLimit(q)), nil
 }
 
 // queueNames maps ARNs to queue names, to name a message's dead-letter source. It is best
@@ -201,8 +201,21 @@ func (s *Service) queueNames(ctx context.Context) map[string]string {
 	return names
 }
 
-func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string) Message {
+// ownReceiveLimit is how often toolq may receive each message of q (store.OwnReceiveLimit), or
+// nil when q has no RedrivePolicy (a final dead-letter queue), where toolq's receives cost
+// nothing but the count.
+func ownReceiveLimit(q store.Queue) *int {
+	if q.MaxReceiveCount == 0 {
+		return nil
+	}
+	limit := store.OwnReceiveLimit(q.MaxReceiveCount)
+	return &limit
+}
+
+func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string, limit *int) Message {
 	out := Message{
+		OwnReceives:         m.OwnReceives,
+		OwnReceiveLimit:     limit,
 		Cursor:              encodeCursor(cursor{queueID: sample.QueueID, sampleID: sample.ID, afterID: m.ID}),
 		MessageID:           m.MessageID,
 		GroupID:             m.GroupID,

@@ -491,8 +491,15 @@ const (
 
 // peekStatus says whether and how the dashboard samples a queue and what its receives cost.
 func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot, now time.Time) (PeekStatus, error) {
-	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused}
+	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused, OwnReceiveLimit: ownReceiveLimit(q)}
 	if sample, ok := snap.samples[q.ID]; ok {
+		if p.OwnReceiveLimit != nil {
+			most, err := s.store.MostOwnReceives(ctx, sample.ID)
+			if err != nil {
+				return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
+			}
+			p.MostOwnReceives = most
+		}
 		p.Kind = string(sample.Kind)
 		p.LastSampleAt = timePtr(sample.At)
 		p.Seen = sample.Seen

@@ -186,7 +186,10 @@ func TestQueueDetail(t *testing.T) {
 		t.Errorf("attributes = %v at %v", d.Attributes, d.AttributesAt)
 	}
 	want := PeekStatus{Enabled: true, Kind: "source", LastSampleAt: d.Peek.LastSampleAt, Seen: 4, ApproxVisible: 10, Coverage: 0.4,
-		ReceivesLastHour: 2, ReceivesLastDay: 2, MessagesTakenLastDay: 4}
+		ReceivesLastHour: 2, ReceivesLastDay: 2, MessagesTakenLastDay: 4, OwnReceiveLimit: d.Peek.OwnReceiveLimit}
+	if d.MaxReceiveCount == nil || d.Peek.OwnReceiveLimit == nil || *d.Peek.OwnReceiveLimit != store.OwnReceiveLimit(*d.MaxReceiveCount) {
+		t.Errorf("ownReceiveLimit = %v for maxReceiveCount %d; want maxReceiveCount − 2", d.Peek.OwnReceiveLimit, d.MaxReceiveCount)
+	}
 	if d.Peek != want || d.Peek.LastSampleAt == nil {
 		t.Errorf("peek = %+v; want %+v", d.Peek, want)
 	}

@@ -243,10 +243,9 @@ func blindRegions(problems []SightProblem) []string {
 // with its last success and last failure, and each collector loop's last cycle.
 type Status struct {
 	GeneratedAt time.Time      `json:"generatedAt"`
+	Database    DatabaseStatus `json:"database"`
 	Regions     []RegionStatus `json:"regions"` // never nil
 	Sight       []SightProblem `json:"sight"`   // never nil
-	// Database is the store's engine: "sqlite" (one dashboard) or "postgres" (replicas).
-	Database string `json:"database"`
 	// Replicas are the dashboards on this database heard from within the last hour, the
 	// leader (the one that runs the collector) first. Never nil.
 	Replicas []ReplicaStatus `json:"replicas"`
@@ -271,6 +270,31 @@ type ReplicaStatus struct {
 // ReplicaAliveWithin is how recent a replica's heartbeat must be for it to count as alive:
 // six of replicas.DefaultCheck's 5-s heartbeats.
 const ReplicaAliveWithin = 30 * time.Second
+
+// DatabaseStatus says whether toolq's own database is sound: its file still the one opened, no
+// table or column gone. Problem is safe to show, "" when OK.
+type DatabaseStatus struct {
+	// Engine is "sqlite" (one dashboard) or "postgres" (replicas).
+	Engine  string `json:"engine"`
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// databaseStatus checks the store; a problem is told in fixed words, never the store's text.
+func (s *Service) databaseStatus(ctx context.Context) DatabaseStatus {
+	out := DatabaseStatus{Engine: s.store.Dialect()}
+	switch err := s.store.Ping(ctx); {
+	case err == nil:
+		out.OK = true
+	case errors.Is(err, store.ErrGone):
+		out.Problem = "the database file was deleted or replaced while toolq ran: what toolq writes now is lost when it stops; restore the file and restart toolq"
+	case errors.Is(err, store.ErrSchema):
+		out.Problem = "a table or column of the database went missing while toolq ran: actions are refused; restore the database from a backup and restart toolq"
+	default:
+		out.Problem = "the database does not answer"
+	}
+	return out
+}
 
 // RegionStatus is one region of the status page.
 type RegionStatus struct {
@@ -320,7 +344,7 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	out := Status{GeneratedAt: s.clock(), Regions: []RegionStatus{}, Sight: f.problems(), Database: s.store.Dialect()}
+	out := Status{GeneratedAt: s.clock(), Database: s.databaseStatus(ctx), Regions: []RegionStatus{}, Sight: f.problems()}
 	if out.Replicas, err = s.replicas(ctx, out.GeneratedAt); err != nil {
 		return Status{}, err
 	}
@@ -377,12 +401,13 @@ type NotReadyError struct{ Reason string }
 
 func (e *NotReadyError) Error() string { return "views: not ready: " + e.Reason }
 
-// Ready reports whether the dashboard can serve its pages: the store answers and a first
-// discovery has ended, whatever AWS answered it. AWS trouble is shown on the pages, not hidden
-// by taking the dashboard out of service. The error is a *NotReadyError.
+// Ready reports whether the dashboard can serve its pages: the store answers (its file still the
+// one opened, none of its tables gone) and a first discovery has ended, whatever AWS answered it.
+// AWS trouble is shown on the pages, not hidden by taking the dashboard out of service. The
+// error is a *NotReadyError.
 func (s *Service) Ready(ctx context.Context) error {
-	if err := s.store.Ping(ctx); err != nil {
-		return &NotReadyError{Reason: "the database does not answer"}
+	if db := s.databaseStatus(ctx); !db.OK {
+		return &NotReadyError{Reason: db.Problem}
 	}
 	_, err := s.store.LatestFinishedRun(ctx, store.RunDiscovery)
 	switch {

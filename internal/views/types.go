@@ -126,6 +126,11 @@ type PeekStatus struct {
 	// Paused says why the dashboard does not sample the queue although it may ("" while it
 	// does): one more receive would leave a message no delivery for its consumers, say.
 	Paused string `json:"paused,omitempty"`
+	// OwnReceiveLimit is how often toolq may receive each message of a queue with a
+	// RedrivePolicy (maxReceiveCount − 2), null without one; MostOwnReceives is the most it
+	// received one message of the newest sample since that message arrived.
+	OwnReceiveLimit *int `json:"ownReceiveLimit"`
+	MostOwnReceives int  `json:"mostOwnReceives"`
 }
 
 // CollectorErrorView is a recent collector error about a queue.
@@ -209,12 +214,19 @@ type Groups struct {
 
 // Message is a sampled message.
 type Message struct {
-	Cursor              string     `json:"-"`
-	MessageID           string     `json:"messageId"`
-	GroupID             string     `json:"groupId,omitempty"`
-	DeduplicationID     string     `json:"deduplicationId,omitempty"`
-	SequenceNumber      string     `json:"sequenceNumber,omitempty"`
-	ReceiveCount        int        `json:"receiveCount"`
+	Cursor          string `json:"-"`
+	MessageID       string `json:"messageId"`
+	GroupID         string `json:"groupId,omitempty"`
+	DeduplicationID string `json:"deduplicationId,omitempty"`
+	SequenceNumber  string `json:"sequenceNumber,omitempty"`
+	ReceiveCount    int    `json:"receiveCount"` // its consumers' receives: toolq's own are OwnReceives
+	// OwnReceives is how often toolq received the message since it arrived in the queue, this
+	// sample's receive included.
+	OwnReceives int `json:"ownReceives"`
+	// OwnReceiveLimit is how often toolq may receive it (maxReceiveCount − 2, so that its
+	// consumers keep a try and a retry), or null on a queue without a RedrivePolicy. At the limit
+	// toolq pauses sampling the queue while the message is in it.
+	OwnReceiveLimit     *int       `json:"ownReceiveLimit"`
 	SentAt              *time.Time `json:"sentAt"`
 	FirstReceivedAt     *time.Time `json:"firstReceivedAt"`
 	AgeSeconds          float64    `json:"ageSeconds"`
@@ -235,6 +247,14 @@ type Message struct {
 	BodySize       int                `json:"bodySize"`
 	BodyTruncated  bool               `json:"bodyTruncated"`
 	SampledAt      time.Time          `json:"sampledAt"`
+}
+
+// OwnReceivesLeft is how many more times toolq may receive m, and whether a limit applies.
+func (m Message) OwnReceivesLeft() (left int, limited bool) {
+	if m.OwnReceiveLimit == nil {
+		return 0, false
+	}
+	return max(*m.OwnReceiveLimit-m.OwnReceives, 0), true
 }
 
 // MessageAttribute is one SQS message attribute.
@@ -364,8 +384,16 @@ type AuditEntry struct {
 	Action    string         `json:"action"`
 	Queue     string         `json:"queue"`
 	Params    map[string]any `json:"params"` // never nil
-	Result    string         `json:"result"`
-	Detail    string         `json:"detail"`
+	// Result is "intent" for what an action was about to ask of AWS, then its outcome:
+	// "accepted", "refused", "failed", or "repeated" for a start answered by its idempotency key.
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+	// IntentID is, on an outcome, the id of the intent entry it ends; null otherwise.
+	IntentID *int64 `json:"intentId"`
+	// Code is a refusal's or failure's stable error code, as the API answered it.
+	Code string `json:"code,omitempty"`
+	// IdempotencyKey is the key a start carried, on its intent and on a repeat.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // Totals sums the overview.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -296,6 +297,9 @@ type RedriveProps struct {
 	MaxPerSecond string
 	// Confirm asks the user to confirm a start with the form values.
 	Confirm bool
+	// IdempotencyKey names the start the confirmation step asks for: a second press, or a form
+	// posted again, is answered as the first and starts nothing more.
+	IdempotencyKey string
 }
 
 // MessagesProps is the sampled messages page of a queue.
@@ -371,6 +375,9 @@ type LoginProps struct {
 	Page
 	Next  string
 	Error bool
+	// WaitSeconds, when not 0, says the sign-in was refused for too many attempts, and how long
+	// to wait before the next.
+	WaitSeconds int
 }
 
 // ErrorProps is an error page or fragment.
@@ -398,10 +405,13 @@ func paramsText(params map[string]any) string {
 // resultBadge maps an audit result to a badge colour.
 func resultBadge(result string) string {
 	switch result {
-	case "accepted":
+	case "accepted", "repeated":
 		return "ok"
 	case "refused":
 		return "warning"
+	case "intent":
+		// Under way, or settled by the outcome entry above it: neither good nor bad by itself.
+		return "unknown"
 	}
 	return "critical"
 }
@@ -451,4 +461,37 @@ func GroupFilterParam(groupBy string) string {
 		return "tool"
 	}
 	return groupBy
+}
+
+// ownReceivesText is what toolq spent of a message's receives: "1 of 3", or "2" where no limit
+// applies (a final dead-letter queue).
+func ownReceivesText(m views.Message) string {
+	if m.OwnReceiveLimit == nil {
+		return strconv.Itoa(m.OwnReceives)
+	}
+	return strconv.Itoa(m.OwnReceives) + " of " + strconv.Itoa(*m.OwnReceiveLimit)
+}
+
+// ownReceivesNote warns before toolq's limit of receives of a message, and at it.
+func ownReceivesNote(m views.Message) string {
+	switch left, limited := m.OwnReceivesLeft(); {
+	case !limited:
+		return ""
+	case left == 0:
+		return "toolq's limit: it does not sample this queue again while this message is in it"
+	case left == 1:
+		return "one look left before toolq's limit"
+	}
+	return ""
+}
+
+// ownReceivesClass marks a message at or one look from toolq's limit of receives.
+func ownReceivesClass(m views.Message) string {
+	switch left, limited := m.OwnReceivesLeft(); {
+	case limited && left == 0:
+		return "own-limit"
+	case limited && left == 1:
+		return "own-near-limit"
+	}
+	return ""
 }

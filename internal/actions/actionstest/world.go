@@ -39,6 +39,8 @@ type World struct {
 	Store  *store.Store
 	Views  *views.Service
 	Events *Recorder
+	// DBPath is the store's file.
+	DBPath string
 }
 
 // New returns an empty World, closed when the test ends.
@@ -54,12 +56,13 @@ func New(tb testing.TB) *World {
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		Retryer:      aws.NopRetryer{}, // a refused call must fail at once, not sleep through backoff
 	})
-	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "toolq.db"))
+	dbPath := filepath.Join(tb.TempDir(), "toolq.db")
+	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		tb.Fatalf("store.Open: %v", err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	w := &World{Clock: clock, Sim: sim, SQS: client, Store: st, Events: &Recorder{ch: make(chan events.Event, 1024)}}
+	w := &World{Clock: clock, Sim: sim, SQS: client, Store: st, Events: &Recorder{ch: make(chan events.Event, 1024)}, DBPath: dbPath}
 	w.Views = views.New(views.Options{Store: st, Now: clock.Now})
 	return w
 }

@@ -1,0 +1,25 @@
+-- Audit first: an action that calls AWS writes its intent (result 'intent') before the call and
+-- its outcome after, as a second row that names the intent (intent_id). An intent without an
+-- outcome is an action whose process stopped in between; start-up reconciles it with
+-- ListMessageMoveTasks. A start may carry an idempotency key: a repeat with the same key (by the
+-- same actor) is answered as the first was, from the outcome's code, refusal kind and move task.
+
+-- +goose Up
+ALTER TABLE audit_log ADD COLUMN intent_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit_log ADD COLUMN idempotency_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit_log ADD COLUMN code TEXT NOT NULL DEFAULT '';         -- a refusal's or failure's stable code
+ALTER TABLE audit_log ADD COLUMN kind TEXT NOT NULL DEFAULT '';         -- what sort of refusal: the actions' Kind
+ALTER TABLE audit_log ADD COLUMN move_task_id INTEGER NOT NULL DEFAULT 0; -- an accepted action's move task
+CREATE INDEX audit_log_outcome ON audit_log (intent_id) WHERE intent_id <> 0;
+CREATE INDEX audit_log_pending ON audit_log (id) WHERE result = 'intent';
+CREATE INDEX audit_log_idempotency ON audit_log (actor, idempotency_key) WHERE idempotency_key <> '';
+
+-- +goose Down
+DROP INDEX audit_log_idempotency;
+DROP INDEX audit_log_pending;
+DROP INDEX audit_log_outcome;
+ALTER TABLE audit_log DROP COLUMN move_task_id;
+ALTER TABLE audit_log DROP COLUMN kind;
+ALTER TABLE audit_log DROP COLUMN code;
+ALTER TABLE audit_log DROP COLUMN idempotency_key;
+ALTER TABLE audit_log DROP COLUMN intent_id;
