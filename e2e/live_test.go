@@ -105,8 +105,8 @@ func TestFocusSurvivesPushes(t *testing.T) {
 		check string // JavaScript that returns the same of document.activeElement
 	}{
 		{
-			name:  "a row's link",
-			path:  "/",
+			name: "a row's link",
+			path: "/",
 			// web-search has traffic: its row changes within seconds.
 			focus: `(() => { const a = [...document.querySelectorAll('#overview-rows tr th a')].find(a => a.textContent === 'web-search'); a.focus(); return a.getAttribute('href'); })()`,
 			check: `document.activeElement?.tagName === 'A' ? document.activeElement.getAttribute('href') : String(document.activeElement?.tagName)`,

@@ -69,7 +69,7 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 		// permessage-deflate: each push is compressed once for all the connections that
 		// negotiated it (live.message), not once per connection.
 		EnableCompression: true,
-		CheckOrigin:     s.allowedOrigin,
+		CheckOrigin:       s.allowedOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			http.Error(w, http.StatusText(status), status) // no internal reason to the client
 		},
