@@ -17,6 +17,7 @@ import (
 type dashboardFlags struct {
 	listen string
 	db     string
+	pprof  string
 
 	discovery, attributes, metrics time.Duration
 	peekDLQ, peekSource            time.Duration
@@ -66,6 +67,7 @@ var (
 func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.listen, "listen", "127.0.0.1:8080", "`address` of the dashboard (auth is required beyond loopback)")
 	f.String(&d.db, "db", def.db, def.dbUsage)
+	f.String(&d.pprof, "pprof", "", "loopback `address` on which to serve net/http/pprof, apart from the dashboard (default off)")
 
 	f.Duration(&d.discovery, "discovery-interval", def.discovery, "how often queues are listed (ListQueues)")
 	f.Duration(&d.attributes, "attributes-interval", def.attributes, "how often every queue's attributes are read (GetQueueAttributes)")
@@ -122,10 +124,11 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		return app.Config{}, &usageError{err: fmt.Errorf("--peek %q: want dlq or none", d.peek)}
 	}
 	return app.Config{
-		DBPath:  d.db,
-		Listen:  d.listen,
-		Version: version,
-		Commit:  commit,
+		DBPath:      d.db,
+		Listen:      d.listen,
+		PprofListen: d.pprof,
+		Version:     version,
+		Commit:      commit,
 		Collector: collector.Options{
 			DiscoveryInterval:      d.discovery,
 			AttributesInterval:     d.attributes,

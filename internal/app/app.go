@@ -50,6 +50,10 @@ type Config struct {
 	// Thresholds of the health rules; zero fields take the defaults.
 	Thresholds views.Thresholds
 
+	// PprofListen, when set, is a loopback address on which net/http/pprof is served, apart
+	// from the dashboard (--pprof). Empty: no profiling endpoint.
+	PprofListen string
+
 	Auth                auth.Config // Store, Logger filled in here
 	AllowInsecureNoAuth bool
 	ReadOnly            bool
@@ -150,6 +154,18 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 		err = errors.Join(err, d.Store.Close())
 		d.log.Info("shutdown: database closed")
 	}()
+
+	if d.cfg.PprofListen != "" {
+		stopPprof, err := listenPprof(d.cfg.PprofListen, d.log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			err = errors.Join(err, stopPprof(stopCtx))
+		}()
+	}
 
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
