@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
 // SaveSample stores one peek pass with its messages and group backlog in one transaction, and
 // returns the sample id.
 func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []SampledMessage, groups []GroupBacklog) (int64, error) {
+	defer s.gen.samples.Add(1)
 	if sample.Kind == "" {
 		sample.Kind = SampleDeadLetter
 	}
@@ -319,8 +321,13 @@ func (s *Store) GetSample(ctx context.Context, id int64) (Sample, error) {
 	return sm, nil
 }
 
-// LatestSamples returns each queue's newest sample, by queue id.
+// LatestSamples returns each queue's newest sample, by queue id; from memory until a sample is
+// stored (readcache.go).
 func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
+	return s.cachedLatestSamples(func() (map[int64]Sample, error) { return s.latestSamples(ctx) })
+}
+
+func (s *Store) latestSamples(ctx context.Context) (map[int64]Sample, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+sampleColumns+` FROM samples WHERE id IN (
 		SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1)
 		FROM queues q)`)
@@ -351,4 +358,137 @@ func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, er
 		return 0, fmt.Errorf("store: near-max count of sample %d: %w", sampleID, err)
 	}
 	return n, nil
+}
+
+// sampleIDList encodes sample ids for json_each, which lets one query seek each of them.
+func sampleIDList(ids []int64) (string, error) {
+	if ids == nil {
+		ids = []int64{}
+	}
+	js, err := json.Marshal(ids)
+	return string(js), err
+}
+
+const nearMaxCountsQuery = `
+	SELECT j.value, count(*) FROM json_each(?) j CROSS JOIN sample_messages sm
+	WHERE sm.sample_id = j.value AND sm.near_max_receive = 1
+	GROUP BY j.value`
+
+// NearMaxCounts counts, for each of the samples, its messages near their maxReceiveCount (what
+// SampleNearMaxCount counts for one), in one query for those it did not count before (a sample
+// never changes once stored); a sample without any is absent.
+func (s *Store) NearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
+	c := &s.cache
+	if missing := c.uncachedSamples(sampleIDs, false); len(missing) > 0 {
+		counts, err := s.nearMaxCounts(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.nearMax == nil {
+			c.nearMax = map[int64]int{}
+		}
+		for _, id := range missing {
+			c.nearMax[id] = counts[id]
+		}
+		c.mu.Unlock()
+	}
+	out := make(map[int64]int, len(sampleIDs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range sampleIDs {
+		if n := c.nearMax[id]; n > 0 {
+			out[id] = n
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) nearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
+	list, err := sampleIDList(sampleIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, nearMaxCountsQuery, list)
+	if err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: near-max counts: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	return out, nil
+}
+
+const blockedGroupsQuery = `
+	SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
+		g.head_receive_count, g.blocked
+	FROM json_each(?) j CROSS JOIN group_backlog g JOIN samples s ON s.id = g.sample_id
+	WHERE g.sample_id = j.value AND g.blocked = 1
+	ORDER BY g.sample_id, g.oldest_sent_at, g.group_id`
+
+// BlockedGroups returns the blocked groups of each of the samples, oldest message first, by
+// sample id, in one query for those it did not read before (a sample never changes once
+// stored); a sample without any is absent.
+func (s *Store) BlockedGroups(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {
+	c := &s.cache
+	if missing := c.uncachedSamples(sampleIDs, true); len(missing) > 0 {
+		groups, err := s.blockedGroups(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.blocked == nil {
+			c.blocked = map[int64][]GroupBacklog{}
+		}
+		for _, id := range missing {
+			c.blocked[id] = groups[id]
+		}
+		c.mu.Unlock()
+	}
+	out := make(map[int64][]GroupBacklog, len(sampleIDs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range sampleIDs {
+		if g := c.blocked[id]; len(g) > 0 {
+			out[id] = slices.Clone(g)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) blockedGroups(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {
+	list, err := sampleIDList(sampleIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: blocked groups: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, blockedGroupsQuery, list)
+	if err != nil {
+		return nil, fmt.Errorf("store: blocked groups: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]GroupBacklog{}
+	for rows.Next() {
+		var g GroupBacklog
+		var oldest int64
+		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
+			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			return nil, fmt.Errorf("store: blocked groups: %w", err)
+		}
+		g.OldestSentAt = fromMS(oldest)
+		out[g.SampleID] = append(out[g.SampleID], g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: blocked groups: %w", err)
+	}
+	return out, nil
 }

@@ -32,6 +32,11 @@ type Store struct {
 
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
+
+	depth      recentDepth   // the newest and the recent depth samples, kept as they are written
+	attributes attributeMaps // each queue's attributes, decoded once per change
+	gen        generations   // committed writes per cached table (readcache.go)
+	cache      readCache
 }
 
 // readConns bounds the reader pool: the machine is small, and SQLite readers are cheap but not free.

@@ -28,7 +28,8 @@ type Queue struct {
 	LastSeen  time.Time
 	GoneAt    time.Time // zero while the queue exists
 
-	// Attributes is the latest GetQueueAttributes(All) answer, as AWS spelled it.
+	// Attributes is the latest GetQueueAttributes(All) answer, as AWS spelled it. Every reader of
+	// the queue shares the map: never change it, copy it to change it.
 	Attributes   map[string]string
 	AttributesAt time.Time // zero until the first attribute sample
 

@@ -33,6 +33,8 @@ type snapshot struct {
 	earlier map[int64]store.AttributeSample  // the growth rule's earlier sample
 	ages    map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
 	samples map[int64]store.Sample           // newest message sample
+	nearMax map[int64]int                    // of each newest sample, by sample id
+	blocked map[int64][]store.GroupBacklog   // blocked groups of each newest FIFO sample, by sample id
 	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
 	running map[int64]bool                   // queues with a running move task
 	tasks   []store.MoveTask                 // the running move tasks
@@ -74,6 +76,22 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	if snap.samples, err = s.store.LatestSamples(ctx); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	// What the health rules count in each queue's newest sample, in two queries for all of them.
+	var sampled, fifoSampled []int64
+	for _, q := range snap.queues {
+		if sample, ok := snap.samples[q.ID]; ok && (queueID == 0 || q.ID == queueID) {
+			sampled = append(sampled, sample.ID)
+			if q.FIFO {
+				fifoSampled = append(fifoSampled, sample.ID)
+			}
+		}
+	}
+	if snap.nearMax, err = s.store.NearMaxCounts(ctx, sampled); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	if snap.blocked, err = s.store.BlockedGroups(ctx, fifoSampled); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	errs, err := s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
@@ -190,21 +208,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	}
 	if sample, ok := snap.samples[q.ID]; ok {
 		if q.FIFO {
-			groups, err := s.store.SampleGroups(ctx, sample.ID)
-			if err != nil {
-				return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
-			}
-			for _, g := range groups {
-				if g.Blocked {
-					f.BlockedGroups = append(f.BlockedGroups, g)
-				}
-			}
+			f.BlockedGroups = snap.blocked[sample.ID]
 		}
-		n, err := s.store.SampleNearMaxCount(ctx, sample.ID)
-		if err != nil {
-			return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
-		}
-		f.NearMax = n
+		f.NearMax = snap.nearMax[sample.ID]
 	}
 	sum.Health = evaluateHealth(f, s.th)
 	return sum, nil
