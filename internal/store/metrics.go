@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -108,14 +109,22 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 	return nil
 }
 
-// NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any metric.
-func (s *Store) NewestMetricTimes(ctx context.Context) (map[int64]time.Time, error) {
+// NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any of the
+// metrics named, or of any metric when none is.
+func (s *Store) NewestMetricTimes(ctx context.Context, metrics ...string) (map[int64]time.Time, error) {
+	filter, args := "", []any{}
+	if len(metrics) > 0 {
+		filter = " WHERE m.name IN (?" + strings.Repeat(", ?", len(metrics)-1) + ")"
+		for _, m := range metrics {
+			args = append(args, m)
+		}
+	}
 	// One backward seek per (queue, metric) on the primary key rather than a scan of every point.
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT q.id, max((SELECT max(at) FROM metric_points p
 			WHERE p.queue_id = q.id AND p.metric_id = m.id AND p.period <= 60))
-		FROM queues q CROSS JOIN metric_names m
-		GROUP BY q.id`)
+		FROM queues q CROSS JOIN metric_names m`+filter+`
+		GROUP BY q.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: newest metric times: %w", err)
 	}

@@ -344,3 +344,21 @@ func (a *attributeMaps) decode(queueID int64, raw string) (map[string]string, er
 	a.m[queueID] = decodedAttributes{raw: raw, attrs: attrs}
 	return attrs, nil
 }
+
+// TouchQueues records that the queues were listed at `at` (last seen; a queue marked gone that is
+// listed again is no longer gone), in one statement for all of them.
+func (s *Store) TouchQueues(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	defer s.gen.queues.Add(1)
+	list, err := sampleIDList(ids)
+	if err != nil {
+		return fmt.Errorf("store: touch queues: %w", err)
+	}
+	if _, err := s.wdb.ExecContext(ctx, `UPDATE queues SET last_seen = ?, gone_at = 0
+		WHERE id IN (SELECT value FROM json_each(?))`, ms(at), list); err != nil {
+		return fmt.Errorf("store: touch queues: %w", err)
+	}
+	return nil
+}

@@ -360,7 +360,7 @@ func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, er
 	return n, nil
 }
 
-// sampleIDList encodes sample ids for json_each, which lets one query seek each of them.
+// sampleIDList encodes ids (of samples, queues) for json_each, which lets one query seek each of them.
 func sampleIDList(ids []int64) (string, error) {
 	if ids == nil {
 		ids = []int64{}

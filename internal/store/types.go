@@ -269,6 +269,42 @@ type CostEstimate struct {
 	SQSUSDPerDay        float64
 	CloudWatchUSDPerDay float64
 	TotalUSDPerDay      float64
+	// Loops is the same per collector loop, in the order the loops run.
+	Loops []LoopCost
+	// Cadences are the cadences priced, those the collector runs at.
+	Cadences Cadences
+	// BudgetUSDPerDay is the budget the cadences were chosen to fit (--aws-budget-per-day), 0
+	// without one; OverBudget says that even the slowest cadences cost more.
+	BudgetUSDPerDay float64
+	OverBudget      bool
+}
+
+// LoopCost is what one collector loop costs a day.
+type LoopCost struct {
+	Loop        string // a run kind: discovery, attributes, metrics, peek, movetasks
+	SQSRequests float64
+	Metrics     float64
+	USD         float64
+}
+
+// Cadences are how often the collector reads what: the configured intervals, or slower ones
+// chosen to fit a budget.
+type Cadences struct {
+	// Attributes: a queue holding messages, or whose depth changed lately.
+	Attributes time.Duration
+	// QuietAttributes: an empty queue whose depth has not changed for as long.
+	QuietAttributes time.Duration
+	// OldestAge: CloudWatch's ApproximateAgeOfOldestMessage of a source queue that held messages.
+	OldestAge time.Duration
+	// Counters: the other CloudWatch metrics of source queues, as one-minute datapoints.
+	Counters time.Duration
+	// MoveTasks: a dead-letter queue's move tasks while none runs and its depth does not fall.
+	MoveTasks time.Duration
+	// PeekDeadLetter and PeekSource: message samples.
+	PeekDeadLetter time.Duration
+	PeekSource     time.Duration
+	// Discovery: ListQueues and ListDeadLetterSourceQueues.
+	Discovery time.Duration
 }
 
 // Audit results.
