@@ -141,7 +141,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		"--endpoint-url", "http://127.0.0.1:1", "--cloudwatch-endpoint-url", "http://127.0.0.1:2",
 		"--peek-source", "tool-calls*", "--peek-source", "exports",
 		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
-		"--attributes-interval", "30s",
+		"--attributes-interval", "30s", "--aws-budget-per-day", "2.5", "--counters-interval", "3h",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +163,8 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		{"oldest critical", th.OldestAgeCritical, 20 * time.Minute},
 		{"DLQ critical", th.DLQDepthCritical, int64(7)},
 		{"stale after three attribute cycles", th.StaleAfter, 90 * time.Second},
+		{"budget", cfg.dashboard.Collector.BudgetUSDPerDay, 2.5},
+		{"counters", cfg.dashboard.Collector.CountersInterval, 3 * time.Hour},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/toolq/toolq/internal/store"
@@ -169,22 +168,6 @@ func PlanCadences(budget float64, cfg CostConfig, queues []CostQueue, at time.Ti
 	return e, e.OverBudget
 }
 
-// CadencesText says what freshness cadences buy, in a line for the log and the pages.
-func CadencesText(c store.Cadences) string {
-	d := func(v time.Duration) string {
-		switch {
-		case v%time.Hour == 0:
-			return fmt.Sprintf("%d h", v/time.Hour)
-		case v%time.Minute == 0:
-			return fmt.Sprintf("%d min", v/time.Minute)
-		}
-		return fmt.Sprintf("%d s", v/time.Second)
-	}
-	return fmt.Sprintf("depths every %s (empty, unchanged queues every %s), age of the oldest message every %s, "+
-		"other CloudWatch metrics every %s, dead-letter samples every %s, move tasks every %s",
-		d(c.Attributes), d(c.QuietAttributes), d(c.OldestAge), d(c.Counters), d(c.PeekDeadLetter), d(c.MoveTasks))
-}
-
 // updateCost stores the estimate of the running configuration for the queues watched now. A
 // region whose GetMetricData calls fail is not charged for CloudWatch: AWS bills answered calls.
 // With a budget, it first chooses the cadences that fit it (PlanCadences) and runs the loops at
@@ -228,7 +211,7 @@ func (c *Collector) updateCost(ctx context.Context) {
 	if e.Cadences != running {
 		c.cadences.Store(&e.Cadences)
 		c.log.Info("collector: cadences for the budget", "budget_usd_per_day", c.opts.BudgetUSDPerDay,
-			"estimate_usd_per_day", e.TotalUSDPerDay, "over_budget", over, "freshness", CadencesText(e.Cadences))
+			"estimate_usd_per_day", e.TotalUSDPerDay, "over_budget", over, "freshness", e.Cadences.String())
 	}
 	if err := c.store.SetCostEstimate(ctx, e); err != nil {
 		c.warn(ctx, "collector: set cost estimate", "err", err)

@@ -150,7 +150,7 @@ func TestPlanCadences(t *testing.T) {
 			if e.BudgetUSDPerDay != tt.budget {
 				t.Errorf("budget recorded %v", e.BudgetUSDPerDay)
 			}
-			t.Logf("$%.2f: %s", e.TotalUSDPerDay, CadencesText(e.Cadences))
+			t.Logf("$%.2f: %s", e.TotalUSDPerDay, e.Cadences.String())
 		})
 	}
 }

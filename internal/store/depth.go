@@ -356,3 +356,27 @@ func (s *Store) SaveAttributeSamples(ctx context.Context, samples []AttributeSam
 	}
 	return nil
 }
+
+// LastEmptyTimes returns, by queue id, the time of each queue's newest depth sample in [since,
+// until] that showed no message visible or in flight; a queue without one is absent. Every
+// message a queue holds arrived after that time, which bounds the age of its oldest message when
+// CloudWatch has no recent datapoint. It answers from memory (recentDepth) and returns nothing
+// for a range the memory does not cover.
+func (s *Store) LastEmptyTimes(ctx context.Context, since, until time.Time) (map[int64]time.Time, error) {
+	from, to := msCeil(since), ms(until)
+	out := map[int64]time.Time{}
+	_, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+		for id, ring := range rings {
+			for i := len(ring) - 1; i >= 0 && ring[i].at >= from; i-- {
+				if d := ring[i]; d.at <= to && d.visible+d.inFlight == 0 {
+					out[id] = fromMS(d.at)
+					break
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: last empty times: %w", err)
+	}
+	return out, nil
+}

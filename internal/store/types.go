@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -277,6 +278,24 @@ type CostEstimate struct {
 	// without one; OverBudget says that even the slowest cadences cost more.
 	BudgetUSDPerDay float64
 	OverBudget      bool
+}
+
+// String says what freshness the cadences buy, in one line for the log and the pages.
+func (c Cadences) String() string {
+	d := func(v time.Duration) string {
+		switch {
+		case v <= 0:
+			return "–"
+		case v%time.Hour == 0:
+			return fmt.Sprintf("%d h", v/time.Hour)
+		case v%time.Minute == 0:
+			return fmt.Sprintf("%d min", v/time.Minute)
+		}
+		return fmt.Sprintf("%d s", v/time.Second)
+	}
+	return fmt.Sprintf("depths every %s (empty, unchanged queues every %s), age of the oldest message every %s, "+
+		"other CloudWatch metrics every %s, dead-letter samples every %s, move tasks every %s",
+		d(c.Attributes), d(c.QuietAttributes), d(c.OldestAge), d(c.Counters), d(c.PeekDeadLetter), d(c.MoveTasks))
 }
 
 // LoopCost is what one collector loop costs a day.

@@ -36,6 +36,8 @@ type snapshot struct {
 	nearMax map[int64]int                    // of each newest sample, by sample id
 	blocked map[int64][]store.GroupBacklog   // blocked groups of each newest FIFO sample, by sample id
 	errors  map[int64][]store.CollectorError // within ErrorWindow, newest first
+	empty   map[int64]time.Time              // each queue's newest sample without messages, within sparklineWindow
+	cadence store.Cadences                   // the collector's, from its newest cost estimate; zero before one
 	running map[int64]bool                   // queues with a running move task
 	tasks   []store.MoveTask                 // the running move tasks
 	sight   sightFacts
@@ -73,6 +75,15 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	if snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	if snap.empty, err = s.store.LastEmptyTimes(ctx, now.Add(-sparklineWindow), now); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	switch e, err := s.store.GetCostEstimate(ctx); {
+	case err == nil:
+		snap.cadence = e.Cadences
+	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	if snap.samples, err = s.store.LatestSamples(ctx); err != nil {
@@ -162,7 +173,8 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	if snap.names[q.Name] > 1 {
 		sum.Ref = q.ARN
 	}
-	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID]}
+	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID], EmptyAt: snap.empty[q.ID]}
+	f.StaleAfter, f.AgeWindow = s.windows(snap.cadence, snap.latest[q.ID])
 
 	if a, ok := snap.latest[q.ID]; ok {
 		sum.Visible, sum.InFlight, sum.Delayed = a.Visible, a.InFlight, a.Delayed
@@ -176,7 +188,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	if p, ok := snap.ages[q.ID]; ok {
 		f.OldestAge = &p
 	}
-	if age, source, at, ok := oldestAge(snap, q, s.th.GrowthWindow); ok {
+	if age, source, at, ok := oldestAge(snap, q, f.AgeWindow); ok {
 		sum.OldestMessageAgeSeconds, sum.OldestMessageAgeSource, sum.OldestMessageAgeAt = &age, source, timePtr(at)
 	}
 	sum.Tier = q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != ""
@@ -214,6 +226,18 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	}
 	sum.Health = evaluateHealth(f, s.th)
 	return sum, nil
+}
+
+// windows returns how old a queue's newest depth sample may be before it is stale, and how old
+// its newest age-of-oldest-message datapoint may be to count, at the collector's cadences: three
+// of its reads (an empty, unchanged queue is read less often, and a budget may slow every
+// cadence down), and never less than the thresholds' StaleAfter and GrowthWindow.
+func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (staleAfter, ageWindow time.Duration) {
+	staleAfter = max(s.th.StaleAfter, 3*cad.Attributes)
+	if latest.Visible+latest.InFlight+latest.Delayed == 0 {
+		staleAfter = max(staleAfter, 3*cad.QuietAttributes)
+	}
+	return staleAfter, max(s.th.GrowthWindow, 3*cad.OldestAge)
 }
 
 // sparkline draws the visible depth of each minute of the last hour (the minute's maximum, so
@@ -308,19 +332,29 @@ func totals(qs []QueueSummary) Totals {
 func (s *Service) cost(ctx context.Context) (Cost, error) {
 	c, err := s.store.GetCostEstimate(ctx)
 	if errors.Is(err, store.ErrNotFound) {
-		return Cost{}, nil
+		return Cost{Loops: []LoopCost{}}, nil
 	}
 	if err != nil {
 		return Cost{}, fmt.Errorf("views: %w", err)
 	}
-	return Cost{
+	out := Cost{
 		TotalUSDPerDay:      c.TotalUSDPerDay,
 		SQSUSDPerDay:        c.SQSUSDPerDay,
 		CloudWatchUSDPerDay: c.CloudWatchUSDPerDay,
 		SQSRequestsPerDay:   c.SQSRequestsPerDay,
 		MetricsPerDay:       c.MetricsPerDay,
 		At:                  timePtr(c.At),
-	}, nil
+		Loops:               []LoopCost{},
+		BudgetUSDPerDay:     c.BudgetUSDPerDay,
+		OverBudget:          c.OverBudget,
+	}
+	if c.Cadences != (store.Cadences{}) {
+		out.Freshness = c.Cadences.String()
+	}
+	for _, l := range c.Loops {
+		out.Loops = append(out.Loops, LoopCost{Loop: l.Loop, USDPerDay: l.USD, SQSRequestsPerDay: l.SQSRequests, MetricsPerDay: l.Metrics})
+	}
+	return out, nil
 }
 
 // Queues returns the queues that match q, in the overview's order.
