@@ -47,7 +47,7 @@ func (c *Collector) cycleAttributes(ctx context.Context, queues []*watchedQueue)
 // AttributesDue reads the attributes of the queues that are due (Run's attribute loop): every
 // AttributesInterval a queue that holds messages or whose depth changed within
 // QuietAttributesInterval, and every QuietAttributesInterval an empty queue whose depth has not
-// changed for as long. Each check is a recorded cycle, also when no queue was due: the data is
+// changed for as long; and at once a queue this process has not read yet. Each check is a recorded cycle, also when no queue was due: the data is
 // then as fresh as the cadences promise.
 func (c *Collector) AttributesDue(ctx context.Context) error {
 	cad := c.cadence()
@@ -55,7 +55,8 @@ func (c *Collector) AttributesDue(ctx context.Context) error {
 	var due []*watchedQueue
 	for _, q := range c.watched() {
 		st := q.state()
-		if dueAt(st.attributesAt, now, attributesEvery(st, now, cad), c.opts.AttributesInterval) {
+		// A queue resumed from the store is read at once: a restart's first cycle is a full one.
+		if !st.read || dueAt(st.attributesAt, now, attributesEvery(st, now, cad), c.opts.AttributesInterval) {
 			due = append(due, q)
 		}
 	}

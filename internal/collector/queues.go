@@ -60,6 +60,9 @@ type queueState struct {
 	inFlight     int64 // ApproximateNumberOfMessagesNotVisible, likewise
 	delayed      int64
 	attributesAt time.Time
+	// read: this process has read the queue's attributes (attributesAt may come from the store,
+	// from an earlier run).
+	read bool
 	// changedAt is when the depth (visible, in flight, delayed) was last read different from
 	// the read before: a queue that is empty and unchanged for a while is read less often.
 	changedAt time.Time
@@ -115,6 +118,7 @@ func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePoli
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	first := q.st.attributesAt.IsZero()
+	q.st.read = true
 	if first || sample.Visible != q.st.visible || sample.InFlight != q.st.inFlight || sample.Delayed != q.st.delayed {
 		q.st.changedAt = sample.At
 	}
