@@ -6,12 +6,17 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/actions/actionstest"
@@ -146,16 +151,19 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 	return fw
 }
 
-// cycle stores what an attribute cycle would: a new depth sample of every queue, n of them with
-// a new depth, 15 s after the previous cycle.
+// cycle stores what an attribute cycle would: a new depth sample of every queue, n sources of
+// them with a new depth (their health and so the rows' order stay), 15 s after the previous
+// cycle.
 func (fw *fleetWorld) cycle(b *testing.B, n int) {
 	b.Helper()
 	fw.Advance(15 * time.Second)
 	now := fw.Now()
 	samples := make([]store.AttributeSample, 0, len(fw.ids))
 	for i, id := range fw.ids {
-		v := int64(i % 40)
-		if i < n {
+		v := int64(i / 2 % 40) // the depth newFleetWorld gave it
+		if i%2 == 1 {
+			v = int64(i / 2 % 3)
+		} else if i < 2*n {
 			v += now.Unix() % 7
 		}
 		samples = append(samples, store.AttributeSample{QueueID: id, At: now, Visible: v, InFlight: 2})
@@ -288,4 +296,138 @@ func BenchmarkFleetOverviewPush(b *testing.B) {
 	b.ReportMetric(float64(deflateSize(update))/1024, "update-deflate-KB")
 	b.ReportMetric(float64(len(first.Full))/1024, "full-raw-KB")
 	b.ReportMetric(float64(deflateSize(first.Full))/1024, "full-deflate-KB")
+}
+
+// BenchmarkFleetPushTo1000Websockets connects 1,000 websocket clients to the overview of 1,000
+// queues, with permessage-deflate negotiated as browsers do it or without, then stores attribute
+// cycles in which 100 queues change depth and publishes their event, and measures when each
+// client got the push: its delivery (from the first client's receipt to each client's: the
+// hub's send to all) and from the event (with the hub's 250-ms coalescing and the rendering).
+// Once a minute every moving sparkline moves on and the push carries most rows; those cycles
+// are stored between the measured ones. The clients run in this process, on the same two
+// cores, and decompress what they get; the RSS reported is the process's, clients included.
+func BenchmarkFleetPushTo1000Websockets(b *testing.B) {
+	for _, deflate := range []bool{true, false} {
+		b.Run(fmt.Sprintf("deflate=%v", deflate), func(b *testing.B) { benchmarkPushToWebsockets(b, 1000, deflate) })
+	}
+}
+
+func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
+	fw := newFleetWorld(b, benchPairs1000)
+	srv := httptest.NewServer(fw.handler)
+	b.Cleanup(srv.Close)
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws?topic=overview"
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// Each client notes when it got a push with rows; the benchmark waits for one note of each.
+	notes := make([]chan time.Time, clients)
+	var conns []*websocket.Conn
+	for i := range clients {
+		local := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/25), byte(1+i%25))}
+		d := websocket.Dialer{
+			EnableCompression: deflate,
+			NetDialContext:    (&net.Dialer{LocalAddr: local}).DialContext,
+		}
+		conn, _, err := d.Dial(u, http.Header{"Origin": {"http://" + host}})
+		if err != nil {
+			b.Fatalf("client %d: %v", i, err)
+		}
+		conns = append(conns, conn)
+		note := make(chan time.Time, 64)
+		notes[i] = note
+		go func() {
+			for {
+				_, msg, err := conn.ReadMessage()
+				if err != nil {
+					close(note)
+					return
+				}
+				if bytes.Contains(msg, []byte("queue-row-")) {
+					select {
+					case note <- time.Now():
+					default: // the benchmark reads every note; never block the reads
+					}
+				}
+			}
+		}()
+	}
+	b.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	wait := func(i int) time.Time {
+		select {
+		case at, ok := <-notes[i]:
+			if !ok {
+				b.Fatalf("client %d was disconnected", i)
+			}
+			return at
+		case <-time.After(time.Minute):
+			b.Fatalf("client %d got no push", i)
+		}
+		return time.Time{}
+	}
+	drain := func() {
+		time.Sleep(time.Second) // what is on its way
+		for _, n := range notes {
+			for len(n) > 0 {
+				<-n
+			}
+		}
+	}
+	for i := range clients {
+		wait(i) // its connect push
+	}
+	drain()
+	var delivery, fromEvent []time.Duration
+	for b.Loop() {
+		if fw.Now().Add(15*time.Second).Truncate(time.Minute) != fw.Now().Truncate(time.Minute) {
+			b.StopTimer()
+			fw.cycle(b, 100) // the minute turns
+			fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
+			for i := range clients {
+				wait(i)
+			}
+			drain()
+			b.StartTimer()
+		}
+		fw.cycle(b, 100)
+		published := time.Now()
+		fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
+		ats := make([]time.Time, clients)
+		first := time.Time{}
+		for i := range clients {
+			ats[i] = wait(i)
+			if first.IsZero() || ats[i].Before(first) {
+				first = ats[i]
+			}
+		}
+		for _, at := range ats {
+			delivery = append(delivery, at.Sub(first))
+			fromEvent = append(fromEvent, at.Sub(published))
+		}
+		b.StopTimer()
+		drain()
+		b.StartTimer()
+	}
+	reportPercentiles(b, "delivery", delivery)
+	reportPercentiles(b, "from-event", fromEvent)
+	if rss, ok := residentMB(); ok {
+		b.ReportMetric(rss, "rss-MB")
+	}
+}
+
+// residentMB reads the process's resident set size.
+func residentMB() (float64, bool) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024, err == nil
+		}
+	}
+	return 0, false
 }

@@ -62,7 +62,11 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	}
 	// SQLite buckets the depth samples: an hour of 15-s samples of every queue is most of what
 	// the overview would otherwise read, only to draw 60 points a queue.
-	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Add(-sparklineWindow), now, sparklineWindow/sparklinePoints)
+	// Whole minutes, the last one the minute under way: a bucket's peak then changes only when a
+	// sample of its minute comes, not every time now moves, so an overview push carries the
+	// rows whose depth changed and, once a minute, those whose sparkline moved on.
+	bucket := sparklineWindow / sparklinePoints
+	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Truncate(bucket).Add(-sparklineWindow+bucket), now, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
@@ -240,18 +244,13 @@ func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (sta
 	return staleAfter, max(s.th.GrowthWindow, 3*cad.OldestAge)
 }
 
-// sparkline draws the visible depth of each minute of the last hour (the minute's maximum, so
+// sparkline draws the visible depth of each of the last 60 minutes (the minute's maximum, so
 // that a spike shows), oldest first, from the store's per-minute peaks; minutes without samples
 // are skipped.
 func sparkline(peaks []store.DepthPeak) []float64 {
 	out := make([]float64, 0, len(peaks))
 	for _, p := range peaks {
 		out = append(out, float64(p.Visible))
-	}
-	if len(out) > sparklinePoints {
-		// A sample exactly at now falls into a 61st bucket: fold it into the last.
-		out[sparklinePoints-1] = max(out[sparklinePoints-1], out[sparklinePoints])
-		out = out[:sparklinePoints]
 	}
 	return out
 }
