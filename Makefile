@@ -48,8 +48,9 @@ bench: ## every Go benchmark, once, with allocations
 build: ## a static binary in bin/dashboard with the version stamped in
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dashboard
 
-generate: ## regenerate the templ components' Go code
+generate: ## regenerate the templ components' Go code and the compressed static assets
 	$(GO) tool templ generate
+	$(GO) generate ./web/static
 
 lint: ## gofmt must have nothing to say, go vet neither
 	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -exec gofmt -l {} +); \

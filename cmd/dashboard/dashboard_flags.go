@@ -19,8 +19,11 @@ import (
 type dashboardFlags struct {
 	listen string
 	db     string
+	pprof  string
 
 	discovery, attributes, metrics time.Duration
+	quietAttributes, counters      time.Duration
+	budget                         float64
 	peekDLQ, peekSource            time.Duration
 	backfill                       time.Duration
 	concurrency                    int64
@@ -57,6 +60,7 @@ type dashboardDefaults struct {
 	db, dbUsage                    string
 	discovery, attributes, metrics time.Duration
 	dimensions                     []string
+	quietAttributes, counters      time.Duration
 }
 
 var (
@@ -64,6 +68,7 @@ var (
 		db: "toolq.db", dbUsage: "the store: a SQLite `file`, or a postgres:// URL that replicas share (created or migrated at start)",
 		discovery:  collector.DefaultDiscoveryInterval,
 		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
+		quietAttributes: collector.DefaultQuietAttributesInterval, counters: collector.DefaultCountersInterval,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
@@ -72,7 +77,8 @@ var (
 		discovery: 30 * time.Second, attributes: 5 * time.Second, metrics: time.Minute,
 		// The demo's MCP servers travel as the mcpServer attribute; its workers write why a call
 		// failed into the call as error.code (traffic's failed calls).
-		dimensions: []string{"mcpServer=attr:mcpServer", "error=json:$.error.code"},
+		dimensions:      []string{"mcpServer=attr:mcpServer", "error=json:$.error.code"},
+		quietAttributes: 20 * time.Second, counters: 5 * time.Minute,
 	}
 )
 
@@ -80,10 +86,14 @@ var (
 func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.listen, "listen", "127.0.0.1:8080", "`address` of the dashboard (auth is required beyond loopback)")
 	f.String(&d.db, "db", def.db, def.dbUsage)
+	f.String(&d.pprof, "pprof", "", "loopback `address` on which to serve net/http/pprof, apart from the dashboard (default off)")
 
 	f.Duration(&d.discovery, "discovery-interval", def.discovery, "how often queues are listed (ListQueues)")
 	f.Duration(&d.attributes, "attributes-interval", def.attributes, "how often every queue's attributes are read (GetQueueAttributes)")
-	f.Duration(&d.metrics, "metrics-interval", def.metrics, "how often CloudWatch is read (GetMetricData, billed per metric)")
+	f.Duration(&d.quietAttributes, "quiet-attributes-interval", def.quietAttributes, "how often an empty queue whose depth has not changed for as long is read")
+	f.Duration(&d.metrics, "metrics-interval", def.metrics, "how often CloudWatch's age of the oldest message of source queues holding messages is read (GetMetricData, billed per metric)")
+	f.Duration(&d.counters, "counters-interval", def.counters, "how often the source queues' other CloudWatch metrics are read, as one-minute datapoints")
+	f.Float64(&d.budget, "aws-budget-per-day", 0, "AWS `dollars` a day the collector may spend: it slows its cadences to fit and says what freshness that buys (default: no budget)")
 	f.Duration(&d.peekDLQ, "peek-dlq-interval", collector.DefaultPeekDeadLetterInterval, "spacing of the message samples of each dead-letter queue")
 	f.Duration(&d.peekSource, "peek-source-interval", collector.DefaultPeekSourceInterval, "spacing of the message samples of each opted-in source queue")
 	f.Duration(&d.backfill, "backfill", collector.DefaultBackfill, "CloudWatch history read once when a queue is first seen (negative: none)")
@@ -174,19 +184,23 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		}
 	}
 	return app.Config{
-		DBPath:    d.db,
-		AdviceOff: d.adviceOff,
-		Listen:    d.listen,
-		Version:   version,
-		Commit:    commit,
+		DBPath:      d.db,
+		AdviceOff:   d.adviceOff,
+		Listen:      d.listen,
+		PprofListen: d.pprof,
+		Version:     version,
+		Commit:      commit,
 		Collector: collector.Options{
-			DiscoveryInterval:      d.discovery,
-			AttributesInterval:     d.attributes,
-			MetricsInterval:        d.metrics,
-			PeekDeadLetterInterval: d.peekDLQ,
-			PeekSourceInterval:     d.peekSource,
-			Backfill:               d.backfill,
-			Concurrency:            int(d.concurrency),
+			DiscoveryInterval:       d.discovery,
+			AttributesInterval:      d.attributes,
+			QuietAttributesInterval: d.quietAttributes,
+			MetricsInterval:         d.metrics,
+			CountersInterval:        d.counters,
+			BudgetUSDPerDay:         d.budget,
+			PeekDeadLetterInterval:  d.peekDLQ,
+			PeekSourceInterval:      d.peekSource,
+			Backfill:                d.backfill,
+			Concurrency:             int(d.concurrency),
 			Peek: collector.PeekOptions{
 				Disabled:    peekOff,
 				Sources:     d.peekSources,

@@ -83,6 +83,11 @@ func (f *envFlags) Int64(p *int64, name string, value int64, usage string) {
 	f.fs.Int64Var(p, name, value, usage)
 }
 
+// Float64 defines a number flag.
+func (f *envFlags) Float64(p *float64, name string, value float64, usage string) {
+	f.fs.Float64Var(p, name, value, usage)
+}
+
 // Duration defines a duration flag (time.ParseDuration syntax: 500ms, 10s, 2m).
 func (f *envFlags) Duration(p *time.Duration, name string, value time.Duration, usage string) {
 	f.fs.DurationVar(p, name, value, usage)

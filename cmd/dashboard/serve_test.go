@@ -142,7 +142,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		"--endpoint-url", "http://127.0.0.1:1", "--cloudwatch-endpoint-url", "http://127.0.0.1:2",
 		"--peek-source", "tool-calls*", "--peek-source", "exports",
 		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
-		"--attributes-interval", "30s",
+		"--attributes-interval", "30s", "--aws-budget-per-day", "2.5", "--counters-interval", "3h",
 		"--lambda=false", "--advice-off", "no-dlq,short-polling", "--advice-off", "dlq-no-alarm",
 	})
 	if err != nil {
@@ -168,6 +168,8 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		{"Lambda off", cfg.dashboard.Collector.DisableLambda, true},
 		{"EventBridge on by default", cfg.dashboard.Collector.DisableEventBridge, false},
 		{"advice off, comma list and repeated", cfg.dashboard.AdviceOff, []string{"no-dlq", "short-polling", "dlq-no-alarm"}},
+		{"budget", cfg.dashboard.Collector.BudgetUSDPerDay, 2.5},
+		{"counters", cfg.dashboard.Collector.CountersInterval, 3 * time.Hour},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {

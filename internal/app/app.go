@@ -58,6 +58,10 @@ type Config struct {
 	// AdviceOff are the advisor's rules not to check (--advice-off), by id.
 	AdviceOff []string
 
+	// PprofListen, when set, is a loopback address on which net/http/pprof is served, apart
+	// from the dashboard (--pprof). Empty: no profiling endpoint.
+	PprofListen string
+
 	Auth                auth.Config // Store, Logger filled in here
 	AllowInsecureNoAuth bool
 	ReadOnly            bool
@@ -226,6 +230,17 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 		d.log.Info("shutdown: database closed")
 	}()
 
+	if d.cfg.PprofListen != "" {
+		stopPprof, err := listenPprof(d.cfg.PprofListen, d.log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			err = errors.Join(err, stopPprof(stopCtx))
+		}()
+	}
 	// An action whose process stopped between its call to AWS and its outcome (a crash, a kill)
 	// left an intent alone in the audit log: settle it from ListMessageMoveTasks before anyone
 	// can act again. What cannot be settled now (AWS unreachable) is settled before its queue's

@@ -132,6 +132,12 @@ func CheckListen(mode Mode, listenAddr string, allowInsecure bool) error {
 	return fmt.Errorf("%w: %q", ErrInsecureListen, listenAddr)
 }
 
+// LoopbackListen reports whether a listen address ("host:port") binds loopback only.
+func LoopbackListen(listenAddr string) bool {
+	host, _, err := net.SplitHostPort(listenAddr)
+	return err == nil && isLoopbackHost(host)
+}
+
 // LoopbackRequestHost reports whether a request's Host header ("host" or "host:port") names this
 // machine. A dashboard without auth on loopback must refuse every other name: a hostile page
 // whose DNS name is re-bound to 127.0.0.1 (DNS rebinding) is otherwise same-origin with it, so

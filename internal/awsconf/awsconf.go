@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
@@ -19,6 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
+
+// MaxIdleConnsPerHost is how many idle connections each client keeps per endpoint: more than
+// the collector's calls in flight to it (collector.DefaultConcurrency).
+const MaxIdleConnsPerHost = 64
 
 // Retry modes accepted in Options.RetryMode.
 const (
@@ -155,9 +161,16 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 		loaders = append(loaders, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(staticAccessKeyID, staticSecretAccessKey, "")))
 	}
-	if opts.HTTPClient != nil {
-		loaders = append(loaders, config.WithHTTPClient(opts.HTTPClient))
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		// The SDK keeps 10 idle connections per host; the collector has tens of calls in flight
+		// to one endpoint, and each connection beyond the tenth would be dialled (TLS and all)
+		// again for every call.
+		httpClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+		})
 	}
+	loaders = append(loaders, config.WithHTTPClient(httpClient))
 	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("awsconf: load: %w", err)

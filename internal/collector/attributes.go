@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -16,9 +17,13 @@ import (
 // Concurrency at a time) and stores them with a depth sample. A queue that no longer exists is
 // marked gone; any other failure is recorded for that queue and the cycle goes on.
 func (c *Collector) CycleAttributes(ctx context.Context) error {
+	return c.cycleAttributes(ctx, c.watched())
+}
+
+// cycleAttributes reads the attributes of queues in one recorded cycle.
+func (c *Collector) cycleAttributes(ctx context.Context, queues []*watchedQueue) error {
 	cy := c.startCycle(ctx, store.RunAttributes)
 	defer c.finish(ctx, cy)
-	queues := c.watched()
 	cy.queues.Store(int64(len(queues)))
 	for _, r := range c.regions {
 		cy.cover(r.Name, 0)
@@ -37,6 +42,33 @@ func (c *Collector) CycleAttributes(ctx context.Context) error {
 	c.updateCost(ctx)
 	c.pub.Publish(events.Event{Kind: events.QueuesChanged, At: c.now()})
 	return ctx.Err()
+}
+
+// AttributesDue reads the attributes of the queues that are due (Run's attribute loop): every
+// AttributesInterval a queue that holds messages or whose depth changed within
+// QuietAttributesInterval, and every QuietAttributesInterval an empty queue whose depth has not
+// changed for as long; and at once a queue this process has not read yet. Each check is a recorded cycle, also when no queue was due: the data is
+// then as fresh as the cadences promise.
+func (c *Collector) AttributesDue(ctx context.Context) error {
+	cad := c.cadence()
+	now := c.now()
+	var due []*watchedQueue
+	for _, q := range c.watched() {
+		st := q.state()
+		// A queue resumed from the store is read at once: a restart's first cycle is a full one.
+		if !st.read || dueAt(st.attributesAt, now, attributesEvery(st, now, cad), c.opts.AttributesInterval) {
+			due = append(due, q)
+		}
+	}
+	return c.cycleAttributes(ctx, due)
+}
+
+// attributesEvery is how often a queue in state st is read at now.
+func attributesEvery(st queueState, now time.Time, cad store.Cadences) time.Duration {
+	if st.visible+st.inFlight+st.delayed == 0 && now.Sub(st.changedAt) >= cad.QuietAttributes {
+		return cad.QuietAttributes
+	}
+	return cad.Attributes
 }
 
 // readAttributes calls GetQueueAttributes for q and marks the queue gone when SQS says it does

@@ -1,7 +1,10 @@
 package collector
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -139,4 +143,174 @@ func BenchmarkPeekPass500Messages(b *testing.B) {
 		must(b, c.PeekDue(e.ctx))
 	}
 	reportCalls(b, e, "ReceiveMessage", "ChangeMessageVisibilityBatch", "DeleteMessage")
+}
+
+// longBench says whether the benchmarks of 5,000 queues run (TOOLQ_BENCH_LONG=1): their naive
+// loop alone takes minutes.
+func longBench() bool { return os.Getenv("TOOLQ_BENCH_LONG") != "" }
+
+// fleetSizes are the queue counts the fleet benchmarks run at: 1,000 always, 5,000 with
+// TOOLQ_BENCH_LONG.
+func fleetSizes() []int {
+	if longBench() {
+		return []int{1000, 5000}
+	}
+	return []int{1000}
+}
+
+// BenchmarkCycleVersusNaive times, in one run, an attribute cycle of the collector over a fleet
+// of source queues with their DLQs, 20 ms a call, against a naive loop that reads and stores
+// each queue in turn; it reports both, the speed-up, and the calls per cycle over the fewest
+// the cycle can make (one GetQueueAttributes a queue), then the same for a CloudWatch cycle (one
+// GetMetricData per 500 queries).
+func BenchmarkCycleVersusNaive(b *testing.B) {
+	for _, n := range fleetSizes() {
+		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
+			e := newEnv(b)
+			c, _ := steadyFleet(b, e, n/2)
+			queues := c.watched()
+			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+			var naive, cycle, metrics time.Duration
+			var calls, metricCalls, queries int
+			for b.Loop() {
+				e.advance(DefaultAttributesInterval)
+				start := time.Now()
+				for _, q := range queues {
+					out, err := e.sqs.GetQueueAttributes(e.ctx, &sqs.GetQueueAttributesInput{
+						QueueUrl: aws.String(q.url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+					})
+					must(b, err)
+					must(b, e.store.SaveQueueAttributes(e.ctx, store.QueueAttributes{QueueID: q.id, At: e.clock.Now(), Attributes: out.Attributes,
+						Depth: store.AttributeSample{Visible: attrInt(out.Attributes, "ApproximateNumberOfMessages")}}))
+				}
+				naive = time.Since(start)
+				e.sim.ResetCallCounts()
+				start = time.Now()
+				must(b, c.CycleAttributes(e.ctx))
+				cycle = time.Since(start)
+				calls = e.sim.CallCount("GetQueueAttributes")
+				e.advance(DefaultCountersInterval)
+				e.sim.ResetCallCounts()
+				start = time.Now()
+				must(b, c.CycleMetrics(e.ctx))
+				metrics = time.Since(start)
+				metricCalls = e.sim.CallCount("GetMetricData")
+				queries = 0
+				for _, q := range e.sim.MetricQueriesPerCall() {
+					queries += q
+				}
+			}
+			b.ReportMetric(naive.Seconds(), "naive-s")
+			b.ReportMetric(cycle.Seconds(), "cycle-s")
+			b.ReportMetric(naive.Seconds()/cycle.Seconds(), "speedup-x")
+			b.ReportMetric(float64(calls)/float64(len(queues)), "attribute-calls/min")
+			b.ReportMetric(metrics.Seconds(), "metrics-cycle-s")
+			b.ReportMetric(float64(queries), "metric-queries")
+			b.ReportMetric(float64(metricCalls)/math.Ceil(float64(queries)/maxQueriesPerCall), "metric-calls/min")
+		})
+	}
+}
+
+// BenchmarkCostPerDay runs every loop of the collector, as Run does, for an hour of a steady
+// fleet on the manual clock (sources holding messages, DLQs empty but every tenth), after a
+// five-minute warm-up, and prices what the simulator counted as a day, per 1,000 queues; next to
+// it the collector's own estimate. The fleet is 200 queues (1,000 with TOOLQ_BENCH_LONG, which
+// takes five minutes): every call but the account's one ListQueues per discovery is per queue,
+// so the cost per 1,000 queues is the same.
+func BenchmarkCostPerDay(b *testing.B) {
+	e := newEnv(b)
+	pairs := 100
+	if longBench() {
+		pairs = 500
+	}
+	c, priced := steadyFleet(b, e, pairs)
+	per1000 := 1000 / float64(2*pairs)
+	var usd, requests, metrics float64
+	for b.Loop() {
+		runLoops(b, e, c, 5*time.Minute)
+		e.sim.ResetCallCounts()
+		priced.reset()
+		runLoops(b, e, c, time.Hour)
+		requests, metrics, usd = costFromCallCounts(b, e, priced, time.Hour)
+	}
+	est, err := e.store.GetCostEstimate(e.ctx)
+	must(b, err)
+	b.ReportMetric(usd*per1000, "counted-usd/day/1000q")
+	b.ReportMetric(est.TotalUSDPerDay*per1000, "estimated-usd/day/1000q")
+	b.ReportMetric(requests*per1000, "sqs-requests/day/1000q")
+	b.ReportMetric(metrics*per1000, "metrics/day/1000q")
+	for _, l := range est.Loops {
+		b.ReportMetric(l.USD*per1000, l.Loop+"-usd/day/1000q")
+	}
+}
+
+// BenchmarkServe runs the collector as serve does (Run, real time, every loop at once with its
+// own budget) over a fleet of sources with their DLQs at 20 ms a call, and reports when the first
+// full attribute cycle landed (every queue with a depth sample), the longest attribute cycle
+// while the other loops ran, and, after a restart on the same store, when the first full cycle
+// landed again.
+func BenchmarkServe(b *testing.B) {
+	for _, n := range fleetSizes() {
+		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
+			e := newEnv(b)
+			_, _ = steadyFleet(b, e, n/2) // creates the fleet; its collector is not used
+			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+			var first, restart, longest time.Duration
+			for b.Loop() {
+				e.store = e.openStore()
+				first, longest = serveUntilCycles(b, e, n, 3)
+				restart, _ = serveUntilCycles(b, e, n, 1)
+			}
+			b.ReportMetric(first.Seconds(), "first-full-cycle-s")
+			b.ReportMetric(restart.Seconds(), "restart-full-cycle-s")
+			b.ReportMetric(longest.Seconds(), "longest-attribute-cycle-s")
+		})
+	}
+}
+
+// serveUntilCycles runs a new collector over e's store in real time until cycles attribute
+// cycles over every one of n queues have finished after the first full one, and returns when the
+// first one landed and the longest attribute cycle.
+func serveUntilCycles(b *testing.B, e *env, n, cycles int) (first, longest time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	c := e.collector(func(o *Options) { o.Now = time.Now; o.MoveTasksInterval = 0 })
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	seen := 0
+	for time.Since(start) < 3*time.Minute {
+		time.Sleep(100 * time.Millisecond)
+		latest, err := e.store.LatestAttributeSamples(e.ctx)
+		must(b, err)
+		fresh := 0
+		for _, a := range latest {
+			if !a.At.Before(start) {
+				fresh++
+			}
+		}
+		if first == 0 && fresh >= n {
+			first = time.Since(start)
+		}
+		if first == 0 {
+			continue
+		}
+		runs, err := e.store.RunsSince(e.ctx, store.RunAttributes, start)
+		must(b, err)
+		seen = 0
+		for _, r := range runs {
+			if r.Queues >= n/2 { // a cycle over the queues due, most of them
+				seen++
+			}
+			if d := r.FinishedAt.Sub(r.StartedAt); d > longest {
+				longest = d
+			}
+		}
+		if seen > cycles {
+			return first, longest
+		}
+	}
+	b.Fatalf("after 3 minutes: first full cycle %v, %d cycles", first, seen)
+	return first, longest
 }

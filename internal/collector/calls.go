@@ -81,14 +81,15 @@ func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q
 		return errBackedOff
 	}
 	cy.calls.Add(1)
+	budget := c.budget(cy.kind)
 	select {
-	case c.sem <- struct{}{}:
+	case budget <- struct{}{}:
 	case <-ctx.Done():
 		c.tel.awsCalls.Add(op, awscalls.Canceled)
 		return ctx.Err()
 	}
 	err := fn(ctx)
-	<-c.sem
+	<-budget
 	f := awscalls.Describe(err)
 	c.tel.awsCalls.Add(op, f.Outcome)
 	if err != nil && ctx.Err() != nil {
@@ -108,6 +109,15 @@ func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q
 	}
 	c.recordError(ctx, cy, op, q, f.Code, f.Message)
 	return err
+}
+
+// budget returns the semaphore of a loop's AWS calls in flight (Collector.budgets), by the kind
+// of its cycles.
+func (c *Collector) budget(kind string) chan struct{} {
+	if b, ok := c.budgets[kind]; ok {
+		return b
+	}
+	return c.budgets[store.RunAttributes]
 }
 
 // errorRepeat is how often the same failure (queue, operation, code) is stored. A policy that

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,12 +30,14 @@ import (
 const (
 	DefaultDiscoveryInterval        = 5 * time.Minute
 	DefaultAttributesInterval       = 15 * time.Second
+	DefaultQuietAttributesInterval  = time.Minute
 	DefaultMetricsInterval          = 5 * time.Minute
+	DefaultCountersInterval         = time.Hour
 	DefaultPeekDeadLetterInterval   = time.Minute
 	DefaultPeekSourceInterval       = 5 * time.Minute
 	DefaultMoveTasksRunningInterval = 2 * time.Second
 	DefaultPruneInterval            = time.Hour
-	DefaultConcurrency              = 8
+	DefaultConcurrency              = 32
 	DefaultPeekMaxMessages          = 500
 	DefaultPeekVisibilityTimeout    = 20 * time.Second
 	DefaultPeekBodyCap              = 64 << 10
@@ -45,6 +48,16 @@ const (
 	// within seconds of the attribute cycle that saw them.
 	peekDueCheck = 10 * time.Second
 )
+
+// loopConcurrency is the AWS calls in flight at most of the loops that make few calls at once:
+// CloudWatch packs 500 queries a call, peeks and move-task polls concern a few queues at a time.
+// The attribute cycle and discovery take Options.Concurrency each.
+var loopConcurrency = map[string]int{
+	store.RunMetrics:   2,
+	store.RunPeek:      4,
+	store.RunMoveTasks: 4,
+	store.RunTopology:  8,
+}
 
 // Region is one AWS region the collector watches, with its clients.
 type Region struct {
@@ -107,18 +120,33 @@ type Options struct {
 	Queues []string
 
 	// Cadences. Zero: the Default… constant of the same name.
-	DiscoveryInterval      time.Duration
-	AttributesInterval     time.Duration
-	MetricsInterval        time.Duration
+	DiscoveryInterval time.Duration
+	// AttributesInterval reads the attributes of a queue that holds messages or whose depth
+	// changed within QuietAttributesInterval; the attribute loop checks at this interval.
+	AttributesInterval time.Duration
+	// QuietAttributesInterval reads an empty queue whose depth has not changed for as long.
+	// Default 1 min (never less than AttributesInterval): a DLQ's first message is seen within it.
+	QuietAttributesInterval time.Duration
+	// MetricsInterval asks CloudWatch for the age of the oldest message of the source queues that
+	// held messages since the last ask; the metrics loop checks at this interval.
+	MetricsInterval time.Duration
+	// CountersInterval asks CloudWatch for the source queues' other metrics (counts, message size,
+	// FIFO groups in flight), as one-minute datapoints since the last ask: CloudWatch bills each
+	// metric a call asks for, not its datapoints. Default 1 h (never less than MetricsInterval).
+	CountersInterval       time.Duration
 	PeekDeadLetterInterval time.Duration
 	PeekSourceInterval     time.Duration
-	// MoveTasksInterval polls the move tasks of every dead-letter queue. Default the attribute interval.
+	// MoveTasksInterval polls the move tasks of every dead-letter queue while none of its tasks
+	// runs; one whose depth falls without a task toolq knows of is polled at once. Default the
+	// discovery interval.
 	MoveTasksInterval time.Duration
 	// MoveTasksRunningInterval polls a queue whose task is RUNNING or CANCELLING. Default 2 s.
 	MoveTasksRunningInterval time.Duration
 	PruneInterval            time.Duration
 
-	// Concurrency bounds the AWS calls in flight per cycle. Default 8.
+	// Concurrency bounds the AWS calls in flight of the attribute cycle, and of discovery's, each
+	// its own. Default 32. The other loops have budgets of their own (loopConcurrency), so that
+	// none waits for another's calls.
 	Concurrency int
 	// Peek configures message sampling.
 	Peek PeekOptions
@@ -127,6 +155,10 @@ type Options struct {
 	// Dimensions are the other named properties of a tool call that each sampled message
 	// keeps (at most MaxDimensions, names unique).
 	Dimensions []Dimension
+	// BudgetUSDPerDay, when positive, makes the collector slow its cadences down, step by step,
+	// until the estimated cost of the queues watched fits (EstimateCost, PlanCadences). Zero:
+	// the cadences above.
+	BudgetUSDPerDay float64
 	// Backfill is how far back CloudWatch is read the first time a queue is seen. Default 24 h;
 	// negative: no backfill.
 	Backfill time.Duration
@@ -152,8 +184,10 @@ type Collector struct {
 	now     func() time.Time
 	regions []*region
 	tel     *telemetry
-	sem     chan struct{} // bounds the AWS calls in flight, across all loops
-	sight   *sight        // each operation's last outcome per region
+	budgets map[string]chan struct{} // bounds each loop's AWS calls in flight, by run kind
+	// cadences are those the loops run at: the options', or slower ones that fit the budget.
+	cadences atomic.Pointer[store.Cadences]
+	sight    *sight // each operation's last outcome per region
 
 	// mu guards the maps below, the collector's own. What the loops learn about one queue is the
 	// queue's (watchedQueue.mu), so that no loop holds mu for another's queue.
@@ -174,6 +208,18 @@ type Collector struct {
 
 	ran bool // Run was called before (only Run touches it)
 }
+
+// cadences are the configured cadences.
+func (o Options) cadences() store.Cadences {
+	return store.Cadences{
+		Attributes: o.AttributesInterval, QuietAttributes: o.QuietAttributesInterval,
+		OldestAge: o.MetricsInterval, Counters: o.CountersInterval, MoveTasks: o.MoveTasksInterval,
+		PeekDeadLetter: o.PeekDeadLetterInterval, PeekSource: o.PeekSourceInterval, Discovery: o.DiscoveryInterval,
+	}
+}
+
+// cadence returns the cadences the loops run at now.
+func (c *Collector) cadence() store.Cadences { return *c.cadences.Load() }
 
 // region is one watched Region; queues point to it, and per-region state (skipped operations)
 // is keyed by its name.
@@ -221,10 +267,12 @@ func New(opts Options) (*Collector, error) {
 	}
 	opts.DiscoveryInterval = cmp.Or(opts.DiscoveryInterval, DefaultDiscoveryInterval)
 	opts.AttributesInterval = cmp.Or(opts.AttributesInterval, DefaultAttributesInterval)
+	opts.QuietAttributesInterval = max(cmp.Or(opts.QuietAttributesInterval, DefaultQuietAttributesInterval), opts.AttributesInterval)
 	opts.MetricsInterval = cmp.Or(opts.MetricsInterval, DefaultMetricsInterval)
+	opts.CountersInterval = max(cmp.Or(opts.CountersInterval, DefaultCountersInterval), opts.MetricsInterval)
 	opts.PeekDeadLetterInterval = cmp.Or(opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
 	opts.PeekSourceInterval = cmp.Or(opts.PeekSourceInterval, DefaultPeekSourceInterval)
-	opts.MoveTasksInterval = cmp.Or(opts.MoveTasksInterval, opts.AttributesInterval)
+	opts.MoveTasksInterval = cmp.Or(opts.MoveTasksInterval, opts.DiscoveryInterval)
 	opts.MoveTasksRunningInterval = cmp.Or(opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval)
 	opts.PruneInterval = cmp.Or(opts.PruneInterval, DefaultPruneInterval)
 	opts.Backfill = cmp.Or(opts.Backfill, DefaultBackfill)
@@ -240,7 +288,14 @@ func New(opts Options) (*Collector, error) {
 		opts.Peek.VisibilityTimeout = time.Second
 	}
 	c.opts = opts
-	c.sem = make(chan struct{}, opts.Concurrency)
+	configured := opts.cadences()
+	c.cadences.Store(&configured)
+	c.budgets = make(map[string]chan struct{}, len(loopConcurrency)+2)
+	for kind, n := range loopConcurrency {
+		c.budgets[kind] = make(chan struct{}, n)
+	}
+	c.budgets[store.RunAttributes] = make(chan struct{}, opts.Concurrency)
+	c.budgets[store.RunDiscovery] = make(chan struct{}, opts.Concurrency)
 	tel, err := newTelemetry(opts.Registerer)
 	if err != nil {
 		return nil, err
@@ -274,7 +329,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		cycle func(context.Context) error
 	}{
 		{"discovery", c.opts.DiscoveryInterval, c.Discover},
-		{"attributes", c.opts.AttributesInterval, c.CycleAttributes},
+		{"attributes", c.opts.AttributesInterval, c.AttributesDue},
 		{"metrics", c.opts.MetricsInterval, c.CycleMetrics},
 		{"peek", peekDueCheck, c.PeekDue},
 		{"movetasks", c.opts.MoveTasksRunningInterval, c.PollMoveTasks},
@@ -358,22 +413,31 @@ func (c *Collector) runCycle(ctx context.Context, kind string, due []*watchedQue
 }
 
 // each calls fn for every queue, recovering a panic of one queue's task into a recorded error
-// so that the others go on. It runs up to twice Options.Concurrency tasks at once: AWS calls are
-// bounded to Options.Concurrency by call, and the spare tasks write to the store meanwhile, so
+// so that the others go on. It runs up to twice the cycle's loop's budget of tasks at once: AWS
+// calls are bounded to the budget by call, and the spare tasks write to the store meanwhile, so
 // that SQLite's single writer does not stretch the cycle.
 func (c *Collector) each(ctx context.Context, cy *cycle, queues []*watchedQueue, fn func(context.Context, *watchedQueue)) {
-	c.parallel(ctx, len(queues), func(i int) {
-		defer c.recoverQueue(ctx, cy, queues[i])
-		fn(ctx, queues[i])
+	forEach(ctx, 2*cap(c.budget(cy.kind)), queues, func(q *watchedQueue) {
+		defer c.recoverQueue(ctx, cy, q)
+		fn(ctx, q)
 	})
 }
 
-// parallel calls fn(0) … fn(n-1), up to twice Options.Concurrency at once (the calls they make
-// are bounded by Concurrency as every call is), and returns when all have returned.
-func (c *Collector) parallel(ctx context.Context, n int, fn func(i int)) {
-	slots := make(chan struct{}, 2*c.opts.Concurrency)
+// indexes returns 0 … n-1, for forEach over a slice's positions.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// forEach calls fn for every item, at most limit at once, and returns when all calls have; once
+// ctx ends it starts no more.
+func forEach[T any](ctx context.Context, limit int, items []T, fn func(T)) {
+	slots := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
-	for i := range n {
+	for _, it := range items {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
@@ -382,7 +446,7 @@ func (c *Collector) parallel(ctx context.Context, n int, fn func(i int)) {
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			fn(i)
+			fn(it)
 		})
 	}
 	wg.Wait()

@@ -22,9 +22,15 @@ const (
 type CostQueue struct {
 	FIFO       bool
 	DeadLetter bool
-	// Peeked says whether the collector samples the queue's messages, at PeekInterval.
-	Peeked       bool
-	PeekInterval time.Duration
+	// Quiet: empty and unchanged for the quiet interval, so read at Cadences.QuietAttributes.
+	Quiet bool
+	// HeldMessages: a source queue that holds messages, whose age of the oldest message is asked
+	// at Cadences.OldestAge.
+	HeldMessages bool
+	// Peeked says whether the collector samples the queue's messages: at Cadences.PeekSource
+	// when PeekSource (an opted-in source), else at Cadences.PeekDeadLetter.
+	Peeked     bool
+	PeekSource bool
 	// ReceivesPerPass is what the queue's last pass spent (0: an empty queue, which costs only
 	// the GetQueueAttributes read before the pass).
 	ReceivesPerPass int
@@ -34,13 +40,10 @@ type CostQueue struct {
 
 // CostConfig is the running configuration the estimate prices.
 type CostConfig struct {
-	Regions            int
-	ListingsPerRegion  int // ListQueues and GetQueueUrl calls per discovery
-	DiscoveryInterval  time.Duration
-	AttributesInterval time.Duration
-	MetricsInterval    time.Duration
-	MoveTasksInterval  time.Duration
-	CloudWatch         bool
+	Regions           int
+	ListingsPerRegion int // ListQueues and GetQueueUrl calls per discovery
+	Cadences          store.Cadences
+	CloudWatch        bool
 	// ListSources says whether ListDeadLetterSourceQueues is called per queue per discovery.
 	ListSources bool
 	// AlarmCallsPerDiscovery and FreeCallsPerDiscovery are what one topology cycle (at the
@@ -50,9 +53,10 @@ type CostConfig struct {
 }
 
 // EstimateCost prices a day of the configuration at list prices: every call each loop makes per
-// day for the given queues, and the topology loop's calls as its last cycle made them. A queue's own calls are billed at its type's price; account-level
-// listings at the standard price. The one-time backfill and the extra polls of a running move
-// task are left out: they are not part of the steady state.
+// day for the given queues, as they are now (which hold messages, which are quiet), and the
+// topology loop's calls as its last cycle made them. A queue's own calls are billed at its
+// type's price; account-level listings at the standard price. The one-time backfill and the
+// extra polls of a running move task are left out: they are not part of the steady state.
 func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEstimate {
 	perDay := func(every time.Duration) float64 {
 		if every <= 0 {
@@ -60,46 +64,129 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 		}
 		return float64(24*time.Hour) / float64(every)
 	}
-	var standard, fifo, metrics float64
-	standard += float64(cfg.Regions*cfg.ListingsPerRegion) * perDay(cfg.DiscoveryInterval)
+	cad := cfg.Cadences
+	type tally struct{ standard, fifo, metrics float64 }
+	loops := map[string]*tally{}
+	for _, kind := range costLoops {
+		loops[kind] = &tally{}
+	}
+	loops[store.RunDiscovery].standard += float64(cfg.Regions*cfg.ListingsPerRegion) * perDay(cad.Discovery)
 	for _, q := range queues {
-		calls := perDay(cfg.AttributesInterval)
+		calls := func(kind string, n float64) {
+			if q.FIFO {
+				loops[kind].fifo += n
+			} else {
+				loops[kind].standard += n
+			}
+		}
+		if q.Quiet {
+			calls(store.RunAttributes, perDay(cad.QuietAttributes))
+		} else {
+			calls(store.RunAttributes, perDay(cad.Attributes))
+		}
 		if cfg.ListSources {
-			calls += perDay(cfg.DiscoveryInterval)
+			calls(store.RunDiscovery, perDay(cad.Discovery))
 		}
 		if q.DeadLetter {
-			calls += perDay(cfg.MoveTasksInterval)
+			calls(store.RunMoveTasks, perDay(cad.MoveTasks))
 		}
 		if q.Peeked {
 			// A pass reads the depth, receives, and hands back what it took: at most one
 			// ChangeMessageVisibilityBatch per receive of ten.
-			calls += perDay(q.PeekInterval) * float64(1+2*q.ReceivesPerPass)
+			every := cad.PeekDeadLetter
+			if q.PeekSource {
+				every = cad.PeekSource
+			}
+			calls(store.RunPeek, perDay(every)*float64(1+2*q.ReceivesPerPass))
 		}
-		if q.FIFO {
-			fifo += calls
-		} else {
-			standard += calls
-		}
-		if cfg.CloudWatch && !q.NoCloudWatch {
-			metrics += float64(len(metricsOf(q.FIFO))) * perDay(cfg.MetricsInterval)
+		if cfg.CloudWatch && !q.NoCloudWatch && !q.DeadLetter {
+			m := loops[store.RunMetrics]
+			m.metrics += float64(len(counterMetrics(q.FIFO))) * perDay(cad.Counters)
+			if q.HeldMessages {
+				m.metrics += perDay(cad.OldestAge)
+			}
 		}
 	}
-	alarms := float64(cfg.AlarmCallsPerDiscovery) * perDay(cfg.DiscoveryInterval)
-	e := store.CostEstimate{
-		At:                  at,
-		SQSRequestsPerDay:   standard + fifo,
-		MetricsPerDay:       metrics,
-		SQSUSDPerDay:        standard/1e6*USDPerMillionStandardRequests + fifo/1e6*USDPerMillionFIFORequests,
-		CloudWatchUSDPerDay: metrics/1000*USDPerThousandMetrics + alarms/1000*USDPerThousandCloudWatchRequests,
-		AlarmRequestsPerDay: alarms,
-		FreeRequestsPerDay:  float64(cfg.FreeCallsPerDiscovery) * perDay(cfg.DiscoveryInterval),
+	e := store.CostEstimate{At: at, Cadences: cad, Loops: []store.LoopCost{}}
+	alarms := float64(cfg.AlarmCallsPerDiscovery) * perDay(cad.Discovery)
+	e.AlarmRequestsPerDay = alarms
+	e.FreeRequestsPerDay = float64(cfg.FreeCallsPerDiscovery) * perDay(cad.Discovery)
+	for _, kind := range costLoops {
+		t := loops[kind]
+		l := store.LoopCost{
+			Loop:        kind,
+			SQSRequests: t.standard + t.fifo,
+			Metrics:     t.metrics,
+			USD: t.standard/1e6*USDPerMillionStandardRequests + t.fifo/1e6*USDPerMillionFIFORequests +
+				t.metrics/1000*USDPerThousandMetrics,
+		}
+		if kind == store.RunTopology {
+			l.USD += alarms / 1000 * USDPerThousandCloudWatchRequests
+			e.CloudWatchUSDPerDay += alarms / 1000 * USDPerThousandCloudWatchRequests
+		}
+		e.Loops = append(e.Loops, l)
+		e.SQSRequestsPerDay += l.SQSRequests
+		e.MetricsPerDay += l.Metrics
+		e.CloudWatchUSDPerDay += t.metrics / 1000 * USDPerThousandMetrics
+		e.TotalUSDPerDay += l.USD
 	}
-	e.TotalUSDPerDay = e.SQSUSDPerDay + e.CloudWatchUSDPerDay
+	e.SQSUSDPerDay = e.TotalUSDPerDay - e.CloudWatchUSDPerDay
 	return e
+}
+
+// costLoops are the loops that make AWS calls, in the order the estimate lists them.
+var costLoops = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks, store.RunTopology}
+
+// budgetSteps are the cadences a budget may slow the collector to, freshest first: each step
+// keeps the slower of its own and the previous step's. What goes first is what costs most and
+// whose freshness matters least: the CloudWatch counters (an hour of one-minute points costs what
+// one point does), then the age of the oldest message, then samples and move tasks, and last of
+// all the depths.
+var budgetSteps = []store.Cadences{
+	{Counters: 3 * time.Hour},
+	{Counters: 6 * time.Hour, OldestAge: 10 * time.Minute},
+	{OldestAge: 15 * time.Minute, PeekDeadLetter: 5 * time.Minute, MoveTasks: 15 * time.Minute},
+	{Attributes: 30 * time.Second, QuietAttributes: 2 * time.Minute, Counters: 12 * time.Hour},
+	{Attributes: time.Minute, QuietAttributes: 5 * time.Minute, OldestAge: 30 * time.Minute, Counters: 24 * time.Hour,
+		PeekDeadLetter: 15 * time.Minute, PeekSource: 15 * time.Minute, MoveTasks: 30 * time.Minute},
+}
+
+// slower returns, field by field, the slower of a and b.
+func slower(a, b store.Cadences) store.Cadences {
+	return store.Cadences{
+		Attributes: max(a.Attributes, b.Attributes), QuietAttributes: max(a.QuietAttributes, b.QuietAttributes),
+		OldestAge: max(a.OldestAge, b.OldestAge), Counters: max(a.Counters, b.Counters), MoveTasks: max(a.MoveTasks, b.MoveTasks),
+		PeekDeadLetter: max(a.PeekDeadLetter, b.PeekDeadLetter), PeekSource: max(a.PeekSource, b.PeekSource),
+		Discovery: max(a.Discovery, b.Discovery),
+	}
+}
+
+// PlanCadences returns the freshest cadences, from cfg's own through budgetSteps, whose estimate
+// for the queues fits budget (USD a day), with that estimate; over is true when even the slowest
+// do not fit, and they are returned. A budget of 0 or less keeps cfg's cadences.
+func PlanCadences(budget float64, cfg CostConfig, queues []CostQueue, at time.Time) (e store.CostEstimate, over bool) {
+	e = EstimateCost(cfg, queues, at)
+	if budget <= 0 {
+		return e, false
+	}
+	e.BudgetUSDPerDay = budget
+	plan := cfg
+	for _, step := range budgetSteps {
+		if e.TotalUSDPerDay <= budget {
+			return e, false
+		}
+		plan.Cadences = slower(plan.Cadences, step)
+		e = EstimateCost(plan, queues, at)
+		e.BudgetUSDPerDay = budget
+	}
+	e.OverBudget = e.TotalUSDPerDay > budget
+	return e, e.OverBudget
 }
 
 // updateCost stores the estimate of the running configuration for the queues watched now. A
 // region whose GetMetricData calls fail is not charged for CloudWatch: AWS bills answered calls.
+// With a budget, it first chooses the cadences that fit it (PlanCadences) and runs the loops at
+// them from now on.
 func (c *Collector) updateCost(ctx context.Context) {
 	listings := len(c.opts.QueuePrefixes) + len(c.opts.Queues)
 	if listings == 0 {
@@ -111,18 +198,17 @@ func (c *Collector) updateCost(ctx context.Context) {
 		cloudWatch[r] = r.CloudWatch != nil && !failing
 	}
 	cfg := CostConfig{
-		Regions:            len(c.regions),
-		ListingsPerRegion:  listings,
-		DiscoveryInterval:  c.opts.DiscoveryInterval,
-		AttributesInterval: c.opts.AttributesInterval,
-		MetricsInterval:    c.opts.MetricsInterval,
-		MoveTasksInterval:  c.opts.MoveTasksInterval,
-		CloudWatch:         true,
-		ListSources:        true,
+		Regions:           len(c.regions),
+		ListingsPerRegion: listings,
+		Cadences:          c.opts.cadences(),
+		CloudWatch:        true,
+		ListSources:       true,
 	}
 	c.mu.Lock()
 	cfg.AlarmCallsPerDiscovery, cfg.FreeCallsPerDiscovery = c.topologyCalls.alarms, c.topologyCalls.free
 	c.mu.Unlock()
+	running := c.cadence()
+	now := c.now()
 	dlqs := c.deadLetterARNs()
 	sampled := c.sampledDeadLetterARNs()
 	queues := c.watched()
@@ -132,14 +218,21 @@ func (c *Collector) updateCost(ctx context.Context) {
 		kind, peeked := c.peekKind(q, sampled[q.arn])
 		st := q.state()
 		cq.FIFO = st.fifo
+		cq.Quiet = attributesEvery(st, now, running) != running.Attributes
+		cq.HeldMessages = st.visible+st.inFlight > 0
 		if peeked {
-			cq.Peeked = true
-			cq.PeekInterval = c.peekInterval(kind)
+			cq.Peeked, cq.PeekSource = true, kind == store.SampleSource
 			cq.ReceivesPerPass = st.peekReceives
 		}
 		cqs = append(cqs, cq)
 	}
-	if err := c.store.SetCostEstimate(ctx, EstimateCost(cfg, cqs, c.now())); err != nil {
+	e, over := PlanCadences(c.opts.BudgetUSDPerDay, cfg, cqs, now)
+	if e.Cadences != running {
+		c.cadences.Store(&e.Cadences)
+		c.log.Info("collector: cadences for the budget", "budget_usd_per_day", c.opts.BudgetUSDPerDay,
+			"estimate_usd_per_day", e.TotalUSDPerDay, "over_budget", over, "freshness", e.Cadences.String())
+	}
+	if err := c.store.SetCostEstimate(ctx, e); err != nil {
 		c.warn(ctx, "collector: set cost estimate", "err", err)
 	}
 }

@@ -3,26 +3,33 @@ package collector
 import (
 	"math"
 	"testing"
-	"time"
+
+	"github.com/toolq/toolq/internal/store"
 )
 
-// defaultCostConfig is the default cadences with one prefix in one region.
-var defaultCostConfig = CostConfig{
-	Regions: 1, ListingsPerRegion: 1,
-	DiscoveryInterval: DefaultDiscoveryInterval, AttributesInterval: DefaultAttributesInterval,
-	MetricsInterval: DefaultMetricsInterval, MoveTasksInterval: DefaultAttributesInterval,
-	CloudWatch: true, ListSources: true,
+// defaultCadences are the cadences of the default options.
+var defaultCadences = store.Cadences{
+	Attributes: DefaultAttributesInterval, QuietAttributes: DefaultQuietAttributesInterval,
+	OldestAge: DefaultMetricsInterval, Counters: DefaultCountersInterval, MoveTasks: DefaultDiscoveryInterval,
+	PeekDeadLetter: DefaultPeekDeadLetterInterval, PeekSource: DefaultPeekSourceInterval, Discovery: DefaultDiscoveryInterval,
 }
 
-// fleet is n source queues, each with a dead-letter queue that holds a few messages (one
-// receive per pass); fifoShare of them FIFO.
+// defaultCostConfig is the default cadences with one prefix in one region.
+var defaultCostConfig = CostConfig{Regions: 1, ListingsPerRegion: 1, Cadences: defaultCadences, CloudWatch: true, ListSources: true}
+
+// fleet is n source queues that hold messages, each with a dead-letter queue that is empty and
+// quiet but a tenth of them, which hold a few messages (one receive per pass); fifoShare of them
+// FIFO.
 func fleet(n int, fifoShare float64) []CostQueue {
 	var qs []CostQueue
 	for i := range n {
 		fifo := float64(i) < float64(n)*fifoShare
-		qs = append(qs,
-			CostQueue{FIFO: fifo},
-			CostQueue{FIFO: fifo, DeadLetter: true, Peeked: true, PeekInterval: DefaultPeekDeadLetterInterval, ReceivesPerPass: 1})
+		filled := i%10 == 0
+		dlq := CostQueue{FIFO: fifo, DeadLetter: true, Peeked: true, Quiet: !filled}
+		if filled {
+			dlq.ReceivesPerPass = 1
+		}
+		qs = append(qs, CostQueue{FIFO: fifo, HeldMessages: true}, dlq)
 	}
 	return qs
 }
@@ -36,20 +43,30 @@ func TestEstimateCost(t *testing.T) {
 		wantUSD      float64
 	}{
 		{
-			// 288 ListQueues; per queue 5,760 GetQueueAttributes + 288 ListDeadLetterSourceQueues.
-			name:         "ten standard queues",
+			// 288 ListQueues; per queue 5,760 GetQueueAttributes + 288 ListDeadLetterSourceQueues;
+			// 5 counters a queue, hourly.
+			name:         "ten standard queues, empty but not quiet",
 			queues:       make([]CostQueue, 10),
 			wantRequests: 288 + 10*(5760+288),
-			wantMetrics:  10 * 6 * 288,
-			wantUSD:      (288+10*6048)/1e6*0.40 + 10*6*288/1000.0*0.01,
+			wantMetrics:  10 * 5 * 24,
+			wantUSD:      (288+10*6048)/1e6*0.40 + 10*5*24/1000.0*0.01,
 		},
 		{
-			// A FIFO DLQ: + 5,760 ListMessageMoveTasks + 1,440 passes of 1 read + 1 receive + 1 release.
-			name:         "one peeked FIFO dead-letter queue",
-			queues:       []CostQueue{{FIFO: true, DeadLetter: true, Peeked: true, PeekInterval: time.Minute, ReceivesPerPass: 1}},
-			wantRequests: 288 + 5760 + 288 + 5760 + 1440*3,
-			wantMetrics:  8 * 288,
-			wantUSD:      288/1e6*0.40 + (5760+288+5760+1440*3)/1e6*0.50 + 8*288/1000.0*0.01,
+			// + the age of the oldest message every 5 minutes.
+			name:         "one standard queue holding messages",
+			queues:       []CostQueue{{HeldMessages: true}},
+			wantRequests: 288 + 5760 + 288,
+			wantMetrics:  5*24 + 288,
+			wantUSD:      (288+5760+288)/1e6*0.40 + (5*24+288)/1000.0*0.01,
+		},
+		{
+			// A quiet FIFO DLQ: 1,440 GetQueueAttributes, 288 ListMessageMoveTasks, 1,440 passes
+			// of 1 read + 1 receive + 1 release; no CloudWatch.
+			name:         "one peeked quiet FIFO dead-letter queue",
+			queues:       []CostQueue{{FIFO: true, DeadLetter: true, Quiet: true, Peeked: true, ReceivesPerPass: 1}},
+			wantRequests: 288 + 1440 + 288 + 288 + 1440*3,
+			wantMetrics:  0,
+			wantUSD:      288/1e6*0.40 + (1440+288+288+1440*3)/1e6*0.50,
 		},
 	}
 	for _, tt := range tests {
@@ -61,23 +78,80 @@ func TestEstimateCost(t *testing.T) {
 			if !near(got.SQSUSDPerDay+got.CloudWatchUSDPerDay, got.TotalUSDPerDay) || !got.At.Equal(t0) {
 				t.Errorf("estimate parts do not add up: %+v", got)
 			}
+			sum := 0.0
+			for _, l := range got.Loops {
+				sum += l.USD
+			}
+			if !near(sum, got.TotalUSDPerDay) || len(got.Loops) != len(costLoops) {
+				t.Errorf("loops %+v add up to $%v, want $%v", got.Loops, sum, got.TotalUSDPerDay)
+			}
 		})
 	}
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-// TestCostForFleetSizes prints the table of docs/collector.md (go test -run CostForFleet -v).
+// TestCostForFleetSizes prints the table of docs/collector.md (go test -run CostForFleet -v) and
+// holds the bound: at most $5 a day per 1,000 queues at the defaults.
 func TestCostForFleetSizes(t *testing.T) {
 	prev := 0.0
-	for _, n := range []int{5, 50, 500} {
+	for _, n := range []int{5, 50, 500, 2500, 5000} {
 		e := EstimateCost(defaultCostConfig, fleet(n, 0.5), t0)
 		t.Logf("%4d source queues + %4d DLQs: %9.0f SQS requests/day $%.4f, %7.0f metrics/day $%.4f, total $%.4f/day, $%.2f/month",
 			n, n, e.SQSRequestsPerDay, e.SQSUSDPerDay, e.MetricsPerDay, e.CloudWatchUSDPerDay, e.TotalUSDPerDay, e.TotalUSDPerDay*30)
+		for _, l := range e.Loops {
+			t.Logf("      %-10s %10.0f requests %8.0f metrics $%.4f", l.Loop, l.SQSRequests, l.Metrics, l.USD)
+		}
 		if e.TotalUSDPerDay <= prev {
 			t.Errorf("cost does not grow with the fleet")
 		}
+		if perThousand := e.TotalUSDPerDay / float64(2*n) * 1000; perThousand > 5 {
+			t.Errorf("%d queues: $%.2f a day per 1,000 queues, over $5", 2*n, perThousand)
+		}
 		prev = e.TotalUSDPerDay
+	}
+}
+
+// TestPlanCadences: without a budget, or within it, the configured cadences stay; a tighter
+// budget slows them step by step, never faster than configured, and says when even the slowest
+// do not fit.
+func TestPlanCadences(t *testing.T) {
+	queues := fleet(500, 0.5)
+	full := EstimateCost(defaultCostConfig, queues, t0).TotalUSDPerDay
+	tests := []struct {
+		name   string
+		budget float64
+		over   bool
+	}{
+		{"no budget", 0, false},
+		{"a budget above the cost", full + 1, false},
+		{"three quarters", full * 0.75, false},
+		{"a third", full / 3, false},
+		{"a cent", 0.01, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, over := PlanCadences(tt.budget, defaultCostConfig, queues, t0)
+			if over != tt.over || e.OverBudget != tt.over {
+				t.Fatalf("over budget = %v (%v), want %v: $%.2f for a budget of $%.2f", over, e.OverBudget, tt.over, e.TotalUSDPerDay, tt.budget)
+			}
+			if tt.budget <= 0 || tt.budget >= full {
+				if e.Cadences != defaultCadences || !near(e.TotalUSDPerDay, full) {
+					t.Errorf("cadences %+v at $%.2f, want the configured ones at $%.2f", e.Cadences, e.TotalUSDPerDay, full)
+				}
+				return
+			}
+			if !tt.over && e.TotalUSDPerDay > tt.budget {
+				t.Errorf("planned $%.2f, over the budget of $%.2f", e.TotalUSDPerDay, tt.budget)
+			}
+			if slower(e.Cadences, defaultCadences) != e.Cadences {
+				t.Errorf("cadences %+v faster than configured", e.Cadences)
+			}
+			if e.BudgetUSDPerDay != tt.budget {
+				t.Errorf("budget recorded %v", e.BudgetUSDPerDay)
+			}
+			t.Logf("$%.2f: %s", e.TotalUSDPerDay, e.Cadences.String())
+		})
 	}
 }
 
@@ -85,17 +159,20 @@ func TestCostEstimateStoredAfterCycles(t *testing.T) {
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 3)
-	c := e.collector(nil)
+	c := e.collector(func(o *Options) { o.MoveTasksInterval = 0 })
 	must(t, c.Discover(e.ctx))
 	must(t, c.PeekDue(e.ctx))
 	must(t, c.CycleAttributes(e.ctx))
 	got, err := e.store.GetCostEstimate(e.ctx)
 	must(t, err)
 	want := EstimateCost(defaultCostConfig, []CostQueue{
-		{DeadLetter: false},
-		{DeadLetter: true, Peeked: true, PeekInterval: time.Minute, ReceivesPerPass: 1}, // all 3 messages in one answer: no receive after the last
+		{}, // the source: empty, just changed
+		{DeadLetter: true, Peeked: true, ReceivesPerPass: 1}, // all 3 messages in one answer: no receive after the last
 	}, e.clock.Now())
 	if !near(got.TotalUSDPerDay, want.TotalUSDPerDay) || !near(got.SQSRequestsPerDay, want.SQSRequestsPerDay) {
 		t.Errorf("stored estimate = %+v, want %+v", got, want)
+	}
+	if got.Cadences != defaultCadences || len(got.Loops) != len(costLoops) {
+		t.Errorf("stored cadences %+v, loops %+v", got.Cadences, got.Loops)
 	}
 }

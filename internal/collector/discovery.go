@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -62,21 +64,16 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 	if !complete {
 		cy.markBlind(r.Name)
 	}
-	changed := false
-	for _, u := range listed {
-		adopted, err := c.adopt(ctx, cy, r, u)
-		if err != nil {
-			continue
-		}
-		changed = changed || adopted
+	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, IncludeGone: true})
+	if err != nil {
+		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
 	}
+	changed := c.adoptListed(ctx, cy, r, listed, stored)
 	// A failed listing says nothing about the queues it did not return.
 	if !complete {
 		return c.resumeFromStore(ctx, r) || changed
 	}
-	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
 	if err != nil {
-		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
 		return changed
 	}
 	listedSet := make(map[string]bool, len(listed))
@@ -96,6 +93,101 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 		changed = true
 	}
 	return changed
+}
+
+// adoptListed watches the listed queues that are not watched yet, and records that every listed
+// queue was seen. A queue the store knows (an earlier run watched it) is resumed from the store
+// without an AWS call: the first attribute cycle reads it, with all the others, at its budget's
+// concurrency. A queue never seen is adopted (adopt), as many at once as discovery's budget
+// allows. It reports whether any queue is new to this collector.
+func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, listed []string, stored []store.Queue) bool {
+	byURL := make(map[string]store.Queue, len(stored))
+	for _, sq := range stored {
+		byURL[sq.URL] = sq
+	}
+	var seen []int64
+	var fresh []string
+	var resumable []store.Queue
+	for _, u := range listed {
+		switch q, sq := c.byURL(r, u), byURL[u]; {
+		case q != nil:
+			seen = append(seen, q.id)
+		case sq.ID != 0:
+			seen = append(seen, sq.ID)
+			resumable = append(resumable, sq)
+		default:
+			fresh = append(fresh, u)
+		}
+	}
+	changed := false
+	if len(resumable) > 0 {
+		changed = c.resumeStored(ctx, r, resumable) || changed
+	}
+	if err := c.store.TouchQueues(ctx, seen, c.now()); err != nil {
+		c.warn(ctx, "collector: record queues seen", "region", r.Name, "err", err)
+	}
+	var mu sync.Mutex
+	forEach(ctx, 2*cap(c.budget(cy.kind)), fresh, func(u string) {
+		defer c.recoverURL(ctx, cy, u)
+		if adopted, err := c.adopt(ctx, cy, r, u); err == nil && adopted {
+			mu.Lock()
+			changed = true
+			mu.Unlock()
+		}
+	})
+	return changed
+}
+
+// recoverURL turns a panic in the adoption of the queue at u into a recorded error, as
+// recoverQueue does for a watched queue.
+func (c *Collector) recoverURL(ctx context.Context, cy *cycle, u string) {
+	if p := recover(); p != nil {
+		c.log.Error("collector: adoption panicked", "url", u, "panic", p, "stack", string(debug.Stack()))
+		c.recordError(context.WithoutCancel(ctx), cy, cy.kind, nil, "panic", safetext.Store(fmt.Sprint(p), awscalls.MaxMessage))
+	}
+}
+
+// resumeStored watches queues an earlier run stored, from what the store holds of them: their
+// attributes, redrive policy, newest depth and newest sample. It reports whether any was added.
+func (c *Collector) resumeStored(ctx context.Context, r *region, stored []store.Queue) bool {
+	latest, err := c.store.LatestAttributeSamples(ctx)
+	if err != nil {
+		c.warn(ctx, "collector: load newest depths", "region", r.Name, "err", err)
+	}
+	samples, err := c.store.LatestSamples(ctx)
+	if err != nil {
+		c.warn(ctx, "collector: load newest samples", "region", r.Name, "err", err)
+	}
+	changed := false
+	for _, sq := range stored {
+		st := storedState(sq, latest[sq.ID])
+		var sample *store.Sample
+		if s, ok := samples[sq.ID]; ok {
+			sample = &s
+		}
+		q := c.resumeQueue(ctx, r, sq, st, sample)
+		c.mu.Lock()
+		if _, known := c.queues[sq.ARN]; !known {
+			c.queues[sq.ARN] = q
+			c.urls[urlKey{r.Name, sq.URL}] = q
+			changed = true
+		}
+		c.mu.Unlock()
+	}
+	return changed
+}
+
+// storedState is what the store says of a queue that the loops need: its last attributes and
+// their redrive policy, and its newest depth.
+func storedState(sq store.Queue, depth store.AttributeSample) queueState {
+	st := queueState{
+		fifo: sq.FIFO, deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
+		redrivePolicy: sq.Attributes["RedrivePolicy"], attributesAt: sq.AttributesAt,
+		visible: depth.Visible, inFlight: depth.InFlight, delayed: depth.Delayed, changedAt: depth.At,
+		heldMessages: depth.Visible+depth.InFlight > 0,
+	}
+	st.visibilityTimeout, _ = visibilityTimeout(sq.Attributes)
+	return st
 }
 
 // listRegion returns the URLs of the region's selected queues, and whether every listing call
@@ -178,11 +270,8 @@ func (c *Collector) listQueues(ctx context.Context, cy *cycle, r *region, prefix
 // the queue was seen. It reports whether the queue is new.
 func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (bool, error) {
 	if q := c.byURL(r, u); q != nil {
-		_, err := c.store.UpsertQueue(ctx, store.Queue{
-			Region: r.Name, Name: q.name, URL: q.url, ARN: q.arn, FIFO: q.state().fifo, LastSeen: c.now(),
-		})
-		if err != nil {
-			c.warn(ctx, "collector: upsert queue", "queue", q.name, "err", err)
+		if err := c.store.TouchQueues(ctx, []int64{q.id}, c.now()); err != nil {
+			c.warn(ctx, "collector: record queue seen", "queue", q.name, "err", err)
 		}
 		return false, nil
 	}
@@ -215,7 +304,19 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 		c.storeFailed(ctx, cy, "UpsertQueue", nil, err)
 		return false, err
 	}
-	q := c.resume(ctx, r, id, name, u, arn, queueState{fifo: fifo})
+	var q *watchedQueue
+	if stored, err := c.store.GetQueue(ctx, id); err == nil {
+		var sample *store.Sample
+		if s, err := c.store.LatestSample(ctx, id); err == nil {
+			sample = &s
+		} else if !errors.Is(err, store.ErrNotFound) {
+			c.warn(ctx, "collector: load latest sample", "queue", name, "err", err)
+		}
+		q = c.resumeQueue(ctx, r, stored, queueState{fifo: fifo}, sample)
+	} else {
+		c.warn(ctx, "collector: load queue", "queue", name, "err", err)
+		q = newWatchedQueue(r, id, name, u, arn, queueState{fifo: fifo}, nil)
+	}
 	c.mu.Lock()
 	if existing := c.queues[arn]; existing != nil {
 		// Listed twice (a prefix and a name): keep the first.
@@ -247,7 +348,7 @@ func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
 			deadLetter[sq.DeadLetterTargetARN] = true
 		}
 	}
-	changed := false
+	var resumable []store.Queue
 	for _, sq := range stored {
 		if !c.selected(r, sq.Name, sq.URL) && !deadLetter[sq.ARN] {
 			continue
@@ -255,46 +356,27 @@ func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
 		c.mu.Lock()
 		_, known := c.queues[sq.ARN]
 		c.mu.Unlock()
-		if known {
-			continue
+		if !known {
+			resumable = append(resumable, sq)
 		}
-		st := queueState{
-			fifo: sq.FIFO, deadLetterTargetARN: sq.DeadLetterTargetARN, maxReceiveCount: sq.MaxReceiveCount,
-			redrivePolicy: sq.Attributes["RedrivePolicy"], attributesAt: sq.AttributesAt,
-		}
-		st.visibilityTimeout, _ = visibilityTimeout(sq.Attributes)
-		q := c.resume(ctx, r, sq.ID, sq.Name, sq.URL, sq.ARN, st)
-		c.mu.Lock()
-		if _, known := c.queues[sq.ARN]; !known {
-			c.queues[sq.ARN] = q
-			c.urls[urlKey{r.Name, sq.URL}] = q
-			changed = true
-		}
-		c.mu.Unlock()
 	}
-	return changed
+	return c.resumeStored(ctx, r, resumable)
 }
 
-// resume returns the queue to watch, with st completed by what an earlier run of the collector
-// left in the store about it, so that a restart neither backfills twice nor peeks before the
-// queue is due.
-func (c *Collector) resume(ctx context.Context, r *region, id int64, name, url, arn string, st queueState) *watchedQueue {
-	if stored, err := c.store.GetQueue(ctx, id); err == nil {
-		st.backfilled = !stored.BackfilledAt.IsZero()
-		st.peekEnabled = stored.PeekEnabled
-		st.peekPaused = stored.PeekPaused
-	} else {
-		c.warn(ctx, "collector: load queue", "queue", name, "err", err)
-	}
+// resumeQueue returns the queue to watch, with st completed by what an earlier run of the
+// collector left in the store about it (stored, and its newest sample when it has one), so that
+// a restart neither backfills twice nor peeks before the queue is due.
+func (c *Collector) resumeQueue(ctx context.Context, r *region, stored store.Queue, st queueState, sample *store.Sample) *watchedQueue {
+	st.backfilled = !stored.BackfilledAt.IsZero()
+	st.peekEnabled = stored.PeekEnabled
+	st.peekPaused = stored.PeekPaused
 	var seen map[string]seenMessage
-	if s, err := c.store.LatestSample(ctx, id); err == nil {
-		st.peekedAt = s.At
-		st.peekedVisible = s.ApproxVisible
-		seen = c.resumeSeen(ctx, name, s)
-	} else if !errors.Is(err, store.ErrNotFound) {
-		c.warn(ctx, "collector: load latest sample", "queue", name, "err", err)
+	if sample != nil {
+		st.peekedAt = sample.At
+		st.peekedVisible = sample.ApproxVisible
+		seen = c.resumeSeen(ctx, stored.Name, *sample)
 	}
-	return newWatchedQueue(r, id, name, url, arn, st, seen)
+	return newWatchedQueue(r, stored.ID, stored.Name, stored.URL, stored.ARN, st, seen)
 }
 
 // adoptDeadLetterQueues watches the dead-letter queue of every watched queue, even outside the

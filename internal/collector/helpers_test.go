@@ -74,15 +74,18 @@ func (e *env) openStore() *store.Store {
 	return st
 }
 
-// collector returns a collector over the simulator with test-friendly defaults, changed by mod.
+// collector returns a collector over the simulator with test-friendly defaults, changed by mod:
+// no backfill, and idle move-task polls every attribute interval (the default is the discovery
+// interval), which the move-task and backoff tests step through.
 func (e *env) collector(mod func(*Options)) *Collector {
 	e.t.Helper()
 	opts := Options{
-		Regions:   []Region{{Name: "us-east-1", SQS: e.sqs, CloudWatch: e.cw, Lambda: e.fn, EventBridge: e.eb}},
-		Store:     e.store,
-		Publisher: e.bus,
-		Now:       e.clock.Now,
-		Backfill:  -1,
+		Regions:           []Region{{Name: "us-east-1", SQS: e.sqs, CloudWatch: e.cw, Lambda: e.fn, EventBridge: e.eb}},
+		Store:             e.store,
+		Publisher:         e.bus,
+		Now:               e.clock.Now,
+		Backfill:          -1,
+		MoveTasksInterval: DefaultAttributesInterval,
 	}
 	if mod != nil {
 		mod(&opts)

@@ -29,11 +29,17 @@ const (
 	lateData = 5 * time.Minute
 )
 
-// Metrics read from CloudWatch each cycle: only those GetQueueAttributes cannot give. The
-// statistic of each comes from store.MetricStat, the one mapping the roll-ups also use.
+// Metrics read from CloudWatch: only those GetQueueAttributes cannot give, and only for source
+// queues (a dead-letter queue's depth comes from its attributes and its oldest message from its
+// samples). The age of the oldest message is asked every MetricsInterval for the sources that
+// held messages since the last ask, since a health rule needs it fresh; the others every
+// CountersInterval, as one-minute datapoints. The statistic of each comes from store.MetricStat,
+// the one mapping the roll-ups also use.
+const ageMetric = "ApproximateAgeOfOldestMessage"
+
 var (
 	cycleMetrics = []string{
-		"ApproximateAgeOfOldestMessage",
+		ageMetric,
 		"NumberOfMessagesSent",
 		"NumberOfMessagesReceived",
 		"NumberOfMessagesDeleted",
@@ -53,12 +59,18 @@ var (
 	}
 )
 
-// metricsOf returns the metrics a cycle reads for a queue.
+// metricsOf returns the metrics CloudWatch has of a queue that the collector reads.
 func metricsOf(fifo bool) []string {
 	if fifo {
 		return slices.Concat(cycleMetrics, fifoMetrics)
 	}
 	return cycleMetrics
+}
+
+// counterMetrics returns metricsOf but the age of the oldest message: those asked every
+// CountersInterval.
+func counterMetrics(fifo bool) []string {
+	return slices.DeleteFunc(slices.Clone(metricsOf(fifo)), func(m string) bool { return m == ageMetric })
 }
 
 // metricQuery is one GetMetricData query: one metric of one queue over a window.
@@ -69,18 +81,48 @@ type metricQuery struct {
 	start  time.Time
 }
 
-// CycleMetrics reads the CloudWatch metrics of every watched queue: one GetMetricData call per
-// 500 queries, each queue's window starting at its newest stored datapoint. Queues seen for the
-// first time get a one-time backfill (Options.Backfill, 5-minute points, depth metrics included).
+// windowStart is where a queue's next window of a kind of metrics starts: at its newest stored
+// datapoint of them, or fresh back for a queue without any; never before lateData ahead of the
+// window last asked (a quiet queue has no recent point, and asking again for the hours since its
+// last one would only return nothing again) nor more than maxCatchUp back; on the minute.
+func windowStart(newest, asked, now time.Time, fresh time.Duration) time.Time {
+	start := newest
+	if start.IsZero() {
+		start = now.Add(-fresh)
+	}
+	if since := asked.Add(-lateData); start.Before(since) {
+		start = since
+	}
+	if floor := now.Add(-maxCatchUp); start.Before(floor) {
+		start = floor
+	}
+	// CloudWatch's one-minute points begin on the minute. Without rounding, a window of
+	// now-2×interval with an interval under a minute (--metrics-interval 30s) never spans a
+	// whole minute up to end and a new queue would never be asked at all.
+	return start.Truncate(time.Minute)
+}
+
+// CycleMetrics reads the CloudWatch metrics of the source queues that are due: one
+// GetMetricData call per 500 queries, each window starting at the newest stored datapoint of its
+// kind. The age of the oldest message of a source that held messages since the last ask is due
+// every MetricsInterval, its other metrics every CountersInterval; dead-letter queues are not
+// asked. Queues seen for the first time get a one-time backfill (Options.Backfill, 5-minute
+// points, depth metrics included), dead-letter queues too.
 func (c *Collector) CycleMetrics(ctx context.Context) error {
 	cy := c.startCycle(ctx, store.RunMetrics)
 	defer c.finish(ctx, cy)
-	newest, err := c.store.NewestMetricTimes(ctx)
+	newestAge, err := c.store.NewestMetricTimes(ctx, ageMetric)
+	if err != nil {
+		return fmt.Errorf("collector: newest metric times: %w", err)
+	}
+	newestCounters, err := c.store.NewestMetricTimes(ctx, counterMetrics(true)...)
 	if err != nil {
 		return fmt.Errorf("collector: newest metric times: %w", err)
 	}
 	now := c.now()
 	end := now.Truncate(time.Minute) // complete minutes only
+	cad := c.cadence()
+	dlqs := c.deadLetterARNs()
 	queues := c.watched()
 	cy.queues.Store(int64(len(queues)))
 	stored := 0
@@ -90,37 +132,31 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 		}
 		cy.cover(r.Name, 0)
 		var regular, backfill []metricQuery
+		add := func(q *watchedQueue, metrics []string, start time.Time) {
+			// Asking for no complete minute would still be billed.
+			if end.Sub(start) < metricPeriod*time.Second {
+				return
+			}
+			for _, m := range metrics {
+				regular = append(regular, metricQuery{queue: q, metric: m, period: metricPeriod, start: start})
+			}
+		}
 		for _, q := range queues {
 			if q.region != r {
 				continue
 			}
 			st := q.state()
-			fifo, backfilled, asked := st.fifo, st.backfilled, st.metricsAskedUntil
-			// From the newest stored datapoint; a quiet queue has none recent, and asking again
-			// for the hours since its last one would only return nothing again.
-			start := newest[q.id]
-			if start.IsZero() {
-				start = now.Add(-2 * c.opts.MetricsInterval)
-			}
-			if since := asked.Add(-lateData); start.Before(since) {
-				start = since
-			}
-			if floor := now.Add(-maxCatchUp); start.Before(floor) {
-				start = floor
-			}
-			// CloudWatch's one-minute points begin on the minute. Without rounding, a window
-			// of now-2×interval with an interval under a minute (--metrics-interval 30s) never
-			// spans a whole minute up to end and a new queue would never be asked at all.
-			start = start.Truncate(time.Minute)
-			// Asking for no complete minute would still be billed.
-			if end.Sub(start) >= metricPeriod*time.Second {
-				for _, m := range metricsOf(fifo) {
-					regular = append(regular, metricQuery{queue: q, metric: m, period: metricPeriod, start: start})
+			if !dlqs[q.arn] {
+				if st.heldMessages && dueAt(st.metricsAskedUntil, now, cad.OldestAge, c.opts.MetricsInterval) {
+					add(q, []string{ageMetric}, windowStart(newestAge[q.id], st.metricsAskedUntil, now, 2*c.opts.MetricsInterval))
+				}
+				if dueAt(st.countersAskedUntil, now, cad.Counters, c.opts.MetricsInterval) {
+					add(q, counterMetrics(st.fifo), windowStart(newestCounters[q.id], st.countersAskedUntil, now, cad.Counters))
 				}
 			}
-			if !backfilled && c.opts.Backfill > 0 {
+			if !st.backfilled && c.opts.Backfill > 0 {
 				from := now.Add(-c.opts.Backfill).Truncate(backfillPeriod * time.Second)
-				for _, m := range slices.Concat(metricsOf(fifo), depthMetrics) {
+				for _, m := range slices.Concat(metricsOf(st.fifo), depthMetrics) {
 					backfill = append(backfill, metricQuery{queue: q, metric: m, period: backfillPeriod, start: from})
 				}
 			}
@@ -146,7 +182,7 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 			}
 			if err == nil {
 				for _, mq := range batch {
-					mq.queue.setMetricsAskedUntil(end)
+					mq.queue.setMetricsAskedUntil(end, mq.metric == ageMetric)
 				}
 			}
 		}

@@ -30,26 +30,44 @@ func (r *recordingCW) GetMetricData(ctx context.Context, in *cloudwatch.GetMetri
 	return r.Client.GetMetricData(ctx, in, optFns...)
 }
 
+// TestMetricsCallsAndQueriesPerCall: the first cycle asks for every source queue's counters (5
+// metrics, 7 for FIFO) and the age of the oldest message of those holding messages, none of a
+// dead-letter queue, packed 500 queries to a call.
 func TestMetricsCallsAndQueriesPerCall(t *testing.T) {
 	tests := []struct {
 		name     string
 		standard int
 		fifo     int
+		held     bool // every queue holds a message
+		pairs    int  // source queues with a dead-letter queue
 		want     []int
 	}{
-		{"one standard queue", 1, 0, []int{6}},
-		{"one FIFO queue", 0, 1, []int{8}},
-		{"120 standard queues", 120, 0, []int{500, 220}},
-		{"100 standard and 50 FIFO", 100, 50, []int{500, 500}},
+		{"one standard queue", 1, 0, false, 0, []int{5}},
+		{"one standard queue holding messages", 1, 0, true, 0, []int{6}},
+		{"one FIFO queue", 0, 1, false, 0, []int{7}},
+		{"one FIFO queue holding messages", 0, 1, true, 0, []int{8}},
+		{"a source and its dead-letter queue", 0, 0, false, 1, []int{5}},
+		{"120 standard queues", 120, 0, false, 0, []int{500, 100}},
+		{"120 standard queues holding messages", 120, 0, true, 0, []int{500, 220}},
+		{"100 standard and 50 FIFO", 100, 50, true, 0, []int{500, 500}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			for i := range tt.standard {
-				e.createQueue(fmt.Sprintf("std-%03d", i), nil)
+				url, _ := e.createQueue(fmt.Sprintf("std-%03d", i), nil)
+				if tt.held {
+					e.send(url, "m")
+				}
 			}
 			for i := range tt.fifo {
-				e.createQueue(fmt.Sprintf("fifo-%03d.fifo", i), map[string]string{"FifoQueue": "true"})
+				url, _ := e.createQueue(fmt.Sprintf("fifo-%03d.fifo", i), map[string]string{"FifoQueue": "true"})
+				if tt.held {
+					e.send(url, "m", inGroup("g", "d"))
+				}
+			}
+			for i := range tt.pairs {
+				e.createPair(fmt.Sprintf("src-%03d", i), fmt.Sprintf("src-%03d-dlq", i), 3)
 			}
 			c := e.collector(nil)
 			must(t, c.Discover(e.ctx))
@@ -69,7 +87,10 @@ func TestMetricsWindowStartsAtNewestPoint(t *testing.T) {
 	e := newEnv(t)
 	url, _ := e.createQueue("web-search", nil)
 	cw := &recordingCW{Client: e.cw}
-	c := e.collector(func(o *Options) { o.Regions[0].CloudWatch = cw })
+	c := e.collector(func(o *Options) {
+		o.Regions[0].CloudWatch = cw
+		o.CountersInterval = DefaultMetricsInterval // the counters at every cycle, as the age would be
+	})
 	must(t, c.Discover(e.ctx))
 	for i := range 12 {
 		e.send(url, toolCallBody("search", i, "s"))
@@ -121,7 +142,10 @@ func TestBackfillOnceAcrossRestarts(t *testing.T) {
 		e.send(url, toolCallBody("search", i, "s"))
 		e.advance(5 * time.Minute)
 	}
-	withBackfill := func(o *Options) { o.Backfill = 24 * time.Hour }
+	withBackfill := func(o *Options) {
+		o.Backfill = 24 * time.Hour
+		o.CountersInterval = DefaultMetricsInterval // every metric at every cycle
+	}
 	c := e.collector(withBackfill)
 	must(t, c.Discover(e.ctx))
 	e.sim.ResetCallCounts()
@@ -251,6 +275,7 @@ func TestNewQueueGetsPointsAtAnyInterval(t *testing.T) {
 			e.advance(tt.offset)
 			c := e.collector(func(o *Options) {
 				o.MetricsInterval = tt.interval
+				o.CountersInterval = tt.interval
 				o.Backfill = 24 * time.Hour
 			})
 			must(t, c.Discover(e.ctx))
@@ -285,5 +310,61 @@ func TestNewQueueGetsPointsAtAnyInterval(t *testing.T) {
 				t.Errorf("60-s NumberOfMessagesSent points add up to %v, want %d (points %+v)", got, want, points)
 			}
 		})
+	}
+}
+
+// TestMetricsCadences follows a source queue holding messages, an empty one and a dead-letter
+// queue through two hours of metrics cycles: the age of the oldest message is asked every cycle
+// of the one holding messages only, the counters of both sources once an hour, as one-minute
+// datapoints that add up to every message sent, and the dead-letter queue never.
+func TestMetricsCadences(t *testing.T) {
+	e := newEnv(t)
+	busy, _ := e.createPair("busy", "busy-dlq", 3)
+	e.createQueue("idle", nil)
+	cw := &recordingCW{Client: e.cw}
+	c := e.collector(func(o *Options) { o.Regions[0].CloudWatch = cw })
+	must(t, c.Discover(e.ctx))
+	asked := map[string]int{} // queue/metric
+	sent := 0
+	for range 24 { // two hours of 5-minute cycles
+		for range 5 {
+			e.send(busy, toolCallBody("search", sent, "s"))
+			sent++
+			e.advance(time.Minute)
+		}
+		must(t, c.CycleAttributes(e.ctx))
+		cw.mu.Lock()
+		n := len(cw.calls)
+		cw.mu.Unlock()
+		must(t, c.CycleMetrics(e.ctx))
+		cw.mu.Lock()
+		for _, call := range cw.calls[n:] {
+			for _, q := range call.MetricDataQueries {
+				asked[aws.ToString(q.MetricStat.Metric.Dimensions[0].Value)+"/"+aws.ToString(q.MetricStat.Metric.MetricName)]++
+			}
+		}
+		cw.mu.Unlock()
+	}
+	for key, want := range map[string]int{
+		"busy/ApproximateAgeOfOldestMessage": 24, "busy/NumberOfMessagesSent": 2, "busy/SentMessageSize": 2,
+		"idle/ApproximateAgeOfOldestMessage": 0, "idle/NumberOfMessagesSent": 2,
+		"busy-dlq/NumberOfMessagesSent": 0, "busy-dlq/ApproximateAgeOfOldestMessage": 0,
+	} {
+		if asked[key] != want {
+			t.Errorf("%s asked %d times in two hours, want %d (all: %v)", key, asked[key], want, asked)
+		}
+	}
+	q := e.queueNamed("busy")
+	points, err := e.store.MetricSeries(e.ctx, q.ID, "NumberOfMessagesSent", t0.Add(-time.Hour), e.clock.Now())
+	must(t, err)
+	got := 0.0
+	for _, p := range points {
+		if p.Period == metricPeriod {
+			got += p.Value
+		}
+	}
+	// The messages of the last hour's complete minutes up to the last counters ask are stored.
+	if got < float64(sent)/2 || got > float64(sent) {
+		t.Errorf("one-minute NumberOfMessagesSent points add up to %v of %d sent", got, sent)
 	}
 }

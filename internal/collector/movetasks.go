@@ -18,7 +18,8 @@ type taskKey struct {
 }
 
 // PollMoveTasks lists the move tasks of every dead-letter queue that is due: every
-// MoveTasksInterval, and every MoveTasksRunningInterval while one of its tasks is RUNNING or
+// MoveTasksInterval, at once when its depth fell without a task toolq knows of (one started from
+// the console, say), and every MoveTasksRunningInterval while one of its tasks is RUNNING or
 // CANCELLING (per the store, which also holds the tasks the actions just started). Each task is
 // stored; a change of status or counts publishes MoveTasksChanged. An endpoint without the
 // operation is backed off, and a denial recorded once per queue and left alone for a while.
@@ -33,6 +34,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 	}
 	dlqs := c.deadLetterARNs()
 	now := c.now()
+	idle := c.cadence().MoveTasks
 	var due []*watchedQueue
 	for _, q := range c.watched() {
 		if !dlqs[q.arn] && !hot[q.id] {
@@ -41,12 +43,12 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queue: q}) {
 			continue
 		}
-		last := q.state().movePolledAt
-		every := c.opts.MoveTasksInterval
+		st := q.state()
+		every := idle
 		if hot[q.id] {
 			every = c.opts.MoveTasksRunningInterval
 		}
-		if dueAt(last, now, every, c.opts.MoveTasksRunningInterval) {
+		if st.moveCheck || dueAt(st.movePolledAt, now, every, c.opts.MoveTasksRunningInterval) {
 			due = append(due, q)
 		}
 	}

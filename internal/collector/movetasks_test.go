@@ -79,6 +79,38 @@ func TestMoveTaskPolling(t *testing.T) {
 	}
 }
 
+// TestMoveTaskFoundWhenDepthFalls: a move task started outside toolq (from the console) is found
+// at the first attribute read that sees the dead-letter queue's depth fall, not at the next idle
+// poll minutes later.
+func TestMoveTaskFoundWhenDepthFalls(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 20)
+	c := e.collector(func(o *Options) { o.MoveTasksInterval = 0 }) // the default: the discovery interval
+	must(t, c.Discover(e.ctx))
+	must(t, c.CycleAttributes(e.ctx))
+	must(t, c.PollMoveTasks(e.ctx)) // the idle poll: nothing
+	dlq := e.queueNamed("web-search-dlq")
+
+	_, err := e.sqs.StartMessageMoveTask(e.ctx, &sqs.StartMessageMoveTaskInput{
+		SourceArn: aws.String(dlq.ARN), MaxNumberOfMessagesPerSecond: aws.Int32(1),
+	})
+	must(t, err)
+	e.advance(DefaultAttributesInterval)
+	e.sim.ResetCallCounts()
+	must(t, c.PollMoveTasks(e.ctx))
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != 0 {
+		t.Fatalf("polled %d times before the depth fell, want 0 (the idle poll is minutes away)", n)
+	}
+	must(t, c.AttributesDue(e.ctx)) // the depth has fallen by the 15 messages moved
+	must(t, c.PollMoveTasks(e.ctx))
+	tasks, err := e.store.ListMoveTasks(e.ctx, dlq.ID, 0)
+	must(t, err)
+	if n := e.sim.CallCount("ListMessageMoveTasks"); n != 1 || len(tasks) != 1 || tasks[0].Status != store.MoveTaskRunning {
+		t.Errorf("after the depth fell: %d polls, tasks %+v; want 1 poll finding the running task", n, tasks)
+	}
+}
+
 // TestDueAtTickSlack pins the cadence of the loops that check for due work at a tick: work
 // stamped a few milliseconds after a tick must be due at the tick that ends its interval, not
 // one tick later, and never more than half a tick early.

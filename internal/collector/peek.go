@@ -126,10 +126,11 @@ func (c *Collector) optedIn(name string) bool {
 }
 
 func (c *Collector) peekInterval(kind store.SampleKind) time.Duration {
+	cad := c.cadence()
 	if kind == store.SampleSource {
-		return c.opts.PeekSourceInterval
+		return cad.PeekSource
 	}
-	return c.opts.PeekDeadLetterInterval
+	return cad.PeekDeadLetter
 }
 
 // seenMessage is what the peeks know of one message they received.

@@ -55,11 +55,24 @@ type watchedQueue struct {
 // queueState is what the loops learn about a queue as they go. A copy of it (watchedQueue.state)
 // is one consistent snapshot.
 type queueState struct {
-	fifo                bool
-	visible             int64 // ApproximateNumberOfMessages of the newest attribute sample
-	inFlight            int64 // ApproximateNumberOfMessagesNotVisible, likewise
-	delayed             int64
-	attributesAt        time.Time
+	fifo         bool
+	visible      int64 // ApproximateNumberOfMessages of the newest attribute sample
+	inFlight     int64 // ApproximateNumberOfMessagesNotVisible, likewise
+	delayed      int64
+	attributesAt time.Time
+	// read: this process has read the queue's attributes (attributesAt may come from the store,
+	// from an earlier run).
+	read bool
+	// changedAt is when the depth (visible, in flight, delayed) was last read different from
+	// the read before: a queue that is empty and unchanged for a while is read less often.
+	changedAt time.Time
+	// heldMessages: some attribute read since the last CloudWatch ask for the age of the oldest
+	// message showed messages, so that age is worth asking.
+	heldMessages bool
+	// moveCheck: a dead-letter queue's depth fell without a move task toolq knows of (one
+	// started from the console, say): its move tasks are polled at once.
+	moveCheck           bool
+	busyAt              time.Time // the newest attribute sample with messages in flight
 	deadLetterTargetARN string
 	maxReceiveCount     int
 	// redrivePolicy is the queue's own RedrivePolicy attribute as read: a queue that has one is
@@ -69,11 +82,15 @@ type queueState struct {
 	visibilityTimeout time.Duration
 	listedSources     int // what ListDeadLetterSourceQueues returned, when the endpoint has it
 	backfilled        bool
-	metricsAskedUntil time.Time // end of the last regular CloudWatch window answered
-	peekEnabled       bool
-	peekedAt          time.Time // the newest sample's time, from the store on adoption
-	peekedVisible     int64     // ApproxVisible of the newest sample
-	peekPaused        string    // why sampling is paused, as stored
+	metricsAskedUntil time.Time // end of the last CloudWatch window of the age of the oldest message answered
+	// countersAskedUntil is the end of the last CloudWatch window of the other metrics answered
+	// (the counts, message size, FIFO groups in flight), which are asked less often.
+	countersAskedUntil time.Time
+	peekEnabled        bool
+	peekedAt           time.Time // the newest sample's time, from the store on adoption
+	peekedVisible      int64     // ApproxVisible of the newest sample
+	peekPaused         string    // why sampling is paused, as stored
+	pausedAt           time.Time // when the current pause began
 	// countless is why the queue is not sampled when its endpoint does not report receive
 	// counts while it has a RedrivePolicy ("" otherwise).
 	countless    string
@@ -97,11 +114,25 @@ func (q *watchedQueue) state() queueState {
 
 // setAttributes keeps what one GetQueueAttributes answer says of q (its depth in sample, its
 // redrive policy already parsed) for the other loops.
-func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePolicy, sample store.AttributeSample) {
+func (q *watchedQueue) setAttributes(attrs map[string]string, policy redrivePolicy, sample store.AttributeSample, movesKnown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	first := q.st.attributesAt.IsZero()
+	q.st.read = true
+	if first || sample.Visible != q.st.visible || sample.InFlight != q.st.inFlight || sample.Delayed != q.st.delayed {
+		q.st.changedAt = sample.At
+	}
+	if !first && sample.Visible < q.st.visible && !movesKnown {
+		q.st.moveCheck = true
+	}
+	if sample.Visible+sample.InFlight > 0 {
+		q.st.heldMessages = true
+	}
 	q.st.visible, q.st.inFlight, q.st.delayed = sample.Visible, sample.InFlight, sample.Delayed
 	q.st.attributesAt = sample.At
+	if sample.InFlight > 0 {
+		q.st.busyAt = sample.At
+	}
 	q.st.deadLetterTargetARN = policy.DeadLetterTargetARN
 	q.st.maxReceiveCount = policy.MaxReceiveCount
 	q.st.redrivePolicy = attrs["RedrivePolicy"]
@@ -129,11 +160,17 @@ func (q *watchedQueue) setListedSources(n int) {
 	q.st.listedSources = n
 }
 
-// setMetricsAskedUntil keeps the end of the last regular CloudWatch window answered for q.
-func (q *watchedQueue) setMetricsAskedUntil(end time.Time) {
+// setMetricsAskedUntil keeps the end of the last CloudWatch window answered for q, of the age of
+// the oldest message (age) or of the other metrics.
+func (q *watchedQueue) setMetricsAskedUntil(end time.Time, age bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.st.metricsAskedUntil = end
+	if age {
+		q.st.metricsAskedUntil = end
+		q.st.heldMessages = q.st.visible+q.st.inFlight > 0
+	} else {
+		q.st.countersAskedUntil = end
+	}
 }
 
 // setBackfilled records that q's one-time CloudWatch backfill is stored.
@@ -148,6 +185,7 @@ func (q *watchedQueue) setMovePolledAt(at time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.st.movePolledAt = at
+	q.st.moveCheck = false
 }
 
 // setPeekEnabled records whether q is sampled and reports whether that changed.
@@ -288,6 +326,18 @@ func (q *watchedQueue) keepTask(k taskKey, t store.MoveTask) {
 	q.tasks[k] = t
 }
 
+// runningTask reports whether a move task of q was RUNNING or CANCELLING when last stored.
+func (q *watchedQueue) runningTask() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, t := range q.tasks {
+		if t.Running() {
+			return true
+		}
+	}
+	return false
+}
+
 // keepListedTasks forgets the cached move tasks of q that are not in listed, the newest poll:
 // out of SQS's ten, nothing more will change about them.
 func (q *watchedQueue) keepListedTasks(listed map[taskKey]bool) {
@@ -414,7 +464,7 @@ func (c *Collector) applyAttributes(ctx context.Context, cy *cycle, q *watchedQu
 		InFlight: attrInt(attrs, "ApproximateNumberOfMessagesNotVisible"),
 		Delayed:  attrInt(attrs, "ApproximateNumberOfMessagesDelayed"),
 	}
-	q.setAttributes(attrs, policy, sample)
+	q.setAttributes(attrs, policy, sample, q.runningTask())
 	if err := c.store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.id, At: at, Attributes: attrs, DeadLetterTargetARN: policy.DeadLetterTargetARN, MaxReceiveCount: policy.MaxReceiveCount, Depth: sample}); err != nil {
 		c.storeFailed(ctx, cy, "SaveQueueAttributes", q, err)
 	}

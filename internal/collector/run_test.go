@@ -105,8 +105,8 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 // TestNewFillsDocumentedDefaults pins each zero option to the default its doc comment names, and
-// checks that a set option, a negative Backfill and a MoveTasksInterval that follows a changed
-// attribute interval are kept.
+// checks that a set option, a negative Backfill, a MoveTasksInterval that follows a changed
+// discovery interval and cadences never faster than the loops' own are kept.
 func TestNewFillsDocumentedDefaults(t *testing.T) {
 	e := newEnv(t)
 	c := bareCollector(t, e, nil)
@@ -116,10 +116,12 @@ func TestNewFillsDocumentedDefaults(t *testing.T) {
 	}{
 		{"DiscoveryInterval", c.opts.DiscoveryInterval, DefaultDiscoveryInterval},
 		{"AttributesInterval", c.opts.AttributesInterval, DefaultAttributesInterval},
+		{"QuietAttributesInterval", c.opts.QuietAttributesInterval, DefaultQuietAttributesInterval},
 		{"MetricsInterval", c.opts.MetricsInterval, DefaultMetricsInterval},
+		{"CountersInterval", c.opts.CountersInterval, DefaultCountersInterval},
 		{"PeekDeadLetterInterval", c.opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval},
 		{"PeekSourceInterval", c.opts.PeekSourceInterval, DefaultPeekSourceInterval},
-		{"MoveTasksInterval", c.opts.MoveTasksInterval, DefaultAttributesInterval},
+		{"MoveTasksInterval", c.opts.MoveTasksInterval, DefaultDiscoveryInterval},
 		{"MoveTasksRunningInterval", c.opts.MoveTasksRunningInterval, DefaultMoveTasksRunningInterval},
 		{"PruneInterval", c.opts.PruneInterval, DefaultPruneInterval},
 		{"Backfill", c.opts.Backfill, DefaultBackfill},
@@ -139,13 +141,19 @@ func TestNewFillsDocumentedDefaults(t *testing.T) {
 		})
 	}
 	set := bareCollector(t, e, func(o *Options) {
-		o.AttributesInterval = 30 * time.Second
+		o.DiscoveryInterval = 30 * time.Second
+		o.AttributesInterval = 2 * time.Minute
+		o.MetricsInterval = 2 * time.Hour
 		o.Backfill = -1
 		o.Peek.VisibilityTimeout = time.Millisecond
 	})
 	if set.opts.MoveTasksInterval != 30*time.Second || set.opts.Backfill != -1 || set.opts.Peek.VisibilityTimeout != time.Second {
 		t.Errorf("set options: move tasks every %v, backfill %v, peek visibility %v; want 30s, -1ns, 1s",
 			set.opts.MoveTasksInterval, set.opts.Backfill, set.opts.Peek.VisibilityTimeout)
+	}
+	if set.opts.QuietAttributesInterval != 2*time.Minute || set.opts.CountersInterval != 2*time.Hour {
+		t.Errorf("quiet queues every %v, counters every %v; want no faster than attributes (2m) and metrics (2h)",
+			set.opts.QuietAttributesInterval, set.opts.CountersInterval)
 	}
 }
 

@@ -118,8 +118,7 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 		}
 	}
 	keys := slices.Collect(maps.Keys(timeouts))
-	c.parallel(ctx, len(keys), func(i int) {
-		k := keys[i]
+	forEach(ctx, 2*cap(c.budget(cy.kind)), keys, func(k functionKey) {
 		var t timeout
 		t.seconds, t.err = c.functionTimeout(ctx, cy, k.region, k.arn, count)
 		mu.Lock()
@@ -298,7 +297,7 @@ func (c *Collector) listEventBridge(ctx context.Context, cy *cycle, r *region, c
 	now := c.now()
 	byRule := make([][]store.EventBridgeTarget, len(rules))
 	failed := make([]bool, len(rules))
-	c.parallel(ctx, len(rules), func(i int) {
+	forEach(ctx, 2*cap(c.budget(cy.kind)), indexes(len(rules)), func(i int) {
 		var ok bool
 		byRule[i], ok = c.listTargets(ctx, cy, r, rules[i].bus, rules[i].rule, now, count)
 		failed[i] = !ok

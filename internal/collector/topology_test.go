@@ -218,6 +218,12 @@ func TestTopologyReadsConsumersRulesAndAlarms(t *testing.T) {
 	if cost.AlarmRequestsPerDay != 288 || cost.FreeRequestsPerDay != 288*8 {
 		t.Errorf("cost: %v alarm requests, %v free requests a day; want 288 and %d", cost.AlarmRequestsPerDay, cost.FreeRequestsPerDay, 288*8)
 	}
+	// The alarm reads are the topology loop's cost, within CloudWatch's.
+	for _, l := range cost.Loops {
+		if l.Loop == store.RunTopology && !near(l.USD, 288.0/1000*USDPerThousandCloudWatchRequests) {
+			t.Errorf("the topology loop costs $%v a day; want $%v", l.USD, 288.0/1000*USDPerThousandCloudWatchRequests)
+		}
+	}
 }
 
 // TestTopologyOff: --lambda=false and --eventbridge=false call neither service.

@@ -95,7 +95,7 @@ func (h *Hub[V]) writePump(conn *websocket.Conn, c *client[V], o ConnOptions) {
 				return
 			}
 			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+			if err := conn.WritePreparedMessage(msg.prepared); err != nil {
 				return
 			}
 		case <-ping.C:

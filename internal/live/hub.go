@@ -3,6 +3,12 @@
 // renders each dirty view once, off that goroutine, and the same bytes go to every subscriber of
 // the view; a client whose buffer is full is dropped (it reconnects and gets a fresh push), never
 // waited for.
+//
+// A rendering says what changed since the view's previous one (Push.Update), for the subscribers
+// that had every push since they joined, and the whole view (Push.Full) for those that joined
+// since: a push to a thousand overview pages then carries the rows that changed, not the table.
+// Each message is framed, and compressed for the connections that negotiated permessage-deflate,
+// once for all of its subscribers (websocket.PreparedMessage).
 package live
 
 import (
@@ -13,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/toolq/toolq/internal/events"
 )
@@ -39,10 +47,28 @@ const (
 	CloseTryAgainLater  = 1013 // the client was too slow and was dropped
 )
 
+// Push is one rendering of a subscription.
+type Push struct {
+	// Update goes to the subscribers that had every earlier push of the subscription: what
+	// changed since the rendering whose Memo this one was given. Empty: nothing for them.
+	Update []byte
+	// Full is the whole view, for the subscribers that joined since the previous rendering. A
+	// rendering whose changes include Connect must have one; without it, joiners wait for
+	// theirs.
+	Full []byte
+	// Memo is handed to the subscription's next rendering, to find what changed; the hub keeps
+	// it while the subscription has subscribers.
+	Memo any
+}
+
+// Whole is the Push of a rendering that does not tell changes apart: everyone gets all of it.
+func Whole(msg []byte) Push { return Push{Update: msg, Full: msg} }
+
 // Options configure a Hub. Render and Freshness are required.
 type Options[V comparable] struct {
-	// Render renders what a subscription shows, given what changed since its last push.
-	Render func(ctx context.Context, sub Subscription[V], changes Changes) ([]byte, error)
+	// Render renders what a subscription shows, given what changed since its last push and the
+	// Memo of that push's rendering (nil for the first).
+	Render func(ctx context.Context, sub Subscription[V], changes Changes, memo any) (Push, error)
 	// Freshness renders the freshness fragment every page shows.
 	Freshness func(ctx context.Context) ([]byte, error)
 	Logger    *slog.Logger
@@ -84,25 +110,51 @@ type Hub[V comparable] struct {
 }
 
 // client is one websocket connection's place in the hub. The hub goroutine alone sends on and
-// closes send; closeCode is written before send is closed, and read by the write pump after.
+// closes send, and alone reads and writes synced; closeCode is written before send is closed,
+// and read by the write pump after.
 type client[V comparable] struct {
 	sub       Subscription[V]
-	send      chan []byte
+	send      chan *message
 	closeCode int
+	// synced: the client got a Full push of its subscription, and every push since, so an
+	// Update applies to what its page shows.
+	synced bool
+}
+
+// message is one websocket message for any number of clients: its bytes, and its frames,
+// compressed or not, made once for all of them.
+type message struct {
+	data     []byte
+	prepared *websocket.PreparedMessage
+}
+
+// newMessage frames data once for every client it goes to; nil for no data.
+func newMessage(data []byte) (*message, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	if err != nil {
+		return nil, err
+	}
+	return &message{data: data, prepared: pm}, nil
 }
 
 // job is one rendering for the workers: a subscription's, or the freshness every client gets.
 type job[V comparable] struct {
 	sub       Subscription[V]
 	changes   Changes
+	memo      any
 	freshness bool
 }
 
-// result is a job done.
+// result is a job done: the messages for clients in sync and for those who joined since, and
+// the memo for the next job.
 type result[V comparable] struct {
 	job[V]
-	msg []byte
-	err error
+	update, full *message
+	memo         any
+	err          error
 }
 
 // errClosed is returned to a connection that arrives while the server shuts down.
@@ -175,7 +227,7 @@ func (h *Hub[V]) Clients() int { return int(h.count.Load()) }
 
 // newClient returns a client for a subscription, not yet attached.
 func (h *Hub[V]) newClient(sub Subscription[V]) *client[V] {
-	return &client[V]{sub: sub, send: make(chan []byte, h.opts.SendBuffer)}
+	return &client[V]{sub: sub, send: make(chan *message, h.opts.SendBuffer)}
 }
 
 // attach adds a client; pumps is how many goroutines will serve it, which Close waits for.
@@ -240,7 +292,8 @@ type hubState[V comparable] struct {
 	subs     map[Subscription[V]]int // subscribers of each subscription
 	dirty    map[Subscription[V]]Changes
 	inFlight map[Subscription[V]]bool
-	fresh    bool // a freshness rendering is in flight
+	memos    map[Subscription[V]]any // each subscription's last rendering's Memo
+	fresh    bool                    // a freshness rendering is in flight
 }
 
 // run is the hub goroutine: the only code that touches clients and dirty subscriptions. It never
@@ -250,6 +303,7 @@ func (h *Hub[V]) run() {
 	st := hubState[V]{
 		clients: make(map[*client[V]]struct{}), subs: make(map[Subscription[V]]int),
 		dirty: make(map[Subscription[V]]Changes), inFlight: make(map[Subscription[V]]bool),
+		memos: make(map[Subscription[V]]any),
 	}
 	var flush <-chan time.Time
 	for {
@@ -308,7 +362,7 @@ func (h *Hub[V]) dispatch(st *hubState[V]) {
 			continue
 		}
 		select {
-		case h.jobs <- job[V]{sub: sub, changes: changes}:
+		case h.jobs <- job[V]{sub: sub, changes: changes, memo: st.memos[sub]}:
 			st.inFlight[sub] = true
 			delete(st.dirty, sub)
 		default:
@@ -317,7 +371,8 @@ func (h *Hub[V]) dispatch(st *hubState[V]) {
 	}
 }
 
-// deliver sends a rendering to the clients it is for.
+// deliver sends a rendering to the clients it is for: the update to those in sync, the whole
+// view to those who joined since (who are in sync from then on).
 func (h *Hub[V]) deliver(st *hubState[V], r result[V]) {
 	if r.freshness {
 		st.fresh = false
@@ -328,9 +383,27 @@ func (h *Hub[V]) deliver(st *hubState[V], r result[V]) {
 		h.log.Warn("live: render", "topic", r.sub.Topic.String(), "freshness", r.freshness, "err", r.err)
 		return
 	}
+	if r.freshness {
+		for c := range st.clients {
+			if r.update != nil {
+				h.send(st, c, r.update)
+			}
+		}
+		return
+	}
+	if st.subs[r.sub] > 0 {
+		st.memos[r.sub] = r.memo
+	}
 	for c := range st.clients {
-		if r.freshness || c.sub == r.sub {
-			h.send(st, c, r.msg)
+		switch {
+		case c.sub != r.sub:
+		case c.synced:
+			if r.update != nil {
+				h.send(st, c, r.update)
+			}
+		case r.full != nil:
+			c.synced = true
+			h.send(st, c, r.full)
 		}
 	}
 }
@@ -341,13 +414,8 @@ func (h *Hub[V]) work() {
 	for {
 		select {
 		case j := <-h.jobs:
-			r := result[V]{job: j}
 			ctx, cancel := context.WithTimeout(h.ctx, h.opts.RenderTimeout)
-			if j.freshness {
-				r.msg, r.err = h.opts.Freshness(ctx)
-			} else {
-				r.msg, r.err = h.opts.Render(ctx, j.sub, j.changes)
-			}
+			r := h.render(ctx, j)
 			cancel()
 			select {
 			case h.results <- r:
@@ -360,8 +428,34 @@ func (h *Hub[V]) work() {
 	}
 }
 
+// render does one job and frames its messages, off the hub goroutine.
+func (h *Hub[V]) render(ctx context.Context, j job[V]) result[V] {
+	r := result[V]{job: j}
+	var p Push
+	if j.freshness {
+		var msg []byte
+		msg, r.err = h.opts.Freshness(ctx)
+		p = Whole(msg)
+	} else {
+		p, r.err = h.opts.Render(ctx, j.sub, j.changes, j.memo)
+	}
+	if r.err != nil {
+		return r
+	}
+	r.memo = p.Memo
+	if r.update, r.err = newMessage(p.Update); r.err != nil {
+		return r
+	}
+	if len(p.Full) > 0 && len(p.Update) > 0 && &p.Full[0] == &p.Update[0] && len(p.Full) == len(p.Update) {
+		r.full = r.update // one rendering for everyone: framed once
+		return r
+	}
+	r.full, r.err = newMessage(p.Full)
+	return r
+}
+
 // send queues msg for a client without blocking: a client that cannot keep up is dropped.
-func (h *Hub[V]) send(st *hubState[V], c *client[V], msg []byte) {
+func (h *Hub[V]) send(st *hubState[V], c *client[V], msg *message) {
 	select {
 	case c.send <- msg:
 	default:
@@ -379,6 +473,7 @@ func (h *Hub[V]) drop(st *hubState[V], c *client[V], code int) {
 	if st.subs[c.sub]--; st.subs[c.sub] <= 0 {
 		delete(st.subs, c.sub)
 		delete(st.dirty, c.sub)
+		delete(st.memos, c.sub)
 	}
 	h.count.Add(-1)
 	c.closeCode = code

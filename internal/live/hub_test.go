@@ -27,16 +27,21 @@ type testHub struct {
 	mu      sync.Mutex
 	changes []Changes
 	block   chan struct{} // when not nil, a rendering waits for it
+	// custom, when set, renders instead of the counting renderer.
+	custom func(ctx context.Context, sub Subscription[string], changes Changes, memo any) (Push, error)
 }
 
 func newTestHub(t testing.TB, buffer int) *testHub {
 	t.Helper()
 	th := &testHub{timers: make(chan chan time.Time, 64), tick: make(chan time.Time)}
 	th.Hub = New(Options[string]{
-		Render: func(ctx context.Context, sub Subscription[string], changes Changes) ([]byte, error) {
+		Render: func(ctx context.Context, sub Subscription[string], changes Changes, memo any) (Push, error) {
 			th.mu.Lock()
-			block := th.block
+			block, custom := th.block, th.custom
 			th.mu.Unlock()
+			if custom != nil {
+				return custom(ctx, sub, changes, memo)
+			}
 			if block != nil {
 				<-block
 			}
@@ -44,7 +49,7 @@ func newTestHub(t testing.TB, buffer int) *testHub {
 			th.mu.Lock()
 			th.changes = append(th.changes, changes)
 			th.mu.Unlock()
-			return fmt.Appendf(nil, `<p id="x">%s %s render %d</p>`, sub.Topic, sub.View, n), nil
+			return Whole(fmt.Appendf(nil, `<p id="x">%s %s render %d</p>`, sub.Topic, sub.View, n)), nil
 		},
 		Freshness: func(ctx context.Context) ([]byte, error) { return []byte(`<p id="freshness">now</p>`), nil },
 		After: func(time.Duration) <-chan time.Time {
@@ -88,7 +93,7 @@ func receive(t *testing.T, c *client[string]) []byte {
 		if !ok {
 			t.Fatal("the client was dropped")
 		}
-		return msg
+		return msg.data
 	case <-time.After(5 * time.Second):
 		t.Fatal("no message")
 	}
@@ -293,14 +298,14 @@ func TestHubCloseEndsClients(t *testing.T) {
 	}
 }
 
-// TestServeRealWebsockets: connections served through the real pumps get the pushes, count in
-// Clients while open and not after, end with the credential check's code, and end with 1012 when
+// TestServeRealWebsockets: connections served through the real pumps get the pushes (framed once,
+// compressed for the one that negotiated permessage-deflate), count in Clients while open and not after, end with the credential check's code, and end with 1012 when
 // the hub closes.
 func TestServeRealWebsockets(t *testing.T) {
 	th := newTestHub(t, 4)
 	var ended atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		conn, err := (&websocket.Upgrader{EnableCompression: true}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
@@ -318,7 +323,9 @@ func TestServeRealWebsockets(t *testing.T) {
 	defer srv.Close()
 	dial := func(query string) *websocket.Conn {
 		t.Helper()
-		conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/?"+query, nil)
+		dialer := *websocket.DefaultDialer
+		dialer.EnableCompression = strings.Contains(query, "deflate=1")
+		conn, _, err := dialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/?"+query, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +342,7 @@ func TestServeRealWebsockets(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	plain, checked := dial(""), dial("checked=1")
+	plain, checked := dial("deflate=1"), dial("checked=1") // one compressed, one not
 	waitClients(2)
 	th.fire(t)
 	for _, conn := range []*websocket.Conn{plain, checked} {
@@ -359,5 +366,54 @@ func TestServeRealWebsockets(t *testing.T) {
 	}
 	if n := th.Clients(); n != 0 {
 		t.Errorf("Clients after Close = %d", n)
+	}
+}
+
+// TestHubSendsUpdatesToSyncedAndFullToJoiners: a client that had every push of its view gets
+// what changed; one that joined since gets the whole view once, then the updates; an empty
+// update sends nothing; each rendering gets the previous one's memo.
+func TestHubSendsUpdatesToSyncedAndFullToJoiners(t *testing.T) {
+	th := newTestHub(t, 8)
+	var memos []any
+	var updates []string // the next renderings' updates, in order
+	th.mu.Lock()
+	th.custom = func(ctx context.Context, sub Subscription[string], changes Changes, memo any) (Push, error) {
+		th.mu.Lock()
+		defer th.mu.Unlock()
+		memos = append(memos, memo)
+		n := len(memos)
+		u := updates[0]
+		updates = updates[1:]
+		return Push{Update: []byte(u), Full: fmt.Appendf(nil, "full %d", n), Memo: n}, nil
+	}
+	updates = []string{"", "update 2", "", "update 4"}
+	th.mu.Unlock()
+
+	a := th.subscribe(t, Overview(), "")
+	th.fire(t)
+	if got := string(receive(t, a)); got != "full 1" {
+		t.Fatalf("first push to a = %q, want the full view", got)
+	}
+	th.Notify(events.Event{Kind: events.QueuesChanged})
+	th.fire(t)
+	if got := string(receive(t, a)); got != "update 2" {
+		t.Fatalf("second push to a = %q, want the update", got)
+	}
+	b := th.subscribe(t, Overview(), "") // its connect push: a full view for b, an empty update for a
+	th.fire(t)
+	if got := string(receive(t, b)); got != "full 3" {
+		t.Fatalf("first push to b = %q, want the full view", got)
+	}
+	th.Notify(events.Event{Kind: events.QueuesChanged})
+	th.fire(t)
+	for name, c := range map[string]*client[string]{"a": a, "b": b} {
+		if got := string(receive(t, c)); got != "update 4" {
+			t.Errorf("push to %s = %q, want update 4 (a got nothing from the empty update)", name, got)
+		}
+	}
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if fmt.Sprint(memos) != "[<nil> 1 2 3]" {
+		t.Errorf("memos given = %v, want [<nil> 1 2 3]", memos)
 	}
 }

@@ -31,6 +31,7 @@ func (s *Server) useMiddleware(e *echo.Echo) {
 	e.Use(
 		s.requestID,
 		s.accessLog,
+		s.compress,
 		s.recoverPanics,
 		s.securityHeaders,
 		s.checkHost,

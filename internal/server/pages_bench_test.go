@@ -38,7 +38,7 @@ func BenchmarkOverviewPush(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := pw.srv.overviewPush(ctx, pageView{}); err != nil {
+		if _, err := pw.srv.overviewPush(ctx, pageView{}, live.Changes{events.QueuesChanged: true}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

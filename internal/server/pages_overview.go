@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"fmt"
+	"hash/maphash"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/live"
@@ -127,13 +131,23 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
-// overviewPush renders what the hub sends the overview subscribers of one view: the table's
-// body filtered and sorted as their URL says (one rendering for all of them), the totals, the
-// cost and the freshness.
-func (s *Server) overviewPush(ctx context.Context, view pageView) ([]byte, error) {
+// overviewMemo is what the previous push of one overview view showed: the rows in their order and
+// a hash of each row's and each part's rendering.
+type overviewMemo struct {
+	order []int64
+	rows  map[int64]uint64
+	parts [3]uint64 // sight, totals, cost
+}
+
+// overviewPush renders what the hub sends the overview subscribers of one view, filtered and
+// sorted as their URL says (one rendering for all of them). Pages that have the previous push
+// (memo) get the rows whose rendering changed, each swapped by its id, the parts among sight,
+// totals and cost that changed, and the freshness; the whole table body when the set or the
+// order of the rows changed. Pages that just subscribed get everything.
+func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.Changes, memo any) (live.Push, error) {
 	ov, err := s.opts.Views.Overview(ctx)
 	if err != nil {
-		return nil, err
+		return live.Push{}, err
 	}
 	query := view.query()
 	sortKey, dir := query.Get("sort"), query.Get("dir")
@@ -145,5 +159,54 @@ func (s *Server) overviewPush(ctx context.Context, view pageView) ([]byte, error
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()
-	return renderBytes(ctx, templates.OverviewPush(p))
+
+	// Each row rendered alone, to see which changed.
+	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]uint64, len(p.Rows))}
+	var buf bytes.Buffer
+	hash := func(c templ.Component) (uint64, error) {
+		buf.Reset()
+		if err := c.Render(ctx, &buf); err != nil {
+			return 0, fmt.Errorf("render: %w", err)
+		}
+		return maphash.Bytes(pushSeed, buf.Bytes()), nil
+	}
+	var changed []templates.OverviewRow
+	prev, _ := memo.(*overviewMemo)
+	for i, r := range p.Rows {
+		h, err := hash(templates.QueueRow(r, p.Nav, true))
+		if err != nil {
+			return live.Push{}, err
+		}
+		next.order[i], next.rows[r.ID] = r.ID, h
+		if prev == nil || prev.rows[r.ID] != h {
+			changed = append(changed, r)
+		}
+	}
+	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true)} {
+		if next.parts[i], err = hash(c); err != nil {
+			return live.Push{}, err
+		}
+	}
+	reordered := prev == nil || !slices.Equal(prev.order, next.order)
+	push := live.Push{Memo: next}
+	if reordered || changes[live.Connect] {
+		if push.Full, err = renderBytes(ctx, templates.OverviewPush(p)); err != nil {
+			return live.Push{}, err
+		}
+	}
+	if reordered {
+		push.Update = push.Full
+		return push, nil
+	}
+	parts := templates.OverviewParts{
+		Sight: prev.parts[0] != next.parts[0], Totals: prev.parts[1] != next.parts[1], Cost: prev.parts[2] != next.parts[2],
+	}
+	if push.Update, err = renderBytes(ctx, templates.OverviewChanges(p, changed, parts)); err != nil {
+		return live.Push{}, err
+	}
+	return push, nil
 }
+
+// pushSeed hashes renderings to compare them with the previous push's; one seed for the
+// process, so that equal renderings hash equal from push to push.
+var pushSeed = maphash.MakeSeed()

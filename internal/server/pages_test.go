@@ -7,6 +7,7 @@ import (
 	"github.com/toolq/toolq/web/templates"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,7 +149,7 @@ func TestOverviewPage(t *testing.T) {
 		if doc.Find("#overview-table").Length() != 1 || len(rowNames(doc)) != 2 {
 			t.Errorf("fragment:\n%s", clip(rec.Body.String()))
 		}
-		if !strings.Contains(rec.Header().Get("Vary"), "HX-Request") {
+		if !slices.Contains(rec.Header().Values("Vary"), "HX-Request") {
 			t.Error("no Vary: HX-Request")
 		}
 	})

@@ -79,6 +79,8 @@ type Server struct {
 	// loginByAddr and loginByPrefix throttle sign-in attempts (see loginAllowed).
 	loginByAddr, loginByPrefix *rateLimiter
 	metrics                    *serverMetrics
+	// compress gzips what clients accept compressed (compressResponses).
+	compress echo.MiddlewareFunc
 	// loopbackOnly: auth is off because the listener is loopback, so requests must name a
 	// loopback host too (see auth.LoopbackRequestHost).
 	loopbackOnly bool
@@ -153,6 +155,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.compress, err = compressResponses(); err != nil {
+		return nil, err
+	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

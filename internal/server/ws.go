@@ -66,7 +66,10 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	upgrader := websocket.Upgrader{
 		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
-		CheckOrigin:     s.allowedOrigin,
+		// permessage-deflate: each push is compressed once for all the connections that
+		// negotiated it (live.message), not once per connection.
+		EnableCompression: true,
+		CheckOrigin:       s.allowedOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			http.Error(w, http.StatusText(status), status) // no internal reason to the client
 		},
@@ -242,17 +245,26 @@ func (s *Server) closeEndedWebsocket(c echo.Context) error {
 	return conn.Close()
 }
 
-// hubRender renders what a subscription shows, for the hub's workers.
-func (s *Server) hubRender(ctx context.Context, sub subscription, changes live.Changes) ([]byte, error) {
+// hubPush renders what a subscription shows, for the hub's workers. The overview's push carries
+// what changed since memo, the previous push of the same view; the other pages' are small and
+// pushed whole.
+func (s *Server) hubPush(ctx context.Context, sub subscription, changes live.Changes, memo any) (live.Push, error) {
+	var msg []byte
+	var err error
 	switch sub.Topic.Kind {
 	case live.OverviewTopic:
-		return s.overviewPush(ctx, sub.View)
+		return s.overviewPush(ctx, sub.View, changes, memo)
 	case live.AuditTopic:
-		return s.auditPush(ctx, sub.View.Nav)
+		msg, err = s.auditPush(ctx, sub.View.Nav)
 	case live.QueueTopic:
-		return s.queuePush(ctx, sub.Topic.QueueID, sub.View, changes)
+		msg, err = s.queuePush(ctx, sub.Topic.QueueID, sub.View, changes)
+	default:
+		err = fmt.Errorf("hub: unknown topic %v", sub.Topic)
 	}
-	return nil, fmt.Errorf("hub: unknown topic %v", sub.Topic)
+	if err != nil {
+		return live.Push{}, err
+	}
+	return live.Whole(msg), nil
 }
 
 // hubFreshness renders the freshness line every page shows, for the hub.
@@ -266,6 +278,6 @@ func (s *Server) hubFreshness(ctx context.Context) ([]byte, error) {
 
 // startHub starts the websocket hub and subscribes it to the bus.
 func (s *Server) startHub() {
-	s.hub = live.New(live.Options[pageView]{Render: s.hubRender, Freshness: s.hubFreshness, Logger: s.log})
+	s.hub = live.New(live.Options[pageView]{Render: s.hubPush, Freshness: s.hubFreshness, Logger: s.log})
 	s.hub.Follow(s.opts.Bus)
 }

@@ -100,10 +100,12 @@ func benchUpsertMetricPoints(b *testing.B, s *Store) {
 	b.ReportMetric(float64(b.N*len(pts))/b.Elapsed().Seconds(), "points/s")
 }
 
-// BenchmarkMonthOfOneQueue writes 30 days of one dead-letter queue's data at the collector's
-// default cadences (a depth sample every 15 s, 8 CloudWatch metrics a minute, a peek pass a minute
-// over ~50 messages of which one changes each minute), pruning every hour with the default
-// retention, then reports the database file's size and logs it by table. It takes minutes, so
+// BenchmarkMonthOfOneQueue writes 30 days of one queue's data at the collector's default
+// cadences, pruning every hour with the default retention, then reports the database file's
+// size and logs it by table: "dlq" is a FIFO dead-letter queue that holds ~50 messages (a depth
+// sample every 15 s, no CloudWatch, a peek pass a minute over the messages, of which one changes
+// each minute); "source" a FIFO source queue holding messages (a depth sample every 15 s, its 8
+// CloudWatch metrics as one-minute datapoints, not sampled). It takes minutes, so
 // `make bench` skips it unless TOOLQ_BENCH_LONG is set; run it once:
 //
 //	TOOLQ_BENCH_LONG=1 go test -run '^$' -bench MonthOfOneQueue -benchtime 1x -v ./internal/store
@@ -111,12 +113,16 @@ func BenchmarkMonthOfOneQueue(b *testing.B) {
 	if os.Getenv("TOOLQ_BENCH_LONG") == "" {
 		b.Skip("writes a month of data in minutes: set TOOLQ_BENCH_LONG=1 to run it")
 	}
-	for b.Loop() {
-		size, byTable := writeQueueHistory(b, 30*24*time.Hour)
-		b.ReportMetric(float64(size)/(1<<20), "MiB/queue-month")
-		for _, t := range byTable {
-			b.Logf("%-32s %8.2f MiB", t.name, float64(t.bytes)/(1<<20))
-		}
+	for _, kind := range []string{"dlq", "source"} {
+		b.Run(kind, func(b *testing.B) {
+			for b.Loop() {
+				size, byTable := writeQueueHistory(b, 30*24*time.Hour, kind == "dlq")
+				b.ReportMetric(float64(size)/(1<<20), "MiB/queue-month")
+				for _, t := range byTable {
+					b.Logf("%-32s %8.2f MiB", t.name, float64(t.bytes)/(1<<20))
+				}
+			}
+		})
 	}
 }
 
@@ -125,9 +131,10 @@ type tableSize struct {
 	bytes int64
 }
 
-// writeQueueHistory writes span of one dead-letter queue's data (see BenchmarkMonthOfOneQueue)
-// into a fresh database and returns the file's size and the pages each table and index holds.
-func writeQueueHistory(tb testing.TB, span time.Duration) (int64, []tableSize) {
+// writeQueueHistory writes span of one dead-letter queue's data (dlq) or one source queue's (see
+// BenchmarkMonthOfOneQueue) into a fresh database and returns the file's size and the pages each
+// table and index holds.
+func writeQueueHistory(tb testing.TB, span time.Duration, dlq bool) (int64, []tableSize) {
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "history.db")
 	s, err := Open(ctx, path)
@@ -144,8 +151,11 @@ func writeQueueHistory(tb testing.TB, span time.Duration) (int64, []tableSize) {
 		"QueueArn": q.ARN, "FifoQueue": "true", "ContentBasedDeduplication": "false", "SqsManagedSseEnabled": "true",
 		"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + src.ARN + `"]}`,
 	}
-	metrics := []string{"ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible",
-		"ApproximateNumberOfMessagesDelayed", "NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted", "NumberOfEmptyReceives"}
+	metrics := []string{"ApproximateAgeOfOldestMessage", "NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted",
+		"NumberOfEmptyReceives", "SentMessageSize", "NumberOfDeduplicatedSentMessages", "ApproximateNumberOfGroupsWithInflightMessages"}
+	if dlq {
+		metrics = nil // a dead-letter queue's depth comes from its attributes, its age from its samples
+	}
 	message := func(n int) SampledMessage {
 		body := fmt.Sprintf(`{"toolCallId":"tc_01j8%022d","toolName":"create_document","toolArgs":{"title":"Quarterly report %d","sections":["intro","numbers","outlook"],"format":"markdown"},"sessionId":"sess_%012d","sequenceNumber":%d,"sentAt":1764460000000}`, n, n, n%40, n%9)
 		return SampledMessage{
@@ -170,6 +180,14 @@ func writeQueueHistory(tb testing.TB, span time.Duration) (int64, []tableSize) {
 		}
 		if err := s.UpsertMetricPoints(ctx, pts); err != nil {
 			tb.Fatal(err)
+		}
+		if !dlq {
+			if minute%60 == 59 {
+				if _, err := s.Prune(ctx, at, Retention{}); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			continue
 		}
 		msgs := make([]SampledMessage, 50)
 		for i := range msgs {

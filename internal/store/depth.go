@@ -16,8 +16,14 @@ const latestAttributeSamplesQuery = `
 	WHERE a.queue_id = q.id AND a.at = (SELECT max(at) FROM attribute_samples WHERE queue_id = q.id)
 	ORDER BY q.id, a.resolution`
 
-// LatestAttributeSamples returns each queue's newest depth sample, by queue id.
+// LatestAttributeSamples returns each queue's newest depth sample, by queue id. It answers from
+// memory (recentDepth), which it loads from SQLite the first time.
 func (s *Store) LatestAttributeSamples(ctx context.Context) (map[int64]AttributeSample, error) {
+	return s.depth.latestSamples(ctx, s.latestAttributeSamples)
+}
+
+// latestAttributeSamples reads each queue's newest depth sample from SQLite.
+func (s *Store) latestAttributeSamples(ctx context.Context) (map[int64]AttributeSample, error) {
 	// CROSS JOIN makes SQLite loop over queues outside, so that the correlated max(at) and the
 	// row are seeks on the (queue_id, at, resolution) key, once per queue, instead of a scan of
 	// every sample. A raw sample and a roll-up can share a time; the raw one sorts first and wins.
@@ -95,14 +101,61 @@ func visiblePeaksQuery(oneQueue bool) string {
 // VisiblePeaks returns each queue's highest visible depth per bucket of width, the buckets
 // counted from since, over the depth samples in [since, until] (both included), oldest bucket
 // first, by queue id; a bucket without samples is absent, and so is a queue without any. With
-// queueID not 0 it reads only that queue. The overview draws its sparklines from these, so
-// that an hour of 15-s samples per queue stays inside SQLite.
+// queueID not 0 it reads only that queue. The overview draws its sparklines from these. Within
+// the last hour or so it answers from memory (recentDepth); further back, SQLite buckets the
+// samples itself.
 func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]DepthPeak, error) {
 	if width < time.Millisecond {
 		return nil, fmt.Errorf("store: visible peaks: bucket width %s is under a millisecond", width)
 	}
 	// The samples' times are milliseconds: the first that is not before since is since rounded
 	// up, and buckets counted from it put each sample where since itself would.
+	from, to, widthMS := msCeil(since), ms(until), width.Milliseconds()
+	out := map[int64][]DepthPeak{}
+	peaks := func(id int64, ring []depthSample) {
+		var list []DepthPeak
+		bucket := int64(-1)
+		for _, d := range ring[firstAt(ring, from):] {
+			if d.at > to {
+				break
+			}
+			if b := (d.at - from) / widthMS; b != bucket {
+				bucket = b
+				list = append(list, DepthPeak{Start: fromMS(from + b*widthMS), Visible: d.visible})
+				continue
+			}
+			list[len(list)-1].Visible = max(list[len(list)-1].Visible, d.visible)
+		}
+		if len(list) > 0 {
+			out[id] = list
+		}
+	}
+	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+		if queueID != 0 {
+			peaks(queueID, rings[queueID])
+			return
+		}
+		for id, ring := range rings {
+			peaks(id, ring)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: visible peaks: %w", err)
+	}
+	if covered {
+		return out, nil
+	}
+	return s.visiblePeaks(ctx, queueID, since, until, width)
+}
+
+// firstAt returns the index of the first sample of ring at or after at (unix ms).
+func firstAt(ring []depthSample, at int64) int {
+	i, _ := slices.BinarySearchFunc(ring, at, func(d depthSample, at int64) int { return cmpInt(d.at, at) })
+	return i
+}
+
+// visiblePeaks is VisiblePeaks read from SQLite.
+func (s *Store) visiblePeaks(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]DepthPeak, error) {
 	from, widthMS := msCeil(since), width.Milliseconds()
 	// One row per queue, its buckets as "bucket:visible,…": grouping each queue's samples in
 	// its own small sort, rather than every queue's in one, keeps the sort in memory, and one
@@ -177,8 +230,43 @@ func latestAttributeSamplesBetweenQuery(oneQueue bool) string {
 // LatestAttributeSamplesBetween returns each queue's newest depth sample in [since, until] (both
 // included), by queue id; a queue without one is absent. With queueID not 0 it reads only that
 // queue. This is the growth rule's earlier sample. Where a roll-up and a raw sample share the
-// newest time, the roll-up (its bucket's maxima) is the one returned.
+// newest time, the roll-up (its bucket's maxima) is the one returned. Within the last hour or so
+// it answers from memory (recentDepth).
 func (s *Store) LatestAttributeSamplesBetween(ctx context.Context, queueID int64, since, until time.Time) (map[int64]AttributeSample, error) {
+	from, to := msCeil(since), ms(until)
+	out := map[int64]AttributeSample{}
+	newest := func(id int64, ring []depthSample) {
+		i, _ := slices.BinarySearchFunc(ring, to, func(d depthSample, at int64) int {
+			if d.at <= at {
+				return -1
+			}
+			return 1
+		})
+		// i is the first sample after until; the one before it is the newest not after until.
+		if i > 0 && ring[i-1].at >= from {
+			out[id] = ring[i-1].sample(id)
+		}
+	}
+	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+		if queueID != 0 {
+			newest(queueID, rings[queueID])
+			return
+		}
+		for id, ring := range rings {
+			newest(id, ring)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
+	}
+	if covered {
+		return out, nil
+	}
+	return s.latestAttributeSamplesBetween(ctx, queueID, since, until)
+}
+
+// latestAttributeSamplesBetween is LatestAttributeSamplesBetween read from SQLite.
+func (s *Store) latestAttributeSamplesBetween(ctx context.Context, queueID int64, since, until time.Time) (map[int64]AttributeSample, error) {
 	// As in LatestAttributeSamples, the CROSS JOIN makes the correlated max(at) a seek per queue.
 	args := []any{msCeil(since), ms(until)}
 	if queueID != 0 {
@@ -203,4 +291,94 @@ func (s *Store) LatestAttributeSamplesBetween(ctx context.Context, queueID int64
 		return nil, fmt.Errorf("store: latest attribute samples between: %w", err)
 	}
 	return m, nil
+}
+
+// recentDepthSamplesQuery reads every queue's samples from ?1 on, a range seek per queue.
+const recentDepthSamplesQuery = `
+	SELECT a.queue_id, a.at, a.visible, a.in_flight, a.delayed
+	FROM queues q CROSS JOIN attribute_samples a
+	WHERE a.queue_id = q.id AND a.at >= ?1
+	ORDER BY q.id, a.at, a.resolution`
+
+// recentDepthSamples loads recentDepth's rings: every queue's samples from since (unix ms) on,
+// oldest first. Where a roll-up and a raw sample share a time, the roll-up, which sorts after,
+// stays, as in LatestAttributeSamplesBetween.
+func (s *Store) recentDepthSamples(ctx context.Context, since int64) (map[int64][]depthSample, error) {
+	rows, err := s.db.QueryContext(ctx, recentDepthSamplesQuery, since)
+	if err != nil {
+		return nil, fmt.Errorf("load recent depth samples: %w", err)
+	}
+	defer rows.Close()
+	rings := map[int64][]depthSample{}
+	for rows.Next() {
+		var id int64
+		var d depthSample
+		if err := rows.Scan(&id, &d.at, &d.visible, &d.inFlight, &d.delayed); err != nil {
+			return nil, fmt.Errorf("load recent depth samples: %w", err)
+		}
+		ring := rings[id]
+		if n := len(ring); n > 0 && ring[n-1].at == d.at {
+			ring[n-1] = d
+			continue
+		}
+		rings[id] = append(ring, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load recent depth samples: %w", err)
+	}
+	return rings, nil
+}
+
+// SaveAttributeSamples appends raw depth samples, of any queues, in one transaction: a history
+// imported at once (benchmarks and fixtures build an hour of a thousand queues with it). It
+// leaves the queues' attributes alone; SaveQueueAttributes is the collector's way.
+func (s *Store) SaveAttributeSamples(ctx context.Context, samples []AttributeSample) error {
+	err := s.inTx(ctx, func(tx *dbTx) error {
+		stmt, err := tx.PrepareContext(ctx, `
+			INSERT INTO attribute_samples (queue_id, at, resolution, visible, in_flight, delayed)
+			VALUES (?, ?, 0, ?, ?, ?)
+			ON CONFLICT (queue_id, at, resolution) DO UPDATE SET
+				visible = excluded.visible, in_flight = excluded.in_flight, delayed = excluded.delayed`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, a := range samples {
+			if _, err := stmt.ExecContext(ctx, a.QueueID, ms(a.At), a.Visible, a.InFlight, a.Delayed); err != nil {
+				return notFoundOnFK(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: save %d attribute samples: %w", len(samples), err)
+	}
+	for _, a := range samples {
+		s.depth.added(a)
+	}
+	return nil
+}
+
+// LastEmptyTimes returns, by queue id, the time of each queue's newest depth sample in [since,
+// until] that showed no message visible or in flight; a queue without one is absent. Every
+// message a queue holds arrived after that time, which bounds the age of its oldest message when
+// CloudWatch has no recent datapoint. It answers from memory (recentDepth) and returns nothing
+// for a range the memory does not cover.
+func (s *Store) LastEmptyTimes(ctx context.Context, since, until time.Time) (map[int64]time.Time, error) {
+	from, to := msCeil(since), ms(until)
+	out := map[int64]time.Time{}
+	_, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+		for id, ring := range rings {
+			for i := len(ring) - 1; i >= 0 && ring[i].at >= from; i-- {
+				if d := ring[i]; d.at <= to && d.visible+d.inFlight == 0 {
+					out[id] = fromMS(d.at)
+					break
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: last empty times: %w", err)
+	}
+	return out, nil
 }

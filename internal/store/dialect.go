@@ -81,6 +81,15 @@ func (d dialect) attributeValue(col, param string) string {
 	return "(SELECT json_extract(j.value, '$.value') FROM json_each(" + col + ") j WHERE json_extract(j.value, '$.name') = " + param + ")"
 }
 
+// idTable is a table of one integer column, value, holding the ids of a JSON array in param
+// (sampleIDList's encoding): one query seeks each of them, however many there are.
+func (d dialect) idTable(param string) string {
+	if d == postgresDialect {
+		return "(SELECT e.value::bigint AS value FROM jsonb_array_elements_text(" + param + "::jsonb) AS e(value))"
+	}
+	return "json_each(" + param + ")"
+}
+
 // caseFreeLike is LIKE ignoring case: SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE any.
 func (d dialect) caseFreeLike() string {
 	if d == postgresDialect {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,6 +77,7 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 	if len(points) == 0 {
 		return nil
 	}
+	defer s.gen.metrics.Add(1)
 	ids := map[string]int64{}
 	for _, p := range points {
 		if _, ok := ids[p.Metric]; ok {
@@ -108,14 +110,22 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 	return nil
 }
 
-// NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any metric.
-func (s *Store) NewestMetricTimes(ctx context.Context) (map[int64]time.Time, error) {
+// NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any of the
+// metrics named, or of any metric when none is.
+func (s *Store) NewestMetricTimes(ctx context.Context, metrics ...string) (map[int64]time.Time, error) {
+	filter, args := "", []any{}
+	if len(metrics) > 0 {
+		filter = " WHERE m.name IN (?" + strings.Repeat(", ?", len(metrics)-1) + ")"
+		for _, m := range metrics {
+			args = append(args, m)
+		}
+	}
 	// One backward seek per (queue, metric) on the primary key rather than a scan of every point.
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT q.id, max((SELECT max(at) FROM metric_points p
 			WHERE p.queue_id = q.id AND p.metric_id = m.id AND p.period <= 60))
-		FROM queues q CROSS JOIN metric_names m
-		GROUP BY q.id`)
+		FROM queues q CROSS JOIN metric_names m`+filter+`
+		GROUP BY q.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: newest metric times: %w", err)
 	}
@@ -204,8 +214,12 @@ const latestMetricPointsQuery = `
 	ORDER BY q.id, p.period`
 
 // LatestMetricPoints returns the newest datapoint of one metric for every queue that has one, by
-// queue id.
+// queue id; from memory until datapoints are stored (readcache.go).
 func (s *Store) LatestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
+	return s.cachedLatestMetric(metric, func() (map[int64]MetricPoint, error) { return s.latestMetricPoints(ctx, metric) })
+}
+
+func (s *Store) latestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
 	rows, err := s.db.QueryContext(ctx, latestMetricPointsQuery, metric)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)

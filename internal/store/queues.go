@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/toolq/toolq/internal/arn"
@@ -15,7 +16,7 @@ const queueColumns = `id, arn, region, name, url, fifo, first_seen, last_seen, g
 
 // scanQueue reads one row of queueColumns. SourceARNs holds only the listed sources; callers add
 // the queues whose RedrivePolicy names this one.
-func scanQueue(r rowScanner) (Queue, error) {
+func (s *Store) scanQueue(r rowScanner) (Queue, error) {
 	var (
 		q                                                  Queue
 		fifo, peek                                         bool
@@ -30,11 +31,8 @@ func scanQueue(r rowScanner) (Queue, error) {
 	q.FIFO, q.PeekEnabled = fifo, peek
 	q.FirstSeen, q.LastSeen, q.GoneAt = fromMS(firstSeen), fromMS(lastSeen), fromMS(goneAt)
 	q.AttributesAt, q.BackfilledAt = fromMS(attrsAt), fromMS(backfilledAt)
-	if err := json.Unmarshal([]byte(attrs), &q.Attributes); err != nil {
+	if q.Attributes, err = s.attributes.decode(q.ID, attrs); err != nil {
 		return Queue{}, fmt.Errorf("attributes of queue %d: %w", q.ID, err)
-	}
-	if q.Attributes == nil {
-		q.Attributes = map[string]string{}
 	}
 	if err := json.Unmarshal([]byte(listed), &q.SourceARNs); err != nil {
 		return Queue{}, fmt.Errorf("listed sources of queue %d: %w", q.ID, err)
@@ -45,6 +43,7 @@ func scanQueue(r rowScanner) (Queue, error) {
 // UpsertQueue inserts or updates a queue by ARN (name, URL, region, FIFO, LastSeen; clears GoneAt;
 // sets FirstSeen on insert) and returns its id. It leaves attributes, redrive and peek fields alone.
 func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
+	defer s.gen.queues.Add(1)
 	if q.ARN == "" {
 		return 0, fmt.Errorf("store: upsert queue %q: empty ARN", q.Name)
 	}
@@ -91,6 +90,7 @@ type QueueAttributes struct {
 // SaveQueueAttributes records the latest attributes of a queue, the redrive fields parsed from
 // them, and appends the depth sample.
 func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) error {
+	defer s.gen.queues.Add(1)
 	attrs := a.Attributes
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -125,6 +125,8 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 	if err != nil {
 		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
 	}
+	sample.QueueID = a.QueueID
+	s.depth.added(sample)
 	return nil
 }
 
@@ -163,6 +165,7 @@ func (s *Store) MarkQueueGone(ctx context.Context, queueID int64, at time.Time) 
 
 // updateQueue sets one column of a queue; ErrNotFound when the queue does not exist.
 func (s *Store) updateQueue(ctx context.Context, what string, queueID int64, set string, value any) error {
+	defer s.gen.queues.Add(1)
 	if err := s.execOne(ctx, "UPDATE queues SET "+set+" WHERE id = ?", value, queueID); err != nil {
 		return fmt.Errorf("store: %s of queue %d: %w", what, queueID, err)
 	}
@@ -175,7 +178,8 @@ type QueueFilter struct {
 	Region      string // empty: all
 }
 
-// ListQueues returns queues ordered by name, with SourceARNs filled in.
+// ListQueues returns queues ordered by name, with SourceARNs filled in. Until a queue changes it
+// answers from memory (readcache.go): the queues' maps and slices are shared, never change them.
 func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) {
 	query := "SELECT " + queueColumns + " FROM queues WHERE 1 = 1"
 	var args []any
@@ -187,7 +191,7 @@ func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) 
 		args = append(args, f.Region)
 	}
 	query += " ORDER BY name, region, arn"
-	qs, err := s.queryQueues(ctx, query, args...)
+	qs, err := s.cachedQueues(ctx, f, func() ([]Queue, error) { return s.queryQueues(ctx, query, args...) })
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}
@@ -258,7 +262,7 @@ func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Q
 	defer rows.Close()
 	qs := []Queue{}
 	for rows.Next() {
-		q, err := scanQueue(rows)
+		q, err := s.scanQueue(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -307,4 +311,60 @@ func (s *Store) redriveSources(ctx context.Context) (map[string][]string, error)
 		m[target] = append(m[target], arn)
 	}
 	return m, rows.Err()
+}
+
+// attributeMaps keeps each queue's attributes decoded, with the JSON they were decoded from:
+// the overview lists every queue on every page and push, and decoding a thousand attribute maps
+// each time was a tenth of its time, while a queue's attributes change at most once a cycle.
+type attributeMaps struct {
+	mu sync.Mutex
+	m  map[int64]decodedAttributes
+}
+
+type decodedAttributes struct {
+	raw   string
+	attrs map[string]string
+}
+
+// decode returns the attributes stored as raw for a queue: the map decoded last time when raw is
+// the same. Callers share the map and must not change it (Queue.Attributes says so).
+func (a *attributeMaps) decode(queueID int64, raw string) (map[string]string, error) {
+	a.mu.Lock()
+	if d, ok := a.m[queueID]; ok && d.raw == raw {
+		a.mu.Unlock()
+		return d.attrs, nil
+	}
+	a.mu.Unlock()
+	attrs := map[string]string{}
+	if err := json.Unmarshal([]byte(raw), &attrs); err != nil {
+		return nil, err
+	}
+	if attrs == nil { // the JSON null
+		attrs = map[string]string{}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = make(map[int64]decodedAttributes)
+	}
+	a.m[queueID] = decodedAttributes{raw: raw, attrs: attrs}
+	return attrs, nil
+}
+
+// TouchQueues records that the queues were listed at `at` (last seen; a queue marked gone that is
+// listed again is no longer gone), in one statement for all of them.
+func (s *Store) TouchQueues(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	defer s.gen.queues.Add(1)
+	list, err := sampleIDList(ids)
+	if err != nil {
+		return fmt.Errorf("store: touch queues: %w", err)
+	}
+	if _, err := s.wdb.ExecContext(ctx, `UPDATE queues SET last_seen = ?, gone_at = 0
+		WHERE id IN (SELECT value FROM `+s.d.idTable("?")+` j)`, ms(at), list); err != nil {
+		return fmt.Errorf("store: touch queues: %w", err)
+	}
+	return nil
 }

@@ -106,3 +106,25 @@ func (s *Store) LatestFinishedRun(ctx context.Context, kind string) (CollectorRu
 	r.StartedAt, r.FinishedAt = fromMS(started), fromMS(finished)
 	return r, nil
 }
+
+// RunsSince returns the finished runs of a kind that started at or after since, oldest first.
+func (s *Store) RunsSince(ctx context.Context, kind string, since time.Time) ([]CollectorRun, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT id, kind, started_at, finished_at, queues, calls, errors FROM collector_runs
+		WHERE kind = ? AND started_at >= ? AND finished_at > 0 ORDER BY started_at, id`, kind, ms(since))
+	if err != nil {
+		return nil, fmt.Errorf("store: %s runs since %s: %w", kind, since.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	var out []CollectorRun
+	for rows.Next() {
+		var r CollectorRun
+		var started, finished int64
+		if err := rows.Scan(&r.ID, &r.Kind, &started, &finished, &r.Queues, &r.Calls, &r.Errors); err != nil {
+			return nil, fmt.Errorf("store: %s runs: %w", kind, err)
+		}
+		r.StartedAt, r.FinishedAt = fromMS(started), fromMS(finished)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -14,6 +14,7 @@ import (
 // SaveSample stores one peek pass with its messages and group backlog in one transaction, and
 // returns the sample id.
 func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []SampledMessage, groups []GroupBacklog) (int64, error) {
+	defer s.gen.samples.Add(1)
 	if sample.Kind == "" {
 		sample.Kind = SampleDeadLetter
 	}
@@ -431,8 +432,13 @@ func (s *Store) GetSample(ctx context.Context, id int64) (Sample, error) {
 	return sm, nil
 }
 
-// LatestSamples returns each queue's newest sample, by queue id.
+// LatestSamples returns each queue's newest sample, by queue id; from memory until a sample is
+// stored (readcache.go).
 func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
+	return s.cachedLatestSamples(func() (map[int64]Sample, error) { return s.latestSamples(ctx) })
+}
+
+func (s *Store) latestSamples(ctx context.Context) (map[int64]Sample, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+sampleColumns+` FROM samples WHERE id IN (
 		SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1)
 		FROM queues q)`)
@@ -463,4 +469,141 @@ func (s *Store) SampleNearMaxCount(ctx context.Context, sampleID int64) (int, er
 		return 0, fmt.Errorf("store: near-max count of sample %d: %w", sampleID, err)
 	}
 	return n, nil
+}
+
+// sampleIDList encodes ids (of samples, queues) for dialect.idTable, which lets one query seek each of them.
+func sampleIDList(ids []int64) (string, error) {
+	if ids == nil {
+		ids = []int64{}
+	}
+	js, err := json.Marshal(ids)
+	return string(js), err
+}
+
+func nearMaxCountsQuery(d dialect) string {
+	return `
+	SELECT j.value, count(*) FROM ` + d.idTable("?") + ` j CROSS JOIN sample_messages sm
+	WHERE sm.sample_id = j.value AND sm.near_max_receive = TRUE
+	GROUP BY j.value`
+}
+
+// NearMaxCounts counts, for each of the samples, its messages near their maxReceiveCount (what
+// SampleNearMaxCount counts for one), in one query for those it did not count before (a sample
+// never changes once stored); a sample without any is absent.
+func (s *Store) NearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
+	c := &s.cache
+	if missing := c.uncachedSamples(sampleIDs, false); len(missing) > 0 {
+		counts, err := s.nearMaxCounts(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.nearMax == nil {
+			c.nearMax = map[int64]int{}
+		}
+		for _, id := range missing {
+			c.nearMax[id] = counts[id]
+		}
+		c.mu.Unlock()
+	}
+	out := make(map[int64]int, len(sampleIDs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range sampleIDs {
+		if n := c.nearMax[id]; n > 0 {
+			out[id] = n
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) nearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
+	list, err := sampleIDList(sampleIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, nearMaxCountsQuery(s.d), list)
+	if err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: near-max counts: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: near-max counts: %w", err)
+	}
+	return out, nil
+}
+
+func groupsOfSamplesQuery(d dialect) string {
+	return `
+	SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
+		g.head_receive_count, g.blocked
+	FROM ` + d.idTable("?") + ` j CROSS JOIN group_backlog g JOIN samples s ON s.id = g.sample_id
+	WHERE g.sample_id = j.value
+	ORDER BY g.sample_id, g.oldest_sent_at, g.group_id`
+}
+
+// GroupsOfSamples returns the FIFO groups of each of the samples (what SampleGroups returns of
+// one), oldest message first, by sample id, in one query for those it did not read before (a
+// sample never changes once stored); a sample without any is absent.
+func (s *Store) GroupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {
+	c := &s.cache
+	if missing := c.uncachedSamples(sampleIDs, true); len(missing) > 0 {
+		groups, err := s.groupsOfSamples(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.groups == nil {
+			c.groups = map[int64][]GroupBacklog{}
+		}
+		for _, id := range missing {
+			c.groups[id] = groups[id]
+		}
+		c.mu.Unlock()
+	}
+	out := make(map[int64][]GroupBacklog, len(sampleIDs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range sampleIDs {
+		if g := c.groups[id]; len(g) > 0 {
+			out[id] = slices.Clone(g)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) groupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {
+	list, err := sampleIDList(sampleIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: groups of samples: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, groupsOfSamplesQuery(s.d), list)
+	if err != nil {
+		return nil, fmt.Errorf("store: groups of samples: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]GroupBacklog{}
+	for rows.Next() {
+		var g GroupBacklog
+		var oldest int64
+		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
+			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			return nil, fmt.Errorf("store: groups of samples: %w", err)
+		}
+		g.OldestSentAt = fromMS(oldest)
+		out[g.SampleID] = append(out[g.SampleID], g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: groups of samples: %w", err)
+	}
+	return out, nil
 }

@@ -377,3 +377,64 @@ func TestSampleFilterGroupSearch(t *testing.T) {
 		}
 	})
 }
+
+// TestNearMaxCountsAndBlockedGroups: the counts and groups of several samples in one query are
+// those of each sample alone.
+func TestNearMaxCountsAndGroupsOfSamples(t *testing.T) {
+	forEachEngine(t, testNearMaxCountsAndGroupsOfSamples)
+}
+
+func testNearMaxCountsAndGroupsOfSamples(t *testing.T, open func(testing.TB) *Store) {
+	s := open(t)
+	ctx := context.Background()
+	q1, q2 := addQueue(t, s, "a.fifo"), addQueue(t, s, "b.fifo")
+	save := func(q Queue, near int, blocked ...string) int64 {
+		t.Helper()
+		var msgs []SampledMessage
+		for i := range near + 2 {
+			msgs = append(msgs, SampledMessage{MessageID: fmt.Sprintf("%s-%d", q.Name, i), NearMaxReceive: i < near, SentAt: t0})
+		}
+		var groups []GroupBacklog
+		for i, g := range blocked {
+			groups = append(groups, GroupBacklog{GroupID: g, Messages: 2, OldestSentAt: t0.Add(time.Duration(i) * time.Second), Blocked: true})
+		}
+		groups = append(groups, GroupBacklog{GroupID: "flowing", Messages: 1, OldestSentAt: t0})
+		id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: len(msgs)}, msgs, groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	s1, s2, s3 := save(q1, 3, "g1", "g2"), save(q2, 0), save(q2, 1, "g3")
+	counts, err := s.NearMaxCounts(ctx, []int64{s1, s2, s3, 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{s1, s2, s3} {
+		one, err := s.SampleNearMaxCount(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counts[id] != one {
+			t.Errorf("sample %d: %d near max in the batch, %d alone", id, counts[id], one)
+		}
+	}
+	for range 2 { // the second time from the cache
+		groups, err := s.GroupsOfSamples(ctx, []int64{s1, s2, s3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{s1, s2, s3} {
+			want, err := s.SampleGroups(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(groups[id]) != fmt.Sprint(want) {
+				t.Errorf("sample %d: groups %v in the batch, %v alone", id, groups[id], want)
+			}
+		}
+	}
+	if none, err := s.NearMaxCounts(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("NearMaxCounts(nil) = %v, %v", none, err)
+	}
+}

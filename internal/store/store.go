@@ -43,6 +43,15 @@ type Store struct {
 
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
+
+	// depth, gen and cache keep what this process wrote, so they serve reads only where it is
+	// the database's one writer: on SQLite. Replicas on PostgreSQL read the database (see
+	// docs/storage.md, Read side); what never changes once stored (a sample's near-max count
+	// and blocked groups, a queue's decoded attributes) is cached on both.
+	depth      recentDepth   // the newest and the recent depth samples, kept as they are written
+	attributes attributeMaps // each queue's attributes, decoded once per change
+	gen        generations   // committed writes per cached table (readcache.go)
+	cache      readCache
 }
 
 // readConns bounds the SQLite reader pool: the machine is small, and SQLite readers are cheap
@@ -135,7 +144,9 @@ func openPostgres(ctx context.Context, dbURL string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", shown, err)
 	}
 	p := dbPool{db, postgresDialect}
-	return &Store{db: p, wdb: p, d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}, nil
+	s := &Store{db: p, wdb: p, d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}
+	s.depth.off, s.cache.off = true, true
+	return s, nil
 }
 
 // RedactURL returns a database setting fit for logs and pages: a URL's password replaced by

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -28,7 +29,8 @@ type Queue struct {
 	LastSeen  time.Time
 	GoneAt    time.Time // zero while the queue exists
 
-	// Attributes is the latest GetQueueAttributes(All) answer, as AWS spelled it.
+	// Attributes is the latest GetQueueAttributes(All) answer, as AWS spelled it. Every reader of
+	// the queue shares the map: never change it, copy it to change it.
 	Attributes   map[string]string
 	AttributesAt time.Time // zero until the first attribute sample
 
@@ -288,6 +290,60 @@ type CostEstimate struct {
 	// FreeRequestsPerDay are the Lambda and EventBridge listing calls per day, which AWS does not
 	// bill.
 	FreeRequestsPerDay float64 `json:",omitempty"`
+	// Loops is the same per collector loop, in the order the loops run.
+	Loops []LoopCost
+	// Cadences are the cadences priced, those the collector runs at.
+	Cadences Cadences
+	// BudgetUSDPerDay is the budget the cadences were chosen to fit (--aws-budget-per-day), 0
+	// without one; OverBudget says that even the slowest cadences cost more.
+	BudgetUSDPerDay float64
+	OverBudget      bool
+}
+
+// String says what freshness the cadences buy, in one line for the log and the pages.
+func (c Cadences) String() string {
+	d := func(v time.Duration) string {
+		switch {
+		case v <= 0:
+			return "–"
+		case v%time.Hour == 0:
+			return fmt.Sprintf("%d h", v/time.Hour)
+		case v%time.Minute == 0:
+			return fmt.Sprintf("%d min", v/time.Minute)
+		}
+		return fmt.Sprintf("%d s", v/time.Second)
+	}
+	return fmt.Sprintf("depths every %s (empty, unchanged queues every %s), age of the oldest message every %s, "+
+		"other CloudWatch metrics every %s, dead-letter samples every %s, move tasks every %s",
+		d(c.Attributes), d(c.QuietAttributes), d(c.OldestAge), d(c.Counters), d(c.PeekDeadLetter), d(c.MoveTasks))
+}
+
+// LoopCost is what one collector loop costs a day.
+type LoopCost struct {
+	Loop        string // a run kind: discovery, attributes, metrics, peek, movetasks, topology
+	SQSRequests float64
+	Metrics     float64
+	USD         float64
+}
+
+// Cadences are how often the collector reads what: the configured intervals, or slower ones
+// chosen to fit a budget.
+type Cadences struct {
+	// Attributes: a queue holding messages, or whose depth changed lately.
+	Attributes time.Duration
+	// QuietAttributes: an empty queue whose depth has not changed for as long.
+	QuietAttributes time.Duration
+	// OldestAge: CloudWatch's ApproximateAgeOfOldestMessage of a source queue that held messages.
+	OldestAge time.Duration
+	// Counters: the other CloudWatch metrics of source queues, as one-minute datapoints.
+	Counters time.Duration
+	// MoveTasks: a dead-letter queue's move tasks while none runs and its depth does not fall.
+	MoveTasks time.Duration
+	// PeekDeadLetter and PeekSource: message samples.
+	PeekDeadLetter time.Duration
+	PeekSource     time.Duration
+	// Discovery: ListQueues and ListDeadLetterSourceQueues.
+	Discovery time.Duration
 }
 
 // OwnReceiveLimit is how many times toolq may receive one message, since it arrived, from a

@@ -120,7 +120,8 @@ type adviceFacts struct {
 	// Sources are, for a dead-letter queue, its watched sources.
 	Sources []store.Queue
 	Latest  *store.AttributeSample
-	// EmptyReceives are its NumberOfEmptyReceives datapoints within shortPollWindow.
+	// EmptyReceives are its newest NumberOfEmptyReceives datapoints: those within
+	// shortPollWindow of the newest, read as far back as two of the collector's counter asks.
 	EmptyReceives []store.MetricPoint
 	// Bodies are bodies of its messages as sampled: its own newest sample's, else those its DLQ's
 	// newest sample holds from it.
@@ -434,7 +435,7 @@ func checkShortPolling(f adviceFacts, th Thresholds) (string, string, bool) {
 	var sum float64
 	var minutes float64
 	for _, p := range f.EmptyReceives {
-		if f.Now.Sub(p.At) > shortPollWindow || p.Period <= 0 {
+		if p.Period <= 0 {
 			continue
 		}
 		sum += p.Value

@@ -272,3 +272,42 @@ func BenchmarkAdvise(b *testing.B) {
 		}
 	}
 }
+
+// TestShortPollingReadsHourlyCounters: at the collector's default cadence the empty receives
+// arrive once an hour, each time the minutes since the last ask; fifty minutes after the newest
+// batch the rule still reads its newest quarter of an hour, and it reads nothing older than two
+// asks.
+func TestShortPollingReadsHourlyCounters(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		newest time.Duration // how long before now the newest datapoint is
+		fires  bool
+	}{
+		{"the newest batch fifty minutes old", 50 * time.Minute, true},
+		{"the newest batch three hours old", 3 * time.Hour, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.queue("web-search-dlq")
+			f.queue("web-search")
+			f.attrs("web-search-dlq", "", 0, 1209600, now.Add(-5*time.Second), 0)
+			q := f.ids["web-search"]
+			f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: q, At: now.Add(-5 * time.Second),
+				Attributes: map[string]string{"MessageRetentionPeriod": "345600", "ReceiveMessageWaitTimeSeconds": "0",
+					"RedrivePolicy": `{"deadLetterTargetArn":"` + account + `web-search-dlq","maxReceiveCount":3}`},
+				DeadLetterTargetARN: account + "web-search-dlq", MaxReceiveCount: 3}))
+			f.must(f.store.SetCostEstimate(f.ctx, store.CostEstimate{At: now, Cadences: store.Cadences{Counters: time.Hour, Attributes: 15 * time.Second}}))
+			var points []store.MetricPoint
+			for m := range 60 { // the hour before the newest, a minute a point
+				points = append(points, store.MetricPoint{QueueID: q, Metric: "NumberOfEmptyReceives",
+					At: now.Add(-tt.newest - time.Duration(m)*time.Minute), Period: 60, Value: 100})
+			}
+			f.must(f.store.UpsertMetricPoints(f.ctx, points))
+			list, err := f.svc.Advice(f.ctx, AdviceQuery{Rule: "short-polling"})
+			f.must(err)
+			if fired := len(list.Advice) == 1 && list.Advice[0].Queue == "web-search"; fired != tt.fires {
+				t.Errorf("short-polling fired: %+v; want %v", list.Advice, tt.fires)
+			}
+		})
+	}
+}

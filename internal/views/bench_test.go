@@ -54,19 +54,25 @@ func benchFixtureAt(b *testing.B, pairs int, db string) *fixture {
 	b.Helper()
 	f := newFixtureAt(b, db)
 	st := f.store
+	var history []store.AttributeSample
 	for i := range pairs {
 		src, dlq := fmt.Sprintf("q-%03d", i), fmt.Sprintf("q-%03d-dlq", i)
 		f.queue(src)
 		f.queue(dlq)
-		for k := 240; k >= 0; k-- {
+		// The hour before in one transaction, the newest reading as the collector stores it.
+		for k := 240; k > 0; k-- {
 			at := now.Add(-time.Duration(k) * 15 * time.Second)
-			f.attrs(src, dlq, 5, 345600, at, int64(k%10))
-			f.attrs(dlq, "", 0, 1209600, at, 3)
+			history = append(history,
+				store.AttributeSample{QueueID: f.ids[src], At: at, Visible: int64(k % 10), InFlight: 1},
+				store.AttributeSample{QueueID: f.ids[dlq], At: at, Visible: 3, InFlight: 1})
 		}
+		f.attrs(src, dlq, 5, 345600, now, 0)
+		f.attrs(dlq, "", 0, 1209600, now, 3)
 		if _, err := st.SaveSample(f.ctx, store.Sample{QueueID: f.ids[dlq], At: now, Seen: 50}, toolMessages(50, src), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	f.must(st.SaveAttributeSamples(f.ctx, history))
 	f.finishedRun(now)
 	return f
 }

@@ -51,6 +51,14 @@ type healthFacts struct {
 	Earlier *store.AttributeSample // the newest sample at least GrowthWindow old; nil if none
 
 	OldestAge *store.MetricPoint // the newest ApproximateAgeOfOldestMessage datapoint
+	// EmptyAt is the queue's newest depth sample without messages (zero: none within the last
+	// hour): every message it holds arrived since, which bounds their age.
+	EmptyAt time.Time
+
+	// StaleAfter is how old Latest may be (0: Thresholds.StaleAfter), and AgeWindow how old
+	// OldestAge may be to count (0: Thresholds.GrowthWindow), at the collector's cadences.
+	StaleAfter time.Duration
+	AgeWindow  time.Duration
 
 	// For a source queue with a watched dead-letter queue.
 	DLQName    string
@@ -84,6 +92,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		}
 	}
 	q := f.Queue
+	staleAfter, ageWindow := cmp.Or(f.StaleAfter, th.StaleAfter), cmp.Or(f.AgeWindow, th.GrowthWindow)
 
 	if q.Gone() {
 		// A gone queue's depth and age are history: say so and nothing else.
@@ -94,7 +103,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	switch {
 	case f.Latest == nil:
 		add(HealthWarning, "no data yet")
-	case f.Now.Sub(f.Latest.At) > th.StaleAfter:
+	case f.Now.Sub(f.Latest.At) > staleAfter:
 		add(HealthWarning, fmt.Sprintf("data is %s old", humanDuration(f.Now.Sub(f.Latest.At))))
 	}
 
@@ -120,11 +129,13 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	// On a dead-letter queue the age counts from the move and only says how long nobody has
 	// looked; the depth rules above already flag it, so the age rule is for working queues.
 	// It needs CloudWatch: without a recent datapoint for a queue that holds messages, the
-	// rule is unknown, never fine.
+	// rule is unknown, never fine, unless the queue was empty so lately that no message can be
+	// old yet (the collector asks for the age only while a queue holds messages, so a queue that
+	// just filled has no fresh datapoint until its next ask).
 	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
 	switch {
 	case deadLetter(q) || empty || f.Latest == nil:
-	case f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= th.GrowthWindow:
+	case f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= ageWindow:
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
@@ -132,6 +143,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		case age >= th.OldestAgeWarning:
 			add(HealthWarning, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
 		}
+	case !f.EmptyAt.IsZero() && f.Now.Sub(f.EmptyAt) < th.OldestAgeWarning:
 	case f.CloudWatchFailure != nil:
 		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
 	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && f.Now.Sub(q.FirstSeen) < th.GrowthWindow:
@@ -139,7 +151,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		// takes a few: say so rather than suggest something broke.
 		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint yet (watched for %s)", humanDuration(f.Now.Sub(q.FirstSeen))))
 	case f.CloudWatchExpected:
-		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(th.GrowthWindow)))
+		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
 	}
 
 	for i, g := range f.BlockedGroups {

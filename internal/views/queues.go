@@ -33,7 +33,11 @@ type snapshot struct {
 	earlier  map[int64]store.AttributeSample  // the growth rule's earlier sample
 	ages     map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
 	samples  map[int64]store.Sample           // newest message sample
+	nearMax  map[int64]int                    // of each newest sample, by sample id
+	groups   map[int64][]store.GroupBacklog   // groups of each newest FIFO sample, by sample id
 	errors   map[int64][]store.CollectorError // within ErrorWindow, newest first
+	empty    map[int64]time.Time              // each queue's newest sample without messages, within sparklineWindow
+	cadence  store.Cadences                   // the collector's, from its newest cost estimate; zero before one
 	running  map[int64]bool                   // queues with a running move task
 	tasks    []store.MoveTask                 // the running move tasks
 	sight    sightFacts
@@ -59,7 +63,11 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	}
 	// SQLite buckets the depth samples: an hour of 15-s samples of every queue is most of what
 	// the overview would otherwise read, only to draw 60 points a queue.
-	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Add(-sparklineWindow), now, sparklineWindow/sparklinePoints)
+	// Whole minutes, the last one the minute under way: a bucket's peak then changes only when a
+	// sample of its minute comes, not every time now moves, so an overview push carries the
+	// rows whose depth changed and, once a minute, those whose sparkline moved on.
+	bucket := sparklineWindow / sparklinePoints
+	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Truncate(bucket).Add(-sparklineWindow+bucket), now, bucket)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
@@ -74,7 +82,32 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	if snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
+	if snap.empty, err = s.store.LastEmptyTimes(ctx, now.Add(-sparklineWindow), now); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	switch e, err := s.store.GetCostEstimate(ctx); {
+	case err == nil:
+		snap.cadence = e.Cadences
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("views: %w", err)
+	}
 	if snap.samples, err = s.store.LatestSamples(ctx); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	// What the health rules count in each queue's newest sample, in two queries for all of them.
+	var sampled, fifoSampled []int64
+	for _, q := range snap.queues {
+		if sample, ok := snap.samples[q.ID]; ok && (queueID == 0 || q.ID == queueID) {
+			sampled = append(sampled, sample.ID)
+			if q.FIFO {
+				fifoSampled = append(fifoSampled, sample.ID)
+			}
+		}
+	}
+	if snap.nearMax, err = s.store.NearMaxCounts(ctx, sampled); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	if snap.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
 	errs, err := s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
@@ -154,7 +187,8 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	if snap.names[q.Name] > 1 {
 		sum.Ref = q.ARN
 	}
-	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID]}
+	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID], EmptyAt: snap.empty[q.ID]}
+	f.StaleAfter, f.AgeWindow = s.windows(snap.cadence, snap.latest[q.ID])
 
 	if a, ok := snap.latest[q.ID]; ok {
 		sum.Visible, sum.InFlight, sum.Delayed = a.Visible, a.InFlight, a.Delayed
@@ -168,7 +202,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	if p, ok := snap.ages[q.ID]; ok {
 		f.OldestAge = &p
 	}
-	if age, source, at, ok := oldestAge(snap, q, s.th.GrowthWindow); ok {
+	if age, source, at, ok := oldestAge(snap, q, f.AgeWindow); ok {
 		sum.OldestMessageAgeSeconds, sum.OldestMessageAgeSource, sum.OldestMessageAgeAt = &age, source, timePtr(at)
 	}
 	sum.Tier = q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != ""
@@ -201,11 +235,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	var groups []store.GroupBacklog
 	if sample, ok := snap.samples[q.ID]; ok {
 		if q.FIFO {
-			var err error
-			groups, err = s.store.SampleGroups(ctx, sample.ID)
-			if err != nil {
-				return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
-			}
+			groups = snap.groups[sample.ID]
 			for _, g := range groups {
 				if g.Blocked {
 					f.BlockedGroups = append(f.BlockedGroups, g)
@@ -213,11 +243,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 			}
 			sum.BlockedGroups = len(f.BlockedGroups)
 		}
-		n, err := s.store.SampleNearMaxCount(ctx, sample.ID)
-		if err != nil {
-			return QueueSummary{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
-		}
-		f.NearMax = n
+		f.NearMax = snap.nearMax[sample.ID]
 	}
 	sum.Health = evaluateHealth(f, s.th)
 	facts, err := s.adviceFacts(ctx, snap, q, groups)
@@ -228,18 +254,25 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	return sum, nil
 }
 
-// sparkline draws the visible depth of each minute of the last hour (the minute's maximum, so
+// windows returns how old a queue's newest depth sample may be before it is stale, and how old
+// its newest age-of-oldest-message datapoint may be to count, at the collector's cadences: three
+// of its reads (an empty, unchanged queue is read less often, and a budget may slow every
+// cadence down), and never less than the thresholds' StaleAfter and GrowthWindow.
+func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (staleAfter, ageWindow time.Duration) {
+	staleAfter = max(s.th.StaleAfter, 3*cad.Attributes)
+	if latest.Visible+latest.InFlight+latest.Delayed == 0 {
+		staleAfter = max(staleAfter, 3*cad.QuietAttributes)
+	}
+	return staleAfter, max(s.th.GrowthWindow, 3*cad.OldestAge)
+}
+
+// sparkline draws the visible depth of each of the last 60 minutes (the minute's maximum, so
 // that a spike shows), oldest first, from the store's per-minute peaks; minutes without samples
 // are skipped.
 func sparkline(peaks []store.DepthPeak) []float64 {
 	out := make([]float64, 0, len(peaks))
 	for _, p := range peaks {
 		out = append(out, float64(p.Visible))
-	}
-	if len(out) > sparklinePoints {
-		// A sample exactly at now falls into a 61st bucket: fold it into the last.
-		out[sparklinePoints-1] = max(out[sparklinePoints-1], out[sparklinePoints])
-		out = out[:sparklinePoints]
 	}
 	return out
 }
@@ -323,12 +356,12 @@ func totals(qs []QueueSummary) Totals {
 func (s *Service) cost(ctx context.Context) (Cost, error) {
 	c, err := s.store.GetCostEstimate(ctx)
 	if errors.Is(err, store.ErrNotFound) {
-		return Cost{}, nil
+		return Cost{Loops: []LoopCost{}}, nil
 	}
 	if err != nil {
 		return Cost{}, fmt.Errorf("views: %w", err)
 	}
-	return Cost{
+	out := Cost{
 		TotalUSDPerDay:      c.TotalUSDPerDay,
 		SQSUSDPerDay:        c.SQSUSDPerDay,
 		CloudWatchUSDPerDay: c.CloudWatchUSDPerDay,
@@ -337,7 +370,17 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 		AlarmRequestsPerDay: c.AlarmRequestsPerDay,
 		FreeRequestsPerDay:  c.FreeRequestsPerDay,
 		At:                  timePtr(c.At),
-	}, nil
+		Loops:               []LoopCost{},
+		BudgetUSDPerDay:     c.BudgetUSDPerDay,
+		OverBudget:          c.OverBudget,
+	}
+	if c.Cadences != (store.Cadences{}) {
+		out.Freshness = c.Cadences.String()
+	}
+	for _, l := range c.Loops {
+		out.Loops = append(out.Loops, LoopCost{Loop: l.Loop, USDPerDay: l.USD, SQSRequestsPerDay: l.SQSRequests, MetricsPerDay: l.Metrics})
+	}
+	return out, nil
 }
 
 // Queues returns the queues that match q, in the overview's order.

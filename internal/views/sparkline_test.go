@@ -13,10 +13,10 @@ type depth struct {
 	visible int64
 }
 
-// TestSparkline: the overview and the queue page draw each minute of the last hour as the
-// minute's highest visible depth, oldest first, skipping minutes without samples; a sample at
-// the very instant of the view falls into a 61st minute, folded into the 60th when all 60 have
-// samples.
+// TestSparkline: the overview and the queue page draw each of the last 60 whole minutes, the
+// current one included, as the minute's highest visible depth, oldest first, skipping minutes
+// without samples; with the clock on the minute, a sample an hour old is out and one taken now is
+// the current minute's.
 func TestSparkline(t *testing.T) {
 	everyMinute := func(last int64) []depth {
 		var ds []depth
@@ -34,10 +34,10 @@ func TestSparkline(t *testing.T) {
 		{"none", 0, nil, []float64{}},
 		{"each minute's peak", 0, []depth{{90 * time.Second, 5}, {75 * time.Second, 9}, {60 * time.Second, 1}, {30 * time.Second, 4}}, []float64{9, 4}},
 		{"minutes without samples skipped", 0, []depth{{50 * time.Minute, 3}, {10 * time.Minute, 6}}, []float64{3, 6}},
-		{"the hour's first instant in, older out", 0, []depth{{61 * time.Minute, 100}, {time.Hour, 4}, {30 * time.Minute, 6}}, []float64{4, 6}},
+		{"an hour ago out, 59 minutes in", 0, []depth{{61 * time.Minute, 100}, {time.Hour, 4}, {59 * time.Minute, 5}, {30 * time.Minute, 6}}, []float64{5, 6}},
 		{"a sample at now after a gap", 0, []depth{{30 * time.Second, 2}, {0, 7}}, []float64{2, 7}},
-		{"a sample at now folded into the last minute", 0, everyMinute(100), append(seq(59), 100)},
-		{"a smaller sample at now folded", 0, everyMinute(0), seq(60)},
+		{"a sample at now is the current minute's", 0, everyMinute(100), append(seq(60)[1:], 100)},
+		{"a smaller sample at now too", 0, everyMinute(0), append(seq(60)[1:], 0)},
 		{"future samples left out", 0, []depth{{30 * time.Second, 2}, {-time.Second, 50}}, []float64{2}},
 		// With a clock between milliseconds, the hour starts after the sample taken one hour before
 		// the fixtures' now, and minutes are counted from that start.

@@ -176,11 +176,15 @@ func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue
 		}
 	}
 	if q.Attributes["ReceiveMessageWaitTimeSeconds"] == "0" {
-		points, err := s.store.MetricSeries(ctx, q.ID, "NumberOfEmptyReceives", snap.now.Add(-shortPollWindow), snap.now)
+		// The collector asks CloudWatch for the counters at its counters cadence (hourly by
+		// default), each time for the minutes since: the newest shortPollWindow of datapoints
+		// is read back as far as two of those asks.
+		reach := shortPollWindow + 2*max(snap.cadence.Counters, 0)
+		points, err := s.store.MetricSeries(ctx, q.ID, "NumberOfEmptyReceives", snap.now.Add(-reach), snap.now)
 		if err != nil {
 			return f, fmt.Errorf("views: queue %s: %w", q.Name, err)
 		}
-		f.EmptyReceives = points
+		f.EmptyReceives = newestWithin(points, shortPollWindow)
 	}
 	if q.FIFO && q.Attributes["ContentBasedDeduplication"] == "true" {
 		bodies, err := s.sampledBodies(ctx, snap, q)
@@ -360,3 +364,16 @@ var (
 	lambdaRules      = []string{"esm-no-batch-item-failures", "esm-no-maximum-concurrency", "visibility-below-6x-lambda-timeout", "esm-disabled", "esm-failing"}
 	eventBridgeRules = []string{"eventbridge-target-no-dlq", "eventbridge-max-event-age-long", "eventbridge-default-bus"}
 )
+
+// newestWithin returns the points within window of the newest one (points oldest first).
+func newestWithin(points []store.MetricPoint, window time.Duration) []store.MetricPoint {
+	if len(points) == 0 {
+		return points
+	}
+	from := points[len(points)-1].At.Add(-window)
+	i := 0
+	for i < len(points) && points[i].At.Before(from) {
+		i++
+	}
+	return points[i:]
+}

@@ -422,6 +422,21 @@ type Cost struct {
 	AlarmRequestsPerDay float64    `json:"alarmRequestsPerDay"`
 	FreeRequestsPerDay  float64    `json:"freeRequestsPerDay"`
 	At                  *time.Time `json:"at"`
+	// Loops is the cost of each collector loop; never nil.
+	Loops []LoopCost `json:"loops"`
+	// Freshness says what the cadences priced buy; BudgetUSDPerDay is the budget they were
+	// chosen for (0: none), OverBudget that even the slowest cost more.
+	Freshness       string  `json:"freshness,omitempty"`
+	BudgetUSDPerDay float64 `json:"budgetUsdPerDay,omitempty"`
+	OverBudget      bool    `json:"overBudget,omitempty"`
+}
+
+// LoopCost is what one collector loop costs a day.
+type LoopCost struct {
+	Loop              string  `json:"loop"` // discovery, attributes, metrics, peek, movetasks
+	USDPerDay         float64 `json:"usdPerDay"`
+	SQSRequestsPerDay float64 `json:"sqsRequestsPerDay"`
+	MetricsPerDay     float64 `json:"metricsPerDay"`
 }
 
 // Overview is the overview page: every queue, unhealthy first, then by name.

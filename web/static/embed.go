@@ -1,7 +1,10 @@
 // Package static holds the browser assets (vendored htmx and htmx-ext-ws, the stylesheet and a
 // little script), embedded in the binary and served under content-hashed names so that browsers
-// may cache them for good.
+// may cache them for good. Each asset is also embedded compressed, brotli and gzip, made at
+// build time (go generate runs ./precompress), and served in the form the browser prefers.
 package static
+
+//go:generate go run ./precompress
 
 import (
 	"bytes"
@@ -11,22 +14,25 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-//go:embed *.js *.css
+//go:embed *.js *.css *.br *.gz
 var files embed.FS
 
 // Prefix is the URL path under which the assets are served.
 const Prefix = "/static/"
 
-// asset is one embedded file with its content hash.
+// asset is one embedded file with its content hash and its compressed forms.
 type asset struct {
 	name string
 	hash string
 	body []byte
+	br   []byte // brotli, at the highest quality
+	gz   []byte // gzip, at the highest level
 	mime string
 }
 
@@ -37,14 +43,23 @@ var catalogue = sync.OnceValue(func() map[string]asset {
 	if err != nil {
 		panic("static: read embedded files: " + err.Error()) // a build error, not a runtime one
 	}
+	read := func(name string) []byte {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			panic("static: read " + name + ": " + err.Error() + " (run go generate ./web/static)")
+		}
+		return b
+	}
 	m := make(map[string]asset, len(entries))
 	for _, e := range entries {
-		body, err := files.ReadFile(e.Name())
-		if err != nil {
-			panic("static: read " + e.Name() + ": " + err.Error())
+		name := e.Name()
+		if ext := path.Ext(name); ext == ".br" || ext == ".gz" {
+			continue
 		}
+		body := read(name)
 		sum := sha256.Sum256(body)
-		m[e.Name()] = asset{name: e.Name(), hash: hex.EncodeToString(sum[:6]), body: body, mime: mimeOf(e.Name())}
+		m[name] = asset{name: name, hash: hex.EncodeToString(sum[:6]), body: body,
+			br: read(name + ".br"), gz: read(name + ".gz"), mime: mimeOf(name)}
 	}
 	return m
 })
@@ -70,8 +85,9 @@ func URL(name string) string {
 	return Prefix + a.hash + "/" + a.name
 }
 
-// Handler serves Prefix + "<hash>/<name>". The current hash is cached for a year as immutable; a
-// stale hash (a page rendered before a deploy) still gets the current file, but uncached.
+// Handler serves Prefix + "<hash>/<name>", brotli or gzip when the browser accepts it. The current
+// hash is cached for a year as immutable; a stale hash (a page rendered before a deploy) still
+// gets the current file, but uncached.
 func Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest := strings.TrimPrefix(r.URL.Path, Prefix)
@@ -89,7 +105,53 @@ func Handler() http.Handler {
 		} else {
 			h.Set("Cache-Control", "no-cache")
 		}
-		h.Set("ETag", `"`+a.hash+`"`)
-		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
+		h.Add("Vary", "Accept-Encoding")
+		body, tag := a.body, a.hash
+		switch encoding(r.Header.Get("Accept-Encoding")) {
+		case "br":
+			body, tag = a.br, a.hash+"-br"
+			h.Set("Content-Encoding", "br")
+		case "gzip":
+			body, tag = a.gz, a.hash+"-gz"
+			h.Set("Content-Encoding", "gzip")
+		}
+		h.Set("ETag", `"`+tag+`"`)
+		http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
 	})
+}
+
+// encoding returns the form of an asset that an Accept-Encoding header asks for: "br" or "gzip"
+// (brotli first at equal weight, as it is the smaller), or "" for the file as it is. A coding
+// with q=0 is refused; "*" stands for the codings the header does not name.
+func encoding(accept string) string {
+	q := map[string]float64{}
+	wildcard := -1.0
+	for part := range strings.SplitSeq(accept, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		weight := 1.0
+		if k, v, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				continue
+			}
+			weight = f
+		}
+		if coding == "*" {
+			wildcard = weight
+		} else if coding != "" {
+			q[coding] = weight
+		}
+	}
+	best, bestQ := "", 0.0
+	for _, coding := range []string{"br", "gzip"} {
+		w, named := q[coding]
+		if !named {
+			w = wildcard
+		}
+		if w > bestQ {
+			best, bestQ = coding, w
+		}
+	}
+	return best
 }

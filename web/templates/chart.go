@@ -147,32 +147,45 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 }
 
 // Sparkline returns the polyline points of values in a 100×24 box, oldest left; "" for fewer
-// than two values.
+// than two values. The box is drawn at 100×24 pixels, so whole coordinates lose nothing, and a
+// point between two of the same height draws nothing either: both are left out, which keeps the
+// thousand sparklines of an overview small on the wire and quick to write.
 func Sparkline(values []float64) string {
 	if len(values) < 2 {
 		return ""
 	}
-	max := 0.0
+	top := 0.0
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			max = math.Max(max, v)
+			top = math.Max(top, v)
 		}
 	}
-	if max <= 0 {
-		max = 1
+	if top <= 0 {
+		top = 1
 	}
-	var b strings.Builder
-	step := 100.0 / float64(len(values)-1)
-	for i, v := range values {
+	y := func(i int) int64 {
+		v := values[i]
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			v = 0
 		}
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(fmtCoord(float64(i)*step) + "," + fmtCoord(23-v/max*22))
+		return int64(math.Round(23 - v/top*22))
 	}
-	return b.String()
+	b := make([]byte, 0, 6*len(values))
+	step := 100.0 / float64(len(values)-1)
+	last := len(values) - 1
+	for i := range values {
+		yi := y(i)
+		if i > 0 && i < last && y(i-1) == yi && y(i+1) == yi {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(math.Round(float64(i)*step)), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, yi, 10)
+	}
+	return string(b)
 }
 
 // SparklineLabel describes a sparkline for screen readers.

@@ -72,6 +72,7 @@ func TestFormats(t *testing.T) {
 		{Percent(0.773), "77\u00a0%"},
 		{Clip("héllo", 2), "hé…"}, {Clip("ok", 5), "ok"},
 		{Sparkline([]float64{1}), ""}, {Sparkline([]float64{0, 2}), "0,23 100,1"},
+		{Sparkline([]float64{4, 4, 4, 0, 0, 2, 2}), "0,1 33,1 50,23 67,23 83,12 100,12"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -134,6 +134,11 @@ type OverviewRow struct {
 	views.QueueSummary
 }
 
+// OverviewParts says which parts of the overview besides its rows a push carries.
+type OverviewParts struct {
+	Sight, Totals, Cost bool
+}
+
 // SortColumn is one sortable column of the overview.
 type SortColumn struct {
 	Key   string

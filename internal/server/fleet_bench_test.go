@@ -1,0 +1,433 @@
+package server
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/actions/actionstest"
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/web/static"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// fleetWorld is the real server over a store that holds what the collector would have stored
+// for a fleet of source queues, each with its dead-letter queue, after an hour: every queue's
+// attributes as SQS returns them, an hour of 15-s depth samples, an age-of-oldest-message
+// datapoint a minute for the sources, and a sample of five messages of each dead-letter queue.
+type fleetWorld struct {
+	*actionstest.World
+	srv     *Server
+	bus     *events.Bus
+	handler http.Handler
+	ids     []int64 // every queue's id, sources and DLQs alternately
+}
+
+// sqsAttributes are the attributes GetQueueAttributes(All) returns for a queue of the fleet.
+func sqsAttributes(name string, fifo bool, dlq string, visible int64) map[string]string {
+	a := map[string]string{
+		"QueueArn":                              "arn:aws:sqs:us-east-1:000000000000:" + name,
+		"ApproximateNumberOfMessages":           strconv.FormatInt(visible, 10),
+		"ApproximateNumberOfMessagesNotVisible": "2",
+		"ApproximateNumberOfMessagesDelayed":    "0",
+		"CreatedTimestamp":                      "1764460000",
+		"LastModifiedTimestamp":                 "1764460000",
+		"VisibilityTimeout":                     "30",
+		"MaximumMessageSize":                    "262144",
+		"MessageRetentionPeriod":                "345600",
+		"DelaySeconds":                          "0",
+		"ReceiveMessageWaitTimeSeconds":         "20",
+		"SqsManagedSseEnabled":                  "true",
+	}
+	if fifo {
+		a["FifoQueue"] = "true"
+		a["ContentBasedDeduplication"] = "false"
+		a["DeduplicationScope"] = "messageGroup"
+		a["FifoThroughputLimit"] = "perMessageGroupId"
+	}
+	if dlq != "" {
+		a["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:` + dlq + `","maxReceiveCount":5}`
+	} else {
+		a["MessageRetentionPeriod"] = "1209600"
+		a["RedriveAllowPolicy"] = `{"redrivePermission":"allowAll"}`
+	}
+	return a
+}
+
+// newFleetWorld builds the fleet: pairs sources (half of them FIFO) and their DLQs.
+func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
+	b.Helper()
+	w := actionstest.New(b)
+	ctx := context.Background()
+	now := w.Now()
+	fw := &fleetWorld{World: w, bus: events.NewBus()}
+	var history []store.AttributeSample
+	var ages []store.MetricPoint
+	for i := range pairs {
+		fifo := i%2 == 0
+		suffix := ""
+		if fifo {
+			suffix = ".fifo"
+		}
+		src, dlq := fmt.Sprintf("tool-calls-%04d%s", i, suffix), fmt.Sprintf("tool-calls-%04d-dlq%s", i, suffix)
+		for _, q := range []struct {
+			name, dlq string
+			visible   int64
+		}{{src, dlq, int64(i % 40)}, {dlq, "", int64(i % 3)}} {
+			arn := "arn:aws:sqs:us-east-1:000000000000:" + q.name
+			id, err := w.Store.UpsertQueue(ctx, store.Queue{Region: actionstest.Region, Name: q.name, ARN: arn,
+				URL: "https://sqs.us-east-1.amazonaws.com/000000000000/" + q.name, FIFO: fifo, FirstSeen: now.Add(-2 * time.Hour), LastSeen: now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fw.ids = append(fw.ids, id)
+			for k := 240; k > 0; k-- {
+				history = append(history, store.AttributeSample{QueueID: id, At: now.Add(-time.Duration(k) * 15 * time.Second),
+					Visible: q.visible + int64(k%5), InFlight: 2})
+			}
+			target, mrc := "", 0
+			if q.dlq != "" {
+				target, mrc = "arn:aws:sqs:us-east-1:000000000000:"+q.dlq, 5
+				for k := 60; k > 0; k-- {
+					ages = append(ages, store.MetricPoint{QueueID: id, Metric: "ApproximateAgeOfOldestMessage",
+						At: now.Add(-time.Duration(k) * time.Minute), Period: 60, Value: float64(30 + k)})
+				}
+			}
+			if err := w.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: id, At: now,
+				Attributes: sqsAttributes(q.name, fifo, q.dlq, q.visible), DeadLetterTargetARN: target, MaxReceiveCount: mrc,
+				Depth: store.AttributeSample{Visible: q.visible, InFlight: 2}}); err != nil {
+				b.Fatal(err)
+			}
+			if q.dlq == "" {
+				var msgs []store.SampledMessage
+				for m := range 5 {
+					body := fmt.Sprintf(`{"toolCallId":"tc_%d_%d","toolName":"create_document","sessionId":"sess_%d"}`, i, m, m)
+					msgs = append(msgs, store.SampledMessage{MessageID: fmt.Sprintf("m-%d-%d", i, m), ReceiveCount: 5,
+						SentAt: now.Add(-time.Hour), Body: body, BodySize: len(body), ToolName: "create_document",
+						DeadLetterSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + src})
+				}
+				if _, err := w.Store.SaveSample(ctx, store.Sample{QueueID: id, Kind: store.SampleDeadLetter, At: now.Add(-30 * time.Second),
+					Seen: 5, ApproxVisible: 5, Receives: 1, MessagesTaken: 5}, msgs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := w.Store.SaveAttributeSamples(ctx, history); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Store.UpsertMetricPoints(ctx, ages); err != nil {
+		b.Fatal(err)
+	}
+	run, err := w.Store.StartRun(ctx, store.RunAttributes, now.Add(-time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Store.FinishRun(ctx, store.CollectorRun{ID: run, Kind: store.RunAttributes, StartedAt: now.Add(-time.Second), FinishedAt: now, Queues: 2 * pairs, Calls: 2 * pairs}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := New(Options{Views: w.Views, Actions: w.Actions(actions.Options{}), Bus: fw.bus, Now: w.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Close(context.Background()) })
+	fw.srv, fw.handler = srv, srv.Handler()
+	return fw
+}
+
+// cycle stores what an attribute cycle would: a new depth sample of every queue, n sources of
+// them with a new depth (their health and so the rows' order stay), 15 s after the previous
+// cycle.
+func (fw *fleetWorld) cycle(b *testing.B, n int) {
+	b.Helper()
+	fw.Advance(15 * time.Second)
+	now := fw.Now()
+	samples := make([]store.AttributeSample, 0, len(fw.ids))
+	for i, id := range fw.ids {
+		v := int64(i / 2 % 40) // the depth newFleetWorld gave it
+		if i%2 == 1 {
+			v = int64(i / 2 % 3)
+		} else if i < 2*n {
+			v += now.Unix() % 7
+		}
+		samples = append(samples, store.AttributeSample{QueueID: id, At: now, Visible: v, InFlight: 2})
+	}
+	ctx := context.Background()
+	if err := fw.Store.SaveAttributeSamples(ctx, samples); err != nil {
+		b.Fatal(err)
+	}
+	run, err := fw.Store.StartRun(ctx, store.RunAttributes, now.Add(-time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fw.Store.FinishRun(ctx, store.CollectorRun{ID: run, Kind: store.RunAttributes, StartedAt: now.Add(-time.Second), FinishedAt: now, Queues: len(fw.ids), Calls: len(fw.ids)}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchPairs1000 is 1,000 queues: 500 sources, each with its DLQ.
+const benchPairs1000 = 500
+
+// reportPercentiles reports the p50 and p99 of durations in milliseconds.
+func reportPercentiles(b *testing.B, name string, d []time.Duration) {
+	b.Helper()
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	at := func(p float64) float64 { return float64(d[int(p*float64(len(d)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(at(0.50), name+"-p50-ms")
+	b.ReportMetric(at(0.99), name+"-p99-ms")
+}
+
+// gzipSize is the size of b gzipped at the server's level, and deflateSize at permessage-deflate's
+// (gorilla's level 1).
+func gzipSize(b []byte) int {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, compressLevel)
+	zw.Write(b)
+	zw.Close()
+	return buf.Len()
+}
+
+func deflateSize(b []byte) int {
+	var buf bytes.Buffer
+	zw, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	zw.Write(b)
+	zw.Close()
+	return buf.Len()
+}
+
+// BenchmarkFleetOverviewPage is GET / of 1,000 queues with an hour of history through the router,
+// gzipped as a browser asks, a new attribute cycle stored before each request, as the pages are
+// read between cycles. It reports the page's size as sent and the JavaScript a first visit loads.
+func BenchmarkFleetOverviewPage(b *testing.B) {
+	fw := newFleetWorld(b, benchPairs1000)
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	var took []time.Duration
+	var sent, raw int
+	for b.Loop() {
+		b.StopTimer()
+		fw.cycle(b, 100)
+		b.StartTimer()
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		fw.handler.ServeHTTP(rec, req)
+		took = append(took, time.Since(start))
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
+			b.Fatalf("status %d, encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
+		}
+		sent = rec.Body.Len()
+	}
+	b.StopTimer()
+	rec := httptest.NewRecorder()
+	fw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	raw = rec.Body.Len()
+	reportPercentiles(b, "page", took)
+	b.ReportMetric(float64(sent)/1024, "page-gzip-KB")
+	b.ReportMetric(float64(raw)/1024, "page-raw-KB")
+	js, jsGzip := 0, 0
+	for _, name := range []string{"htmx.min.js", "ws.js", "app.js"} {
+		for _, enc := range []string{"", "gzip"} {
+			r := httptest.NewRequest(http.MethodGet, static.URL(name), nil)
+			if enc != "" {
+				r.Header.Set("Accept-Encoding", enc)
+			}
+			rec := httptest.NewRecorder()
+			fw.handler.ServeHTTP(rec, r)
+			if enc == "" {
+				js += rec.Body.Len()
+			} else {
+				jsGzip += rec.Body.Len()
+			}
+		}
+	}
+	b.ReportMetric(float64(js)/1024, "js-raw-KB")
+	b.ReportMetric(float64(jsGzip)/1024, "js-gzip-KB")
+}
+
+// BenchmarkFleetOverviewPush is one overview push of 1,000 queues after an attribute cycle in
+// which 100 queues changed depth: what the hub renders once for all the subscribers of a view.
+// It reports the update's size (raw and as permessage-deflate sends it) and the whole table's,
+// which a page that just subscribed gets.
+func BenchmarkFleetOverviewPush(b *testing.B) {
+	fw := newFleetWorld(b, benchPairs1000)
+	ctx := context.Background()
+	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
+	first, err := fw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	memo := first.Memo
+	var took []time.Duration
+	var update []byte
+	for b.Loop() {
+		b.StopTimer()
+		fw.cycle(b, 100)
+		b.StartTimer()
+		start := time.Now()
+		p, err := fw.srv.hubPush(ctx, sub, live.Changes{events.QueuesChanged: true}, memo)
+		took = append(took, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		memo, update = p.Memo, p.Update
+	}
+	b.StopTimer()
+	reportPercentiles(b, "push", took)
+	b.ReportMetric(float64(len(update))/1024, "update-raw-KB")
+	b.ReportMetric(float64(deflateSize(update))/1024, "update-deflate-KB")
+	b.ReportMetric(float64(len(first.Full))/1024, "full-raw-KB")
+	b.ReportMetric(float64(deflateSize(first.Full))/1024, "full-deflate-KB")
+}
+
+// BenchmarkFleetPushTo1000Websockets connects 1,000 websocket clients to the overview of 1,000
+// queues, with permessage-deflate negotiated as browsers do it or without, then stores attribute
+// cycles in which 100 queues change depth and publishes their event, and measures when each
+// client got the push: its delivery (from the first client's receipt to each client's: the
+// hub's send to all) and from the event (with the hub's 250-ms coalescing and the rendering).
+// Once a minute every moving sparkline moves on and the push carries most rows; those cycles
+// are stored between the measured ones. The clients run in this process, on the same two
+// cores, and decompress what they get; the RSS reported is the process's, clients included.
+func BenchmarkFleetPushTo1000Websockets(b *testing.B) {
+	for _, deflate := range []bool{true, false} {
+		b.Run(fmt.Sprintf("deflate=%v", deflate), func(b *testing.B) { benchmarkPushToWebsockets(b, 1000, deflate) })
+	}
+}
+
+func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
+	fw := newFleetWorld(b, benchPairs1000)
+	srv := httptest.NewServer(fw.handler)
+	b.Cleanup(srv.Close)
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws?topic=overview"
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// Each client notes when it got a push with rows; the benchmark waits for one note of each.
+	notes := make([]chan time.Time, clients)
+	var conns []*websocket.Conn
+	for i := range clients {
+		local := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/25), byte(1+i%25))}
+		d := websocket.Dialer{
+			EnableCompression: deflate,
+			NetDialContext:    (&net.Dialer{LocalAddr: local}).DialContext,
+		}
+		conn, _, err := d.Dial(u, http.Header{"Origin": {"http://" + host}})
+		if err != nil {
+			b.Fatalf("client %d: %v", i, err)
+		}
+		conns = append(conns, conn)
+		note := make(chan time.Time, 64)
+		notes[i] = note
+		go func() {
+			for {
+				_, msg, err := conn.ReadMessage()
+				if err != nil {
+					close(note)
+					return
+				}
+				if bytes.Contains(msg, []byte("queue-row-")) {
+					select {
+					case note <- time.Now():
+					default: // the benchmark reads every note; never block the reads
+					}
+				}
+			}
+		}()
+	}
+	b.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	wait := func(i int) time.Time {
+		select {
+		case at, ok := <-notes[i]:
+			if !ok {
+				b.Fatalf("client %d was disconnected", i)
+			}
+			return at
+		case <-time.After(time.Minute):
+			b.Fatalf("client %d got no push", i)
+		}
+		return time.Time{}
+	}
+	drain := func() {
+		time.Sleep(time.Second) // what is on its way
+		for _, n := range notes {
+			for len(n) > 0 {
+				<-n
+			}
+		}
+	}
+	for i := range clients {
+		wait(i) // its connect push
+	}
+	drain()
+	var delivery, fromEvent []time.Duration
+	for b.Loop() {
+		if fw.Now().Add(15*time.Second).Truncate(time.Minute) != fw.Now().Truncate(time.Minute) {
+			b.StopTimer()
+			fw.cycle(b, 100) // the minute turns
+			fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
+			for i := range clients {
+				wait(i)
+			}
+			drain()
+			b.StartTimer()
+		}
+		fw.cycle(b, 100)
+		published := time.Now()
+		fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
+		ats := make([]time.Time, clients)
+		first := time.Time{}
+		for i := range clients {
+			ats[i] = wait(i)
+			if first.IsZero() || ats[i].Before(first) {
+				first = ats[i]
+			}
+		}
+		for _, at := range ats {
+			delivery = append(delivery, at.Sub(first))
+			fromEvent = append(fromEvent, at.Sub(published))
+		}
+		b.StopTimer()
+		drain()
+		b.StartTimer()
+	}
+	reportPercentiles(b, "delivery", delivery)
+	reportPercentiles(b, "from-event", fromEvent)
+	if rss, ok := residentMB(); ok {
+		b.ReportMetric(rss, "rss-MB")
+	}
+}
+
+// residentMB reads the process's resident set size.
+func residentMB() (float64, bool) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024, err == nil
+		}
+	}
+	return 0, false
+}

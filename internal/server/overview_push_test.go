@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/web/templates"
+	"github.com/toolq/toolq/web/templates/ids"
+)
+
+// TestOverviewPushCarriesWhatChanged: the overview's first push is the whole table; the next,
+// given its memo, carries the rows whose rendering changed, each swapped by its id, the parts
+// that changed and the freshness; the whole body again when the order of the rows changed; and a
+// connect push carries the whole table for the page that joined.
+func TestOverviewPushCarriesWhatChanged(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
+	queues := live.Changes{events.QueuesChanged: true}
+	push := func(changes live.Changes, memo any) live.Push {
+		t.Helper()
+		p, err := pw.srv.hubPush(ctx, sub, changes, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	setDepth := func(name string, visible int64) {
+		t.Helper()
+		q, err := pw.Views.ResolveQueue(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := pw.Store.GetQueue(ctx, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw.Advance(time.Second) // a new sample time
+		if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: stored.Attributes,
+			DeadLetterTargetARN: stored.DeadLetterTargetARN, MaxReceiveCount: stored.MaxReceiveCount,
+			Depth: store.AttributeSample{Visible: visible}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idOf := func(name string) int64 {
+		q, err := pw.Views.ResolveQueue(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.ID
+	}
+
+	first := push(queues, nil)
+	if !strings.Contains(string(first.Update), `id="`+ids.OverviewRows()+`"`) || string(first.Update) != string(first.Full) {
+		t.Fatalf("first push is not the whole table:\n%s", clip(string(first.Update)))
+	}
+
+	same := push(queues, first.Memo)
+	doc := parseFragment(t, same.Update)
+	if n := doc.Find("tr[hx-swap-oob]").Length(); n != 0 || doc.Find("tbody").Length() != 0 {
+		t.Errorf("nothing changed, yet the push carries %d rows:\n%s", n, clip(string(same.Update)))
+	}
+	if doc.Find("#freshness").Length() != 1 || doc.Find("#totals").Length() != 0 {
+		t.Errorf("an unchanged push carries the freshness and nothing else:\n%s", clip(string(same.Update)))
+	}
+	if same.Full != nil {
+		t.Error("a push without a new subscriber rendered the whole table")
+	}
+
+	setDepth("notifications", 7) // healthy before and after: its row changes, not its place
+	one := push(queues, same.Memo)
+	doc = parseFragment(t, one.Update)
+	rows := doc.Find(`template > tr[hx-swap-oob="true"]`)
+	if rows.Length() != 1 || rows.AttrOr("id", "") != ids.QueueRow(idOf("notifications")) {
+		t.Fatalf("pushed rows %d (first %q), want notifications' alone:\n%s", rows.Length(), rows.AttrOr("id", ""), clip(string(one.Update)))
+	}
+	if doc.Find("#totals").Length() != 1 {
+		t.Error("the totals changed and were not pushed")
+	}
+
+	setDepth("web-search-dlq", 500) // critical: it moves up
+	moved := push(queues, one.Memo)
+	if !strings.Contains(string(moved.Update), `id="`+ids.OverviewRows()+`"`) {
+		t.Errorf("the order changed and the push does not swap the whole body:\n%s", clip(string(moved.Update)))
+	}
+
+	joined := push(live.Changes{live.Connect: true}, moved.Memo)
+	if !strings.Contains(string(joined.Full), `id="`+ids.OverviewRows()+`"`) {
+		t.Error("a connect push has no whole table for the page that joined")
+	}
+	if doc := parseFragment(t, joined.Update); doc.Find("tr").Length() != 0 {
+		t.Error("a connect push gives the pages in sync rows that did not change")
+	}
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// depthKeep is how much recent depth history the store keeps in memory per queue: the
+// overview's hour of sparkline and its growth rule's earlier sample (at most an hour back by
+// default), with a margin for a caller whose clock runs a little ahead of the samples'.
+const depthKeep = 65 * time.Minute
+
+// recentDepth is every queue's newest depth sample and its raw samples of the last depthKeep,
+// in memory. The overview and every push read them: an hour of 15-s samples of a thousand queues
+// is 240,000 rows, which SQLite would read and bucket on every page (docs/storage.md, Read side).
+//
+// The store is the one writer of depth samples, so it keeps the memory as it writes: a sample is
+// added once its transaction has committed, Prune clips what it rolled up. The memory is loaded
+// from SQLite at the first read that needs it, under the lock that writes also take, so a sample
+// committed meanwhile is in the load or added after it; adding one twice is harmless (a sample
+// replaces the one of the same queue and time, as INSERT OR REPLACE does). A read that reaches
+// further back than the memory covers goes to SQLite.
+type recentDepth struct {
+	// off: other processes write depth samples too (replicas on PostgreSQL), so the memory
+	// would miss theirs; every read goes to the database.
+	off bool
+	mu  sync.RWMutex
+	// latest is each queue's newest sample, raw or roll-up (LatestAttributeSamples); nil until
+	// loaded, and again after a Prune rolled samples up.
+	latest map[int64]AttributeSample
+	// rings are each queue's raw samples at or after since, oldest first; nil until loaded.
+	rings  map[int64][]depthSample
+	since  int64 // unix ms: every raw sample from here on is in rings
+	newest int64 // the newest sample time seen, from which depthKeep is counted
+}
+
+// depthSample is one raw depth sample in memory.
+type depthSample struct {
+	at                         int64 // unix ms
+	visible, inFlight, delayed int64
+}
+
+func (d depthSample) sample(queueID int64) AttributeSample {
+	return AttributeSample{QueueID: queueID, At: fromMS(d.at), Visible: d.visible, InFlight: d.inFlight, Delayed: d.delayed}
+}
+
+// added records a raw sample that has just been committed.
+func (m *recentDepth) added(a AttributeSample) {
+	if m.off {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := ms(a.At)
+	if m.latest != nil {
+		if cur, ok := m.latest[a.QueueID]; !ok || at > ms(cur.At) || at == ms(cur.At) {
+			a.At, a.Resolution = fromMS(at), 0
+			m.latest[a.QueueID] = a
+		}
+	}
+	if m.rings == nil || at < m.since {
+		return
+	}
+	ring := m.rings[a.QueueID]
+	s := depthSample{at: at, visible: a.Visible, inFlight: a.InFlight, delayed: a.Delayed}
+	i, found := slices.BinarySearchFunc(ring, at, func(d depthSample, at int64) int { return cmpInt(d.at, at) })
+	switch {
+	case found:
+		ring[i] = s
+	case i == len(ring):
+		ring = append(ring, s)
+	default:
+		ring = slices.Insert(ring, i, s)
+	}
+	m.rings[a.QueueID] = ring
+	if at > m.newest {
+		m.newest = at
+		m.evict()
+	}
+}
+
+// evict drops the samples older than depthKeep before the newest, now and then: a ring is cut
+// when its oldest sample is a tenth of depthKeep past the cut, so that the cut is amortized.
+func (m *recentDepth) evict() {
+	cut := m.newest - depthKeep.Milliseconds()
+	if cut-m.since < depthKeep.Milliseconds()/10 {
+		return
+	}
+	for id, ring := range m.rings {
+		i, _ := slices.BinarySearchFunc(ring, cut, func(d depthSample, at int64) int { return cmpInt(d.at, at) })
+		if i == len(ring) {
+			delete(m.rings, id)
+			continue
+		}
+		m.rings[id] = slices.Clip(ring[i:])
+	}
+	m.since = cut
+}
+
+// pruned records that Prune rolled up (and deleted) the raw samples before cutoff: the newest
+// sample of a queue may now be a roll-up, so latest is loaded again, and the memory covers no
+// time before cutoff any more.
+func (m *recentDepth) pruned(cutoff int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.latest = nil
+	if m.rings == nil || cutoff <= m.since {
+		return
+	}
+	for id, ring := range m.rings {
+		i, _ := slices.BinarySearchFunc(ring, cutoff, func(d depthSample, at int64) int { return cmpInt(d.at, at) })
+		m.rings[id] = slices.Clip(ring[i:])
+	}
+	m.since = cutoff
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// latestSamples returns each queue's newest sample, loading them with load first if needed.
+func (m *recentDepth) latestSamples(ctx context.Context, load func(context.Context) (map[int64]AttributeSample, error)) (map[int64]AttributeSample, error) {
+	if m.off {
+		return load(ctx)
+	}
+	m.mu.RLock()
+	if m.latest != nil {
+		out := make(map[int64]AttributeSample, len(m.latest))
+		for id, a := range m.latest {
+			out[id] = a
+		}
+		m.mu.RUnlock()
+		return out, nil
+	}
+	m.mu.RUnlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.latest == nil {
+		latest, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.latest = latest
+	}
+	out := make(map[int64]AttributeSample, len(m.latest))
+	for id, a := range m.latest {
+		out[id] = a
+	}
+	return out, nil
+}
+
+// window calls read with the rings, under the read lock, when they cover every raw sample from
+// from (unix ms) on, loading them with load first when they were never loaded. It reports false
+// when they do not cover from: the caller then reads SQLite.
+func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error), read func(rings map[int64][]depthSample)) (bool, error) {
+	if m.off {
+		return false, nil
+	}
+	m.mu.RLock()
+	if m.rings != nil {
+		defer m.mu.RUnlock()
+		if from < m.since {
+			return false, nil
+		}
+		read(m.rings)
+		return true, nil
+	}
+	m.mu.RUnlock()
+	m.mu.Lock()
+	if m.rings == nil {
+		// The first window read decides what the memory covers: its own start, and as much
+		// before as is kept, so that a slightly earlier read later is covered too.
+		since := from - depthKeep.Milliseconds()/10
+		rings, err := load(ctx, since)
+		if err != nil {
+			m.mu.Unlock()
+			return false, err
+		}
+		m.rings, m.since = rings, since
+		for _, ring := range rings {
+			if n := len(ring); n > 0 && ring[n-1].at > m.newest {
+				m.newest = ring[n-1].at
+			}
+		}
+	}
+	m.mu.Unlock()
+	return m.window(ctx, from, load, read)
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/toolq/toolq/internal/pgtest"
+)
+
+// TestRecentDepthAgreesWithSQLite: what the depth reads answer from memory is what SQLite
+// answers, through writes before and after the memory is loaded, a sample written again at the
+// same time, a sample older than the newest (written late), a second store on the same file that
+// loads while the first writes, the time window sliding past the memory's start, and a Prune.
+func TestRecentDepthAgreesWithSQLite(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a, b := addQueue(t, s, "a"), addQueue(t, s, "b")
+	save := func(q Queue, at time.Time, visible int64) {
+		t.Helper()
+		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: visible, InFlight: visible % 3, Delayed: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, now time.Time) {
+		t.Helper()
+		for _, window := range []time.Duration{time.Hour, 30 * time.Minute, 5 * time.Minute} {
+			for _, id := range []int64{0, a.ID, b.ID} {
+				since := now.Add(-window)
+				gotPeaks, err := s.VisiblePeaks(ctx, id, since, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantPeaks, err := s.visiblePeaks(ctx, id, since, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(gotPeaks, wantPeaks) {
+					t.Errorf("%s, %s, queue %d: peaks from memory %v, from SQLite %v", step, window, id, gotPeaks, wantPeaks)
+				}
+				gotBetween, err := s.LatestAttributeSamplesBetween(ctx, id, since, now.Add(-window/3))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantBetween, err := s.latestAttributeSamplesBetween(ctx, id, since, now.Add(-window/3))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(gotBetween) != fmt.Sprint(wantBetween) {
+					t.Errorf("%s, %s, queue %d: earlier sample from memory %v, from SQLite %v", step, window, id, gotBetween, wantBetween)
+				}
+			}
+		}
+		got, err := s.LatestAttributeSamples(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.latestAttributeSamples(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: newest samples from memory %v, from SQLite %v", step, got, want)
+		}
+	}
+
+	now := t0
+	for i := range 120 { // half an hour at 15 s, before anything is read
+		save(a, now, int64(i%7))
+		now = now.Add(15 * time.Second)
+	}
+	check("loaded after writes", now)
+	for i := range 240 { // an hour more, read as it goes
+		save(a, now, int64(i%11))
+		if i%3 == 0 {
+			save(b, now.Add(time.Second), int64(i))
+		}
+		if i%40 == 0 {
+			check(fmt.Sprintf("after %d more", i), now.Add(time.Second))
+		}
+		now = now.Add(15 * time.Second)
+	}
+	save(a, now.Add(-15*time.Second), 99)  // the same time again
+	save(b, now.Add(-5*time.Minute), 1234) // late: older than b's newest
+	check("rewritten and late", now)
+
+	// Raw samples older than an hour are rolled up into 5-min buckets.
+	if _, err := s.Prune(ctx, now, Retention{RawFor: 50 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a prune", now)
+	for range 8 {
+		save(a, now, 5)
+		now = now.Add(15 * time.Second)
+	}
+	check("written after the prune", now)
+	covered, err := s.depth.window(ctx, ms(now.Add(-30*time.Minute)), s.recentDepthSamples, func(map[int64][]depthSample) {})
+	if err != nil || !covered {
+		t.Errorf("the memory does not cover the last half hour (%v): the reads above compared SQLite with itself", err)
+	}
+}
+
+// TestReplicasReadOneAnothersWrites: replicas on PostgreSQL share the database, so what one
+// writes (queues, depth samples, message samples, datapoints) is what the other reads next, with
+// no memory of its own in between: the reads the overview makes, each read once before the write
+// (which is what a cache would keep) and once after.
+func TestReplicasReadOneAnothersWrites(t *testing.T) {
+	url := pgtest.DB(t)
+	ctx := context.Background()
+	open := func() *Store {
+		s, err := Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	writer, reader := open(), open()
+	q := addQueue(t, writer, "a")
+	read := func() (queues []Queue, latest map[int64]AttributeSample, peaks map[int64][]DepthPeak, samples map[int64]Sample, points map[int64]MetricPoint) {
+		t.Helper()
+		var err error
+		if queues, err = reader.ListQueues(ctx, QueueFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		if latest, err = reader.LatestAttributeSamples(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if peaks, err = reader.VisiblePeaks(ctx, 0, t0.Add(-time.Hour), t0.Add(time.Hour), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if samples, err = reader.LatestSamples(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if points, err = reader.LatestMetricPoints(ctx, "ApproximateAgeOfOldestMessage"); err != nil {
+			t.Fatal(err)
+		}
+		return queues, latest, peaks, samples, points
+	}
+	queues, latest, peaks, samples, points := read()
+	if len(queues) != 1 || len(latest) != 0 || len(peaks) != 0 || len(samples) != 0 || len(points) != 0 {
+		t.Fatalf("before the writes: %d queues, %v, %v, %v, %v", len(queues), latest, peaks, samples, points)
+	}
+	addQueue(t, writer, "b")
+	if err := writer.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: t0, Depth: AttributeSample{Visible: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: 1}, []SampledMessage{{MessageID: "m", SentAt: t0}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: q.ID, Metric: "ApproximateAgeOfOldestMessage", At: t0, Period: 60, Value: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	queues, latest, peaks, samples, points = read()
+	if len(queues) != 2 {
+		t.Errorf("the reader lists %d queues; want 2", len(queues))
+	}
+	if latest[q.ID].Visible != 7 {
+		t.Errorf("the reader's newest depth of a: %+v; want 7 visible", latest[q.ID])
+	}
+	if len(peaks[q.ID]) != 1 || peaks[q.ID][0].Visible != 7 {
+		t.Errorf("the reader's sparkline peaks of a: %+v; want one of 7", peaks[q.ID])
+	}
+	if samples[q.ID].Seen != 1 {
+		t.Errorf("the reader's newest sample of a: %+v; want one seen", samples[q.ID])
+	}
+	if points[q.ID].Value != 42 {
+		t.Errorf("the reader's newest age of a: %+v; want 42", points[q.ID])
+	}
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// The overview reads every queue, each queue's newest sample and newest age of the oldest message
+// on every page and every push, though these change at most once a collector cycle. The store is
+// their one writer, so it can tell when they changed: each write bumps the generation of the
+// table it wrote to once it has committed, and a read caches its answer with the generation it
+// saw before it read. A read whose generation is still current answers from the cache; any
+// write since makes the next read go to SQLite. (A write that commits while a read runs makes
+// the generation newer than the read's answer, so the answer is never kept past that write.)
+
+// generations count the committed writes to the tables whose reads are cached.
+type generations struct {
+	queues  atomic.Uint64 // queues (and so the redrive sources of each)
+	samples atomic.Uint64 // samples, their messages and group backlogs
+	metrics atomic.Uint64 // metric_points
+}
+
+// cached is one cached answer and the generation it was read at.
+type cached[T any] struct {
+	gen uint64
+	val T
+}
+
+// readCache holds the cached answers.
+type readCache struct {
+	// off: other processes write these tables too (replicas on PostgreSQL), whose writes no
+	// generation counts; the cached reads below always read. nearMax and groups stay on.
+	off           bool
+	mu            sync.Mutex
+	queues        map[QueueFilter]cached[[]Queue]
+	latestSamples *cached[map[int64]Sample]
+	latestMetric  map[string]cached[map[int64]MetricPoint]
+	// What NearMaxCounts and GroupsOfSamples found of each sample: a sample never changes once
+	// stored, so these stay until Prune.
+	nearMax map[int64]int
+	groups  map[int64][]GroupBacklog
+}
+
+// cachedRead answers from the cache entry get returns when its generation is gen's current one,
+// else reads and keeps the answer with the generation seen before reading.
+func cachedRead[T any](c *readCache, gen *atomic.Uint64, get func() (cached[T], bool), put func(cached[T]), read func() (T, error)) (T, error) {
+	if c.off {
+		return read()
+	}
+	g := gen.Load()
+	c.mu.Lock()
+	e, ok := get()
+	c.mu.Unlock()
+	if ok && e.gen == g {
+		return e.val, nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if e, ok := get(); !ok || e.gen <= g {
+		put(cached[T]{gen: g, val: v})
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// cachedQueues is ListQueues through the cache. The queues are shared with every caller: their
+// maps and slices must not be changed.
+func (s *Store) cachedQueues(ctx context.Context, f QueueFilter, read func() ([]Queue, error)) ([]Queue, error) {
+	c := &s.cache
+	qs, err := cachedRead(c, &s.gen.queues,
+		func() (cached[[]Queue], bool) { e, ok := c.queues[f]; return e, ok },
+		func(e cached[[]Queue]) {
+			if c.queues == nil {
+				c.queues = map[QueueFilter]cached[[]Queue]{}
+			}
+			c.queues[f] = e
+		}, read)
+	return slices.Clone(qs), err
+}
+
+// cachedLatestSamples is LatestSamples through the cache.
+func (s *Store) cachedLatestSamples(read func() (map[int64]Sample, error)) (map[int64]Sample, error) {
+	c := &s.cache
+	m, err := cachedRead(c, &s.gen.samples,
+		func() (cached[map[int64]Sample], bool) {
+			if c.latestSamples == nil {
+				return cached[map[int64]Sample]{}, false
+			}
+			return *c.latestSamples, true
+		},
+		func(e cached[map[int64]Sample]) { c.latestSamples = &e }, read)
+	return maps.Clone(m), err
+}
+
+// cachedLatestMetric is LatestMetricPoints through the cache.
+func (s *Store) cachedLatestMetric(metric string, read func() (map[int64]MetricPoint, error)) (map[int64]MetricPoint, error) {
+	c := &s.cache
+	m, err := cachedRead(c, &s.gen.metrics,
+		func() (cached[map[int64]MetricPoint], bool) { e, ok := c.latestMetric[metric]; return e, ok },
+		func(e cached[map[int64]MetricPoint]) {
+			if c.latestMetric == nil {
+				c.latestMetric = map[string]cached[map[int64]MetricPoint]{}
+			}
+			c.latestMetric[metric] = e
+		}, read)
+	return maps.Clone(m), err
+}
+
+// uncachedSamples returns the sample ids whose near-max counts (groups: groups) are
+// not cached yet.
+func (c *readCache) uncachedSamples(ids []int64, groups bool) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var missing []int64
+	for _, id := range ids {
+		var ok bool
+		if groups {
+			_, ok = c.groups[id]
+		} else {
+			_, ok = c.nearMax[id]
+		}
+		if !ok {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// forgetSamples drops what is cached of samples: Prune deleted some.
+func (c *readCache) forgetSamples() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nearMax, c.groups = nil, nil
+}
