@@ -202,6 +202,43 @@ func TestSampledMessageByIDAndDedup(t *testing.T) {
 	})
 }
 
+// TestSampleDeliveredTwiceAndLarge: a standard queue can deliver one message twice in a pass;
+// it is stored once, as its first delivery, with its last delivery's dimensions and the higher
+// counts. A pass larger than one statement's batch keeps every message.
+func TestSampleDeliveredTwiceAndLarge(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "exports-dlq")
+		msgs := dlqMessages(sampleBatch*2 + 50)
+		twice := msgs[1]
+		msgs[1].ReceiveCount, msgs[1].OwnReceives, msgs[1].Body = 2, 1, "first delivery"
+		msgs[1].Dimensions = map[string]string{"mcpServer": "old"}
+		twice.ReceiveCount, twice.OwnReceives, twice.NearMaxReceive, twice.Body = 4, 0, true, "second delivery"
+		twice.Dimensions = map[string]string{"mcpServer": "new"}
+		msgs = append(msgs, twice)
+		id, err := s.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: len(msgs)}, msgs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.SampleMessages(ctx, id, MessageFilter{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != sampleBatch*2+50 {
+			t.Fatalf("%d messages stored; want %d", len(got), sampleBatch*2+50)
+		}
+		m, err := s.SampledMessageByID(ctx, q.ID, twice.MessageID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Body != "first delivery" || m.ReceiveCount != 4 || m.OwnReceives != 1 || !m.NearMaxReceive || m.Dimensions["mcpServer"] != "new" {
+			t.Errorf("the message delivered twice: body %q, receive count %d, own receives %d, near max %v, dimensions %v; want the first body, 4, 1, true, new",
+				m.Body, m.ReceiveCount, m.OwnReceives, m.NearMaxReceive, m.Dimensions)
+		}
+	})
+}
+
 func TestReceiveBudgetSince(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
