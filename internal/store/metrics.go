@@ -89,17 +89,33 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 		}
 		ids[p.Metric] = id
 	}
-	err := s.inTx(ctx, func(tx *dbTx) error {
-		stmt, err := tx.PrepareContext(ctx, `
-			INSERT INTO metric_points (queue_id, metric_id, at, period, value) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (queue_id, metric_id, at, period) DO UPDATE SET value = excluded.value`)
-		if err != nil {
-			return err
+	// Multi-row statements (PostgreSQL pays a round trip a statement); one statement may not touch
+	// a row twice, so a point given twice counts once, the later one, as row by row it would.
+	type key struct {
+		queue, metric, at int64
+		period            int
+	}
+	last := make(map[key]int, len(points))
+	for i, p := range points {
+		last[key{p.QueueID, ids[p.Metric], ms(p.At), p.Period}] = i
+	}
+	var rows []MetricPoint
+	for i, p := range points {
+		if last[key{p.QueueID, ids[p.Metric], ms(p.At), p.Period}] == i {
+			rows = append(rows, p)
 		}
-		defer stmt.Close()
-		for _, p := range points {
-			if _, err := stmt.ExecContext(ctx, p.QueueID, ids[p.Metric], ms(p.At), p.Period, p.Value); err != nil {
-				return fmt.Errorf("queue %d %s at %s: %w", p.QueueID, p.Metric, p.At.Format(time.RFC3339), err)
+	}
+	err := s.inTx(ctx, func(tx *dbTx) error {
+		for chunk := range slices.Chunk(rows, metricBatch) {
+			args := make([]any, 0, 5*len(chunk))
+			for _, p := range chunk {
+				args = append(args, p.QueueID, ids[p.Metric], ms(p.At), p.Period, p.Value)
+			}
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO metric_points (queue_id, metric_id, at, period, value) VALUES `+valueRows(len(chunk), 5)+`
+				ON CONFLICT (queue_id, metric_id, at, period) DO UPDATE SET value = excluded.value`, args...); err != nil {
+				return fmt.Errorf("%d points from queue %d %s at %s: %w", len(chunk), chunk[0].QueueID, chunk[0].Metric,
+					chunk[0].At.Format(time.RFC3339), err)
 			}
 		}
 		return nil
@@ -109,6 +125,9 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 	}
 	return nil
 }
+
+// metricBatch is how many datapoints one statement stores.
+const metricBatch = 500
 
 // NewestMetricTimes returns, by queue id, the time of the newest 60-s datapoint of any of the
 // metrics named, or of any metric when none is.

@@ -121,3 +121,31 @@ func TestLatestMetricPoints(t *testing.T) {
 		}
 	})
 }
+
+// TestUpsertMetricPointsInBatches: more points than one statement takes are all stored; a point
+// given twice in one call counts once, the later value; a point stored again replaces the value.
+func TestUpsertMetricPointsInBatches(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		q := addQueue(t, s, "jobs")
+		var pts []MetricPoint
+		for i := range metricBatch + 20 {
+			pts = append(pts, MetricPoint{QueueID: q.ID, Metric: "NumberOfMessagesSent", At: t0.Add(time.Duration(i) * time.Minute), Period: 60, Value: float64(i)})
+		}
+		pts = append(pts, MetricPoint{QueueID: q.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 99})
+		if err := s.UpsertMetricPoints(ctx, pts); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertMetricPoints(ctx, []MetricPoint{{QueueID: q.ID, Metric: "NumberOfMessagesSent", At: t0.Add(time.Minute), Period: 60, Value: 7}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.MetricSeries(ctx, q.ID, "NumberOfMessagesSent", t0, t0.Add(24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != metricBatch+20 || got[0].Value != 99 || got[1].Value != 7 || got[len(got)-1].Value != float64(metricBatch+19) {
+			t.Errorf("%d points, first %v, second %v, last %v; want %d, 99, 7, %d", len(got), got[0].Value, got[1].Value, got[len(got)-1].Value, metricBatch+20, metricBatch+19)
+		}
+	})
+}
