@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,9 @@ type sampleExport struct {
 	ApproxVisible int64           `json:"approxVisible"`
 	Coverage      float64         `json:"coverage"`
 	Messages      []views.Message `json:"messages"`
+	// dimensions are the names of the tool calls' dimensions, in their configured order: the
+	// CSV export's columns (the JSON export carries each message's own).
+	dimensions []string
 }
 
 // readSample reads every message of the queue's newest sample, page by page.
@@ -108,7 +112,7 @@ func (s *Server) readSample(c echo.Context) (sampleExport, error) {
 		}
 		if out.Messages == nil {
 			out = sampleExport{Queue: m.Queue, SampledAt: m.SampledAt, Seen: m.Seen, ApproxVisible: m.ApproxVisible,
-				Coverage: m.Coverage, Messages: []views.Message{}}
+				Coverage: m.Coverage, Messages: []views.Message{}, dimensions: m.Dimensions}
 		}
 		out.Messages = append(out.Messages, m.Messages...)
 		if m.NextCursor == "" || m.NextCursor == cursor || len(out.Messages) >= exportLimit {
@@ -158,7 +162,8 @@ func escapeJSONControls(b []byte) []byte {
 	return out
 }
 
-// csvHeader is the first row of the CSV export.
+// csvHeader is the first row of the CSV export, before a column per dimension
+// ("dimension.<name>") and the failure reason.
 var csvHeader = []string{
 	"messageId", "groupId", "deduplicationId", "sequenceNumber", "receiveCount", "sentAt", "ageSeconds",
 	"toolName", "toolCallId", "sessionId", "deadLetterSource", "bodySize", "bodyTruncated", "body",
@@ -175,7 +180,15 @@ func (s *Server) exportMessagesCSV(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
-	if err := w.Write(csvHeader); err != nil {
+	header := slices.Clone(csvHeader)
+	for _, d := range sample.dimensions {
+		header = append(header, "dimension."+d)
+	}
+	header = append(header, "reason")
+	for i := range header {
+		header[i] = csvSafe(safetext.Visible(header[i]))
+	}
+	if err := w.Write(header); err != nil {
 		return fmt.Errorf("export csv: %w", err)
 	}
 	for _, m := range sample.Messages {
@@ -188,6 +201,14 @@ func (s *Server) exportMessagesCSV(c echo.Context) error {
 			strconv.FormatFloat(m.AgeSeconds, 'f', 0, 64), m.ToolName, m.ToolCallID, m.SessionID,
 			m.DeadLetterSource, strconv.Itoa(m.BodySize), strconv.FormatBool(m.BodyTruncated), m.Body,
 		}
+		for _, d := range sample.dimensions {
+			row = append(row, m.Dimensions[d])
+		}
+		reason := ""
+		if m.Reason != nil {
+			reason = m.Reason.Text()
+		}
+		row = append(row, reason)
 		for i := range row {
 			row[i] = csvSafe(safetext.Visible(row[i]))
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/web/templates"
@@ -340,6 +341,20 @@ func TestExports(t *testing.T) {
 	}
 	if !strings.Contains(csvText, `'=HYPERLINK(`) {
 		t.Errorf("the formula cell is not defused:\n%s", clip(csvText))
+	}
+	// A column per dimension, then the failure reason (here the error dimension's value).
+	records, err := csv.NewReader(strings.NewReader(csvText)).ReadAll()
+	if err != nil || len(records) != 4 {
+		t.Fatalf("CSV export: %d records, %v", len(records), err)
+	}
+	header := records[0]
+	if got := strings.Join(header[len(header)-3:], ","); got != "dimension.mcpServer,dimension.error,reason" {
+		t.Errorf("CSV header ends %q; want the dimensions and the reason", got)
+	}
+	for _, r := range records[1:] {
+		if r[0] == "m-formula" && strings.Join(r[len(r)-3:], ",") != "docs-legacy,connection_refused,connection_refused" {
+			t.Errorf("m-formula's dimensions and reason: %q", r[len(r)-3:])
+		}
 	}
 	for _, tt := range []struct{ in, want string }{
 		{"=1+1", "'=1+1"}, {"+1", "'+1"}, {"-1", "'-1"}, {"@SUM(A1)", "'@SUM(A1)"}, {"\tx", "'\tx"}, {"plain", "plain"}, {"", ""},
