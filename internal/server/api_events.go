@@ -50,6 +50,12 @@ func (s *Server) streamEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A stream is a live connection like a websocket, and counts against the same quota.
+	release, ok := s.wsQuota.acquire(quotaKey(c))
+	if !ok {
+		return errTooManyWebsockets
+	}
+	defer release()
 	res := c.Response()
 	// A stream outlives the server's read timeout, which would otherwise end its context.
 	rc := http.NewResponseController(res)

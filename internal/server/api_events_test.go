@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,5 +196,34 @@ func TestEventStreamOutlivesReadTimeout(t *testing.T) {
 	appendAlerts(t, h, testAlert(1, views.AlertDLQArrival, "orders-dlq"))
 	if got := readEvents(t, r, 1); got[0].id != "1" {
 		t.Errorf("after the read timeout: %+v", got)
+	}
+}
+
+// TestEventStreamsShareTheConnectionQuota: event streams count with websockets against one
+// identity's live connections; past the quota a stream is refused with 429 before it begins.
+func TestEventStreamsShareTheConnectionQuota(t *testing.T) {
+	h := newAPIHarness(t, harnessConfig{})
+	srv := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(srv.Close)
+	open := func() *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/api/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+h.viewer)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for i := range maxWebsocketsPerIdentity {
+		if resp := open(); resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: status %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := open()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "too_many_websockets") {
+		t.Errorf("stream %d: %d %s; want 429 too_many_websockets", maxWebsocketsPerIdentity+1, resp.StatusCode, body)
 	}
 }

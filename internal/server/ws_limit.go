@@ -9,12 +9,13 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 )
 
-// maxWebsocketsPerIdentity bounds the live connections of one identity: a person has a few tabs
-// open, a portal a few iframes; thousands from one client are an attack on memory (each
-// connection holds two goroutines and a send buffer) and on rendering (each view is rendered).
+// maxWebsocketsPerIdentity bounds the live connections of one identity, websockets and event
+// streams together: a person has a few tabs open, a portal a few iframes, a bot a stream or two;
+// thousands from one client are an attack on memory (each connection holds goroutines and a
+// send buffer) and on rendering (each view is rendered) or the store (each stream reads it).
 const maxWebsocketsPerIdentity = 32
 
-// websocketQuota counts the live websockets of each identity.
+// websocketQuota counts the live websockets and event streams of each identity.
 type websocketQuota struct {
 	mu   sync.Mutex
 	open map[string]int
