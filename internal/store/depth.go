@@ -130,13 +130,50 @@ func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until ti
 			out[id] = list
 		}
 	}
-	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+	// The sparklines' buckets are whole minutes: those the memory keeps the peak of, all but
+	// the one that holds until, which counts only the samples up to it.
+	byMinute := widthMS == minuteMS && from%minuteMS == 0
+	minutePeaks := func(id int64, ring []depthSample, minutes []minutePeak) {
+		var list []DepthPeak
+		i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
+		for _, p := range minutes[i:] {
+			if p.start > to {
+				break
+			}
+			if p.start+minuteMS > to { // the minute of until: only its samples up to until
+				var top int64
+				found := false
+				for _, d := range ring[firstAt(ring, p.start):] {
+					if d.at > to {
+						break
+					}
+					top, found = max(top, d.visible), true
+				}
+				if found {
+					list = append(list, DepthPeak{Start: fromMS(p.start), Visible: top})
+				}
+				break
+			}
+			list = append(list, DepthPeak{Start: fromMS(p.start), Visible: p.visible})
+		}
+		if len(list) > 0 {
+			out[id] = list
+		}
+	}
+	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample, minutes map[int64][]minutePeak) {
+		read := func(id int64) {
+			if byMinute {
+				minutePeaks(id, rings[id], minutes[id])
+			} else {
+				peaks(id, rings[id])
+			}
+		}
 		if queueID != 0 {
-			peaks(queueID, rings[queueID])
+			read(queueID)
 			return
 		}
-		for id, ring := range rings {
-			peaks(id, ring)
+		for id := range rings {
+			read(id)
 		}
 	})
 	if err != nil {
@@ -247,7 +284,7 @@ func (s *Store) LatestAttributeSamplesBetween(ctx context.Context, queueID int64
 			out[id] = ring[i-1].sample(id)
 		}
 	}
-	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+	covered, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample, _ map[int64][]minutePeak) {
 		if queueID != 0 {
 			newest(queueID, rings[queueID])
 			return
@@ -367,7 +404,7 @@ func (s *Store) SaveAttributeSamples(ctx context.Context, samples []AttributeSam
 func (s *Store) LastEmptyTimes(ctx context.Context, since, until time.Time) (map[int64]time.Time, error) {
 	from, to := msCeil(since), ms(until)
 	out := map[int64]time.Time{}
-	_, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample) {
+	_, err := s.depth.window(ctx, from, s.recentDepthSamples, func(rings map[int64][]depthSample, _ map[int64][]minutePeak) {
 		for id, ring := range rings {
 			for i := len(ring) - 1; i >= 0 && ring[i].at >= from; i-- {
 				if d := ring[i]; d.at <= to && d.visible+d.inFlight == 0 {

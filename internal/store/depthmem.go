@@ -31,9 +31,88 @@ type recentDepth struct {
 	// loaded, and again after a Prune rolled samples up.
 	latest map[int64]AttributeSample
 	// rings are each queue's raw samples at or after since, oldest first; nil until loaded.
-	rings  map[int64][]depthSample
-	since  int64 // unix ms: every raw sample from here on is in rings
+	rings map[int64][]depthSample
+	// minutes are each queue's highest visible depth per whole minute of its rings (the
+	// sparklines' buckets), oldest first, kept as samples are added: a page reads sixty peaks a
+	// queue instead of its 240 samples. A minute that began before since is absent.
+	minutes map[int64][]minutePeak
+	since   int64 // unix ms: every raw sample from here on is in rings
 	newest int64 // the newest sample time seen, from which depthKeep is counted
+}
+
+// minuteMS is a sparkline bucket, the width of minutes' peaks.
+const minuteMS = int64(time.Minute / time.Millisecond)
+
+// minutePeak is the highest visible depth of one queue's samples in the minute from start.
+type minutePeak struct {
+	start, visible int64 // unix ms, a whole minute; messages
+}
+
+// minutePeakOf returns the highest visible depth of ring's samples in the minute from start, and
+// false when it has none there.
+func minutePeakOf(ring []depthSample, start int64) (int64, bool) {
+	var top int64
+	found := false
+	for _, d := range ring[firstAt(ring, start):] {
+		if d.at >= start+minuteMS {
+			break
+		}
+		top, found = max(top, d.visible), true
+	}
+	return top, found
+}
+
+// setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring.
+func (m *recentDepth) setMinute(id, at int64) {
+	start := at - at%minuteMS
+	if start < m.since {
+		return
+	}
+	top, ok := minutePeakOf(m.rings[id], start)
+	list := m.minutes[id]
+	i, found := slices.BinarySearchFunc(list, start, func(p minutePeak, start int64) int { return cmpInt(p.start, start) })
+	switch {
+	case !ok && found:
+		list = slices.Delete(list, i, i+1)
+	case !ok:
+	case found:
+		list[i].visible = top
+	default:
+		list = slices.Insert(list, i, minutePeak{start: start, visible: top})
+	}
+	m.minutes[id] = list
+}
+
+// buildMinutes computes every queue's minutes from its ring.
+func (m *recentDepth) buildMinutes() {
+	m.minutes = make(map[int64][]minutePeak, len(m.rings))
+	for id, ring := range m.rings {
+		var list []minutePeak
+		for _, d := range ring {
+			start := d.at - d.at%minuteMS
+			if start < m.since {
+				continue
+			}
+			if n := len(list); n > 0 && list[n-1].start == start {
+				list[n-1].visible = max(list[n-1].visible, d.visible)
+				continue
+			}
+			list = append(list, minutePeak{start: start, visible: d.visible})
+		}
+		m.minutes[id] = list
+	}
+}
+
+// clipMinutes drops the minutes that began before since.
+func (m *recentDepth) clipMinutes() {
+	for id, list := range m.minutes {
+		i, _ := slices.BinarySearchFunc(list, m.since, func(p minutePeak, since int64) int { return cmpInt(p.start, since) })
+		if i == len(list) {
+			delete(m.minutes, id)
+			continue
+		}
+		m.minutes[id] = slices.Clip(list[i:])
+	}
 }
 
 // depthSample is one raw depth sample in memory.
@@ -75,6 +154,7 @@ func (m *recentDepth) added(a AttributeSample) {
 		ring = slices.Insert(ring, i, s)
 	}
 	m.rings[a.QueueID] = ring
+	m.setMinute(a.QueueID, at)
 	if at > m.newest {
 		m.newest = at
 		m.evict()
@@ -97,6 +177,7 @@ func (m *recentDepth) evict() {
 		m.rings[id] = slices.Clip(ring[i:])
 	}
 	m.since = cut
+	m.clipMinutes()
 }
 
 // pruned records that Prune rolled up (and deleted) the raw samples before cutoff: the newest
@@ -114,6 +195,7 @@ func (m *recentDepth) pruned(cutoff int64) {
 		m.rings[id] = slices.Clip(ring[i:])
 	}
 	m.since = cutoff
+	m.clipMinutes()
 }
 
 func cmpInt(a, b int64) int {
@@ -160,7 +242,7 @@ func (m *recentDepth) latestSamples(ctx context.Context, load func(context.Conte
 // window calls read with the rings, under the read lock, when they cover every raw sample from
 // from (unix ms) on, loading them with load first when they were never loaded. It reports false
 // when they do not cover from: the caller then reads SQLite.
-func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error), read func(rings map[int64][]depthSample)) (bool, error) {
+func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error), read func(rings map[int64][]depthSample, minutes map[int64][]minutePeak)) (bool, error) {
 	if m.off {
 		return false, nil
 	}
@@ -170,7 +252,7 @@ func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx cont
 		if from < m.since {
 			return false, nil
 		}
-		read(m.rings)
+		read(m.rings, m.minutes)
 		return true, nil
 	}
 	m.mu.RUnlock()
@@ -185,6 +267,7 @@ func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx cont
 			return false, err
 		}
 		m.rings, m.since = rings, since
+		m.buildMinutes()
 		for _, ring := range rings {
 			if n := len(ring); n > 0 && ring[n-1].at > m.newest {
 				m.newest = ring[n-1].at

@@ -28,12 +28,25 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 		t.Helper()
 		for _, window := range []time.Duration{time.Hour, 30 * time.Minute, 5 * time.Minute} {
 			for _, id := range []int64{0, a.ID, b.ID} {
-				since := now.Add(-window)
-				gotPeaks, err := s.VisiblePeaks(ctx, id, since, now, time.Minute)
+				// The overview's window, in whole minutes (read from the minutes' peaks).
+				aligned := now.Truncate(time.Minute).Add(-window + time.Minute)
+				gotPeaks, err := s.VisiblePeaks(ctx, id, aligned, now, time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
-				wantPeaks, err := s.visiblePeaks(ctx, id, since, now, time.Minute)
+				wantPeaks, err := s.visiblePeaks(ctx, id, aligned, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(gotPeaks, wantPeaks) {
+					t.Errorf("%s, %s in whole minutes, queue %d: peaks from memory %v, from SQLite %v", step, window, id, gotPeaks, wantPeaks)
+				}
+				since := now.Add(-window)
+				gotPeaks, err = s.VisiblePeaks(ctx, id, since, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantPeaks, err = s.visiblePeaks(ctx, id, since, now, time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,7 +109,7 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 		now = now.Add(15 * time.Second)
 	}
 	check("written after the prune", now)
-	covered, err := s.depth.window(ctx, ms(now.Add(-30*time.Minute)), s.recentDepthSamples, func(map[int64][]depthSample) {})
+	covered, err := s.depth.window(ctx, ms(now.Add(-30*time.Minute)), s.recentDepthSamples, func(map[int64][]depthSample, map[int64][]minutePeak) {})
 	if err != nil || !covered {
 		t.Errorf("the memory does not cover the last half hour (%v): the reads above compared SQLite with itself", err)
 	}
