@@ -37,7 +37,7 @@ type recentDepth struct {
 	// queue instead of its 240 samples. A minute that began before since is absent.
 	minutes map[int64][]minutePeak
 	since   int64 // unix ms: every raw sample from here on is in rings
-	newest int64 // the newest sample time seen, from which depthKeep is counted
+	newest  int64 // the newest sample time seen, from which depthKeep is counted
 }
 
 // minuteMS is a sparkline bucket, the width of minutes' peaks.
