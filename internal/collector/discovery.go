@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awscalls"
@@ -601,21 +602,22 @@ func (c *Collector) checkIdentity(ctx context.Context, cy *cycle, r *region) boo
 	if checked {
 		return true
 	}
-	var out *sts.GetCallerIdentityOutput
+	var got string
 	err := c.call(ctx, cy, r, opGetCallerIdentity, nil, func(ctx context.Context) error {
-		var err error
-		out, err = r.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-		return err
+		out, err := r.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if err != nil {
+			return err
+		}
+		got = aws.ToString(out.Account)
+		if r.AccountID != "" && got != r.AccountID {
+			// Recorded as a failure of the call, as AWS would word one, so that the sight,
+			// the error log and the status page say it the one way they say every failure.
+			return &smithy.GenericAPIError{Code: "WrongAccount", Fault: smithy.FaultClient,
+				Message: fmt.Sprintf("the credentials of account %s reach account %s, not %s", r.Account, got, r.AccountID)}
+		}
+		return nil
 	})
 	if err != nil {
-		return false
-	}
-	got := aws.ToString(out.Account)
-	if r.AccountID != "" && got != r.AccountID {
-		msg := safetext.Store(fmt.Sprintf("the credentials of account %s reach account %s, not %s", r.Account, got, r.AccountID), awscalls.MaxMessage)
-		f := awscalls.Failure{Code: "WrongAccount", Message: msg, Outcome: awscalls.ClientError}
-		c.observe(r.key, opGetCallerIdentity, errWrongAccount, f)
-		c.recordErrorIn(ctx, cy, r, opGetCallerIdentity, nil, f.Code, f.Message)
 		return false
 	}
 	c.mu.Lock()
@@ -623,9 +625,6 @@ func (c *Collector) checkIdentity(ctx context.Context, cy *cycle, r *region) boo
 	c.mu.Unlock()
 	return true
 }
-
-// errWrongAccount is the failure of credentials that reach another account than the role's.
-var errWrongAccount = errors.New("collector: the credentials reach another account")
 
 func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
