@@ -61,11 +61,11 @@ type QueueSummary struct {
 	ID int64 `json:"-"`
 	// Ref is how links name the queue: its name, or its ARN when queues of several regions or
 	// accounts share the name.
-	Ref      string `json:"-"`
-	Name     string `json:"name"`
-	ARN      string `json:"arn"`
-	URL      string `json:"url"`
-	Region   string `json:"region"`
+	Ref    string `json:"-"`
+	Name   string `json:"name"`
+	ARN    string `json:"arn"`
+	URL    string `json:"url"`
+	Region string `json:"region"`
 	// Account is the configured name of the queue's AWS account (--account NAME=…), or
 	// "default" for a dashboard configured without accounts; AccountID its twelve digits.
 	Account   string `json:"account"`
