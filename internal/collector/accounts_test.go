@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -201,6 +202,23 @@ func TestDiscoveryAcrossAccounts(t *testing.T) {
 	for _, scope := range []string{"home/us-east-1", "prod/us-east-1"} {
 		if l := discovery[scope]; l.LastSuccessAt.IsZero() {
 			t.Errorf("%s discovery = %+v, want a success", scope, l)
+		}
+	}
+
+	// The views show the broken account's region blind, with why, and the others not.
+	ov, err := views.New(views.Options{Store: a.store, Now: a.clock.Now}).Overview(a.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ov.Freshness.Blind, []string{"broken/us-east-1"}) {
+		t.Errorf("blind = %v, want the broken account's region alone", ov.Freshness.Blind)
+	}
+	if len(ov.Sight) == 0 || ov.Sight[0].Region != "broken/us-east-1" || ov.Sight[0].Operation != opGetCallerIdentity || ov.Sight[0].Permission != "sts:AssumeRole" {
+		t.Errorf("sight = %+v, want the broken account's failed identity check first", ov.Sight)
+	}
+	for _, q := range ov.Queues {
+		if q.Account == "broken" {
+			t.Errorf("queue %s listed under the broken account", q.Name)
 		}
 	}
 
