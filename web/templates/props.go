@@ -180,6 +180,21 @@ func (p OverviewProps) ScopeURL(account, region string) string {
 	return p.Nav.URL("/", v)
 }
 
+// ScopeCounts says what one account's region holds: "9 queues, 2 warning, not seen".
+func ScopeCounts(sc views.ScopeSummary) string {
+	out := strconv.Itoa(sc.Queues) + " queues"
+	if sc.Critical > 0 {
+		out += ", " + strconv.Itoa(sc.Critical) + " critical"
+	}
+	if sc.Warning > 0 {
+		out += ", " + strconv.Itoa(sc.Warning) + " warning"
+	}
+	if sc.Blind {
+		out += ", not seen"
+	}
+	return out
+}
+
 // ScopeLabel names an account's region for the pages: the region alone for the one account of
 // a dashboard configured without accounts, "account · region" otherwise.
 func ScopeLabel(account, region string) string {
