@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestOverviewFiltersByAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rowNames := func(doc *goquery.Document) []string {
+	rowLabels := func(doc *goquery.Document) []string {
 		var out []string
 		doc.Find(`table.queues tbody tr[id^="queue-row-"] th`).Each(func(_ int, s *goquery.Selection) {
 			out = append(out, s.Find("a").First().Text()+" @ "+strings.TrimSpace(s.Find(".region").Text()))
@@ -52,7 +53,7 @@ func TestOverviewFiltersByAccount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, _ := pw.page(t, request{path: tt.path}, http.StatusOK)
-			if got := rowNames(doc); !slices.Equal(got, tt.want) {
+			if got := rowLabels(doc); !slices.Equal(got, tt.want) {
 				t.Errorf("rows = %q, want %q", got, tt.want)
 			}
 			// The websocket subscribes with the same filter, so pushes keep it.
@@ -76,6 +77,21 @@ func TestOverviewFiltersByAccount(t *testing.T) {
 			t.Errorf("web-search, a name in two accounts, links to %q; want its ARN", href)
 		}
 	})
+
+	// The websocket of a filtered overview pushes its rows in the same filter.
+	srv := httptest.NewServer(pw.handler)
+	defer srv.Close()
+	page, _ := pw.page(t, request{path: "/?account=tools-prod", htmx: true}, http.StatusOK)
+	ws, _ := page.Find("#overview-table").Attr("ws-connect")
+	conn, _, err := dial(t, srv, strings.TrimPrefix(ws, "/ws?"), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	pushed := rowNames(nextWith(t, conn, "#overview-rows"))
+	if want := rowNames(page); len(want) != 2 || !slices.Equal(pushed, want) {
+		t.Errorf("pushed rows %q, the filtered page shows %q", pushed, want)
+	}
 
 	rec := pw.do(t, request{path: "/api/v1/queues?account=tools-prod"})
 	if rec.Code != http.StatusOK {
