@@ -114,8 +114,9 @@ type ToolFields struct {
 
 // Options configure a Collector.
 type Options struct {
-	// Regions to watch. At least one is required; one collector covers them all so that one cost
-	// estimate does.
+	// Regions to watch, each of one account (Region.Account; each pair of account and name
+	// once). At least one is required; one collector covers them all so that one cost estimate
+	// does.
 	Regions []Region
 	// Store receives everything collected. Required.
 	Store *store.Store

@@ -458,7 +458,7 @@ type LoopCost struct {
 	MetricsPerDay     float64 `json:"metricsPerDay"`
 }
 
-// Overview is the overview page: every queue, unhealthy first, then by name.
+// Overview is the overview page: every queue, unhealthy first, then by account, region and name.
 type Overview struct {
 	Queues    []QueueSummary `json:"queues"`
 	Totals    Totals         `json:"totals"`
