@@ -18,12 +18,22 @@ var demoQueues = []string{
 	"tool-call-audit", "tool-call-audit-dlq",
 }
 
-// overviewRowsJS reads the overview's rows as the user sees them: each row's id, queue name and
-// the text of every column, keyed by the column's header.
+// prodDemoQueues are the same queues in the demo's second account, tools-prod, whose names
+// start with prod-.
+var prodDemoQueues = func() []string {
+	out := make([]string, 0, len(demoQueues))
+	for _, q := range demoQueues {
+		out = append(out, "prod-"+q)
+	}
+	return out
+}()
+
+// overviewRowsJS reads the overview's rows as the user sees them: each row's id, queue name, its
+// account and region label and the text of every column, keyed by the column's header.
 const overviewRowsJS = `(() => {
 	const heads = [...document.querySelectorAll('table.queues thead th')].map(th => th.textContent.trim());
 	return [...document.querySelectorAll('tr[id^="queue-row-"]')].map(tr => {
-		const row = {id: tr.id, name: (tr.querySelector('th a')?.textContent ?? '').trim()};
+		const row = {id: tr.id, name: (tr.querySelector('th a')?.textContent ?? '').trim(), region: (tr.querySelector('th .region')?.textContent ?? '').trim()};
 		[...tr.children].forEach((cell, i) => { if (i > 0 && heads[i]) row[heads[i]] = cell.textContent.trim(); });
 		return row;
 	});
@@ -73,20 +83,27 @@ func count(s string) int {
 	return n
 }
 
-// TestOverviewListsEveryQueue: the overview has one row, with a stable id, for each demo queue.
+// TestOverviewListsEveryQueue: the overview has one row, with a stable id, for each demo queue
+// of both accounts, each saying its account.
 func TestOverviewListsEveryQueue(t *testing.T) {
 	d := needDemo(t)
 	p := newTab(t)
 	p.open(d.page("/"))
 
-	rows := overviewRows(p, 60*time.Second, demoQueues...)
-	for _, q := range demoQueues {
+	all := append(slices.Clone(demoQueues), prodDemoQueues...)
+	rows := overviewRows(p, 60*time.Second, all...)
+	for _, q := range prodDemoQueues {
+		if got := rows[q]["region"]; got != "tools-prod · us-east-1" {
+			t.Errorf("row of %s says %q, want its account tools-prod", q, got)
+		}
+	}
+	for _, q := range all {
 		r := rows[q]
 		if !strings.HasPrefix(r["id"], "queue-row-") || count(strings.TrimPrefix(r["id"], "queue-row-")) < 0 {
 			t.Errorf("row of %s has id %q, want queue-row-<id>", q, r["id"])
 		}
 	}
-	if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(rows)), func(n string) bool { return slices.Contains(demoQueues, n) }); len(extra) > 0 {
+	if extra := slices.DeleteFunc(slices.Sorted(maps.Keys(rows)), func(n string) bool { return slices.Contains(all, n) }); len(extra) > 0 {
 		t.Errorf("rows of queues the demo does not have: %q", extra)
 	}
 	for _, q := range []string{"tool-calls.fifo", "tool-calls-dlq.fifo"} {

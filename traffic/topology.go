@@ -132,10 +132,16 @@ func demoQueues(visibility time.Duration) []queueSpec {
 // Setup creates the demo topology with its default visibility timeouts and returns it. It is
 // idempotent: existing queues get their attributes set again.
 func Setup(ctx context.Context, client *sqs.Client) (Topology, error) {
-	return setup(ctx, client, demoQueues(0))
+	return setup(ctx, client, demoQueues(0), "")
 }
 
-func setup(ctx context.Context, client *sqs.Client, specs []queueSpec) (Topology, error) {
+// SetupPrefixed is Setup with every queue's name in SQS prefixed (Options.QueuePrefix); the
+// topology still names them as Setup does.
+func SetupPrefixed(ctx context.Context, client *sqs.Client, prefix string) (Topology, error) {
+	return setup(ctx, client, demoQueues(0), prefix)
+}
+
+func setup(ctx context.Context, client *sqs.Client, specs []queueSpec, prefix string) (Topology, error) {
 	var topo Topology
 	for _, spec := range specs {
 		attrs := map[string]string{
@@ -162,7 +168,7 @@ func setup(ctx context.Context, client *sqs.Client, specs []queueSpec) (Topology
 			}
 			attrs[string(types.QueueAttributeNameRedrivePolicy)] = string(policy)
 		}
-		url, err := ensureQueue(ctx, client, spec, attrs)
+		url, err := ensureQueue(ctx, client, prefix+spec.name, spec.fifo, attrs)
 		if err != nil {
 			return Topology{}, err
 		}
@@ -189,27 +195,27 @@ func setup(ctx context.Context, client *sqs.Client, specs []queueSpec) (Topology
 
 // ensureQueue creates the queue, or, when it exists with other attributes, sets them.
 // CreateQueue alone answers QueueNameExists when attributes differ from the existing queue's.
-func ensureQueue(ctx context.Context, client *sqs.Client, spec queueSpec, attrs map[string]string) (string, error) {
+func ensureQueue(ctx context.Context, client *sqs.Client, name string, fifo bool, attrs map[string]string) (string, error) {
 	create := map[string]string{}
 	for k, v := range attrs {
 		create[k] = v
 	}
-	if spec.fifo {
+	if fifo {
 		create[string(types.QueueAttributeNameFifoQueue)] = "true"
 	}
-	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.name), Attributes: create})
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: create})
 	if err == nil {
 		return aws.ToString(out.QueueUrl), nil
 	}
 	if _, ok := errors.AsType[*types.QueueNameExists](err); !ok {
-		return "", fmt.Errorf("traffic: create queue %s: %w", spec.name, err)
+		return "", fmt.Errorf("traffic: create queue %s: %w", name, err)
 	}
-	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(spec.name)})
+	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
-		return "", fmt.Errorf("traffic: get url of %s: %w", spec.name, err)
+		return "", fmt.Errorf("traffic: get url of %s: %w", name, err)
 	}
 	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: got.QueueUrl, Attributes: attrs}); err != nil {
-		return "", fmt.Errorf("traffic: set attributes of %s: %w", spec.name, err)
+		return "", fmt.Errorf("traffic: set attributes of %s: %w", name, err)
 	}
 	return aws.ToString(got.QueueUrl), nil
 }

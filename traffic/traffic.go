@@ -37,6 +37,9 @@ type Options struct {
 	WaitTime time.Duration
 	// StatsEvery is how often a summary is logged at info level. Default one minute.
 	StatsEvery time.Duration
+	// QueuePrefix, when set, prefixes every queue's name in SQS (a second account's demo queues,
+	// told apart from the first's by name as well as by account).
+	QueuePrefix string
 	// Integrations, when set, add the demo's EventBridge bus (workers publish every completed
 	// tool call on it), its Lambda consumer of web-search and its alarm (see Integrate).
 	Integrations Integrations
@@ -83,7 +86,7 @@ func New(client *sqs.Client, opts Options) *Generator {
 // Run creates the demo topology, then produces and consumes until ctx ends. It returns nil
 // when ctx ends and an error only if the topology cannot be set up.
 func (g *Generator) Run(ctx context.Context) error {
-	topo, err := setup(ctx, g.client, g.specs)
+	topo, err := setup(ctx, g.client, g.specs, g.opts.QueuePrefix)
 	if err == nil {
 		err = Integrate(ctx, topo, g.opts.Integrations)
 	}

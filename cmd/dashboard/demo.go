@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolq/toolq/internal/app"
 	"github.com/toolq/toolq/internal/awsconf"
+	"github.com/toolq/toolq/sqsim"
 	"github.com/toolq/toolq/traffic"
 )
 
@@ -29,6 +30,22 @@ type demoConfig struct {
 	// (tests listen on port 0).
 	ready func(demoAddrs)
 }
+
+// The demo's accounts: agents, the simulator's default account (000000000000) reached with the
+// ambient credentials, and tools-prod, reached through a role as `serve --account` reaches one.
+const (
+	demoAccount       = "agents"
+	demoProdAccount   = "tools-prod"
+	demoProdAccountID = "111111111111"
+	demoProdRole      = "arn:aws:iam::" + demoProdAccountID + ":role/toolq-demo"
+	// demoProdRate is the second account's tool calls per second: a little traffic beside the
+	// first account's.
+	demoProdRate = 0.3
+	// demoProdPrefix starts the second account's queue names, so that the demo's pages and
+	// links name every queue by its name alone, as the docs do (same-named queues of two
+	// accounts are named by ARN).
+	demoProdPrefix = "prod-"
+)
 
 // demoAddrs are the URLs the demo serves on.
 type demoAddrs struct {
@@ -89,7 +106,8 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		}
 	}
 
-	// 2. The simulator, served on its listeners.
+	// 2. The simulator, served on its listeners: the demo's two accounts, the second reached
+	// through a role, as `serve --account` reaches real ones.
 	sim, err := newSimulator(cfg.region, cfg.seed, cfg.faults, log)
 	if err != nil {
 		simLn.Close()
@@ -98,7 +116,16 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		}
 		return err
 	}
-	simSrv := newSimServer(sim)
+	prodSim := sqsim.New(sqsim.Options{Region: cfg.region, Seed: cfg.seed + 1, AccountID: demoProdAccountID, Logger: log.With("component", "sqsim", "account", demoProdAccount)})
+	accounts := sqsim.NewAccounts(sim, prodSim)
+	if err := accounts.AddRole(demoProdRole, ""); err != nil {
+		simLn.Close()
+		if publicLn != nil {
+			publicLn.Close()
+		}
+		return fmt.Errorf("demo: %w", err)
+	}
+	simSrv := newSimServer(accounts)
 	serveErr := make(chan error, 3)
 	serve := func(name string, srv *http.Server, ln net.Listener) {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -129,9 +156,14 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	if len(dcfg.Collector.Peek.Sources) == 0 {
 		dcfg.Collector.Peek.Sources = traffic.SourceQueueNames()
 	}
-	clients, err := awsconf.Load(ctx, awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true})
+	simOpts := awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true}
+	clients, err := awsconf.Load(ctx, simOpts)
 	if err != nil {
 		return fmt.Errorf("demo: simulator clients: %w", err)
+	}
+	prodClients, err := awsconf.LoadAssumed(ctx, simOpts, demoProdRole, "")
+	if err != nil {
+		return fmt.Errorf("demo: simulator clients of %s: %w", demoProdAccount, err)
 	}
 	// The demo's queues exist before the collector's first discovery, so the first page
 	// already lists them all.
@@ -144,7 +176,14 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	if err := traffic.Integrate(ctx, topo, integrations); err != nil {
 		return fmt.Errorf("demo: set up the demo's EventBridge, Lambda and alarm: %w", err)
 	}
-	dcfg.Regions = []app.Region{{Name: cfg.region, Clients: clients}}
+	// The second account runs the same queues, prefixed, with a little traffic of its own.
+	if _, err := traffic.SetupPrefixed(ctx, prodClients.SQS, demoProdPrefix); err != nil {
+		return fmt.Errorf("demo: create the %s queues: %w", demoProdAccount, err)
+	}
+	dcfg.Regions = []app.Region{
+		{Name: cfg.region, Account: demoAccount, Clients: clients},
+		{Name: cfg.region, Account: demoProdAccount, AccountID: demoProdAccountID, Clients: prodClients},
+	}
 	dcfg.Logger = log
 	dash, err := app.New(ctx, dcfg)
 	if err != nil {
@@ -160,7 +199,14 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		loops.Wait()
 	}()
 	loops.Go(func() { sim.Run(bg) })
+	loops.Go(func() { prodSim.Run(bg) })
 	loops.Go(func() { runTraffic(bg, clients, cfg.seed, log) })
+	loops.Go(func() {
+		opts := traffic.Options{Seed: cfg.seed + 1, Rate: demoProdRate, QueuePrefix: demoProdPrefix, Logger: log.With("account", demoProdAccount)}
+		if err := traffic.New(prodClients.SQS, opts).Run(bg); err != nil {
+			log.Error("traffic stopped", "account", demoProdAccount, "err", err)
+		}
+	})
 
 	// 5. The dashboard runs until a signal, then stops in order (HTTP server, collector,
 	// websockets, database); the traffic and the simulator stop after it (deferred above).

@@ -106,6 +106,36 @@ func TestDemoServesAndStops(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // waiting for the traffic's own set-up, not for time to pass
 	}
 
+	// Two accounts: the first one's queues, and the second's, reached through its role.
+	for account, id := range map[string]string{demoAccount: "000000000000", demoProdAccount: demoProdAccountID} {
+		want := traffic.QueueToolCalls
+		if account == demoProdAccount {
+			want = demoProdPrefix + want
+		}
+		var list struct {
+			Queues []struct{ Name, Account, AccountID string }
+		}
+		resp, err := http.Get(addrs.Dashboard + "/api/v1/queues?account=" + account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/queues?account=%s: %d, %v", account, resp.StatusCode, err)
+		}
+		names := []string{}
+		for _, q := range list.Queues {
+			names = append(names, q.Name)
+			if q.Account != account || q.AccountID != id {
+				t.Errorf("queue %+v listed for account %s (%s)", q, account, id)
+			}
+		}
+		if !slices.Contains(names, want) {
+			t.Errorf("account %s: queues %v, want %s among them", account, names, want)
+		}
+	}
+
 	if err := stop(); err != nil {
 		t.Fatalf("runDemo: %v", err)
 	}

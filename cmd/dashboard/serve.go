@@ -22,6 +22,9 @@ type serveConfig struct {
 	staticCredentials  bool
 	queuePrefixes      []string
 	queues             []string
+	// accounts are the AWS accounts watched (--account, --accounts-file); none: the ambient
+	// credentials' one account, as before accounts existed.
+	accounts []accountConfig
 	// ready, when set, is called once the dashboard's listener is bound, with its address
 	// (tests listen on port 0).
 	ready func(addr string)
@@ -38,6 +41,8 @@ func runServeCommand(ctx context.Context, env *environment, args []string) error
 // parseServe reads serve's flags and environment into its configuration and logger.
 func parseServe(env *environment, args []string) (serveConfig, *slog.Logger, error) {
 	var cfg serveConfig
+	var accountFlags []string
+	var accountsFile string
 	var dash dashboardFlags
 	var lf logFlags
 	fl := newEnvFlags("serve", "serve [flags]",
@@ -53,9 +58,25 @@ func parseServe(env *environment, args []string) (serveConfig, *slog.Logger, err
 	fl.Bool(&cfg.staticCredentials, "static-credentials", false, "use dummy credentials (for the simulator or an emulator); implied with --endpoint-url when no credentials are configured")
 	fl.List(&cfg.queuePrefixes, "queue-prefix", nil, "watch the queues whose name starts with `prefix` (repeatable); default every queue")
 	fl.List(&cfg.queues, "queue", nil, "watch this queue, by `name or URL` (repeatable)")
+	fl.List(&accountFlags, "account", nil, "watch the AWS account `NAME=ROLE_ARN[,external-id=ID]` through the role (repeatable); NAME alone: the ambient credentials' account under that name")
+	fl.String(&accountsFile, "accounts-file", "", "watch the accounts of a JSON `file`: [{\"name\":\"prod\",\"roleArn\":\"arn:aws:iam::…:role/…\",\"externalId\":\"…\",\"regions\":[\"us-east-1\"]}]")
 	lf.register(fl)
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
 		return cfg, nil, err
+	}
+	accounts, err := parseAccountFlags(accountFlags)
+	if err != nil {
+		return cfg, nil, &usageError{err: err}
+	}
+	if accountsFile != "" {
+		fromFile, err := readAccountsFile(accountsFile)
+		if err != nil {
+			return cfg, nil, &usageError{err: err}
+		}
+		accounts = append(accounts, fromFile...)
+	}
+	if cfg.accounts, err = checkAccounts(accounts); err != nil {
+		return cfg, nil, &usageError{err: err}
 	}
 	log, err := lf.logger(env.stderr)
 	if err != nil {
@@ -78,21 +99,22 @@ func runServe(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		regions = []string{""} // the credential chain's region
 	}
 	dcfg := cfg.dashboard
-	for _, name := range regions {
-		opts := awsconf.Options{
-			Region: name, Profile: cfg.profile, EndpointURL: cfg.endpointURL,
-			CloudWatchEndpointURL: cfg.cloudWatchEndpoint, StaticCredentials: cfg.staticCredentials,
+	accounts := cfg.accounts
+	if len(accounts) == 0 {
+		accounts = []accountConfig{{}} // the ambient credentials' account, unnamed
+	}
+	for _, a := range accounts {
+		names := regions
+		if len(a.Regions) > 0 {
+			names = a.Regions
 		}
-		awsCfg, err := awsconf.LoadConfig(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("serve: region %q: %w", name, err)
+		for _, name := range names {
+			r, err := loadRegion(ctx, cfg, a, name)
+			if err != nil {
+				return err
+			}
+			dcfg.Regions = append(dcfg.Regions, r)
 		}
-		opts.Region = awsCfg.Region
-		clients, err := awsconf.Load(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("serve: region %q: %w", name, err)
-		}
-		dcfg.Regions = append(dcfg.Regions, app.Region{Name: awsCfg.Region, Clients: clients})
 	}
 	dcfg.Collector.QueuePrefixes = cfg.queuePrefixes
 	dcfg.Collector.Queues = cfg.queues
@@ -111,6 +133,34 @@ func runServe(ctx context.Context, cfg serveConfig, log *slog.Logger) error {
 		cfg.ready(ln.Addr().String())
 	}
 	return dash.Run(ctx, ln)
+}
+
+// loadRegion builds the clients of one region of one account: with the ambient credentials, or
+// with those of the account's role.
+func loadRegion(ctx context.Context, cfg serveConfig, a accountConfig, name string) (app.Region, error) {
+	what := fmt.Sprintf("region %q", name)
+	if a.Name != "" {
+		what = fmt.Sprintf("account %q, region %q", a.Name, name)
+	}
+	opts := awsconf.Options{
+		Region: name, Profile: cfg.profile, EndpointURL: cfg.endpointURL,
+		CloudWatchEndpointURL: cfg.cloudWatchEndpoint, StaticCredentials: cfg.staticCredentials,
+	}
+	awsCfg, err := awsconf.LoadConfig(ctx, opts)
+	if err != nil {
+		return app.Region{}, fmt.Errorf("serve: %s: %w", what, err)
+	}
+	opts.Region = awsCfg.Region
+	var clients awsconf.Clients
+	if a.RoleARN != "" {
+		clients, err = awsconf.LoadAssumed(ctx, opts, a.RoleARN, a.ExternalID)
+	} else {
+		clients, err = awsconf.Load(ctx, opts)
+	}
+	if err != nil {
+		return app.Region{}, fmt.Errorf("serve: %s: %w", what, err)
+	}
+	return app.Region{Name: awsCfg.Region, Account: a.Name, AccountID: a.accountID, Clients: clients}, nil
 }
 
 // credentialsConfigured reports whether the environment names a source of AWS credentials that

@@ -120,9 +120,9 @@ func newSimulator(region string, seed int64, spec string, log *slog.Logger) (*sq
 	return sim, nil
 }
 
-// newSimServer wraps the simulator in an http.Server. No write timeout: long polls hold a
-// request for up to 20 s.
-func newSimServer(sim *sqsim.Simulator) *http.Server {
+// newSimServer wraps the simulator (or its accounts) in an http.Server. No write timeout: long
+// polls hold a request for up to 20 s.
+func newSimServer(sim http.Handler) *http.Server {
 	return &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 }
 

@@ -144,7 +144,8 @@ type Store interface {
 
 // Options configure a Service. Clients and Store are required.
 type Options struct {
-	// Clients are the SQS clients by region; a queue's own region's client acts on it.
+	// Clients are the SQS clients by scope (store.Scope: the region, or ACCOUNT/REGION for a
+	// configured account); the client of a queue's own account and region acts on it.
 	Clients map[string]SQSAPI
 	Store   Store
 	// Publisher tells the live pages about new tasks and audit entries. Default events.Discard.
@@ -458,7 +459,7 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 func (s *Service) client(region string) (SQSAPI, error) {
 	c, ok := s.clients[region]
 	if !ok || c == nil {
-		return nil, refuse(Upstream, "aws_error", "no AWS client is configured for region %s", safetext.Line(region, 32))
+		return nil, refuse(Upstream, "aws_error", "no AWS client is configured for region %s", safetext.Line(region, 100))
 	}
 	return c, nil
 }

@@ -335,10 +335,10 @@ type queueTasks struct {
 	isRunning bool
 }
 
-// lockQueue returns the client of q's region and takes q's action lock. Unless it fails, the
+// lockQueue returns the client of q's account and region and takes q's action lock. Unless it fails, the
 // caller must call unlock when its action is done.
 func (s *Service) lockQueue(ctx context.Context, q store.Queue) (client SQSAPI, unlock func(), err error) {
-	client, err = s.client(q.Region)
+	client, err = s.client(q.Scope())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -438,8 +438,16 @@ func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) 
 	if !plausibleRef(ref) {
 		return "", refuse(Unprocessable, "destination_not_found", "the destination must be a queue name or ARN")
 	}
+	if arn.IsARN(ref) {
+		if err := sameAccount(dlq, ref); err != nil {
+			return "", err
+		}
+	}
 	destARN, fifo, err := s.lookupDestination(ctx, dlq, ref)
 	if err != nil {
+		return "", err
+	}
+	if err := sameAccount(dlq, destARN); err != nil {
 		return "", err
 	}
 	if destARN == dlq.ARN {
@@ -453,8 +461,22 @@ func (s *Service) destination(ctx context.Context, dlq store.Queue, ref string) 
 	return destARN, nil
 }
 
+// sameAccount refuses a destination in another account than the dead-letter queue's: a move
+// task moves messages within one account, and toolq acts on a queue with its own account's
+// role only.
+func sameAccount(dlq store.Queue, destARN string) error {
+	a, err := arn.ParseQueue(destARN)
+	if err != nil || dlq.AccountID == "" || a.Account == dlq.AccountID {
+		return nil // not an ARN: lookupDestination says so
+	}
+	return refuse(Unprocessable, "destination_other_account",
+		"the destination %s is in account %s and the dead-letter queue in account %s; a redrive moves messages within one account",
+		safetext.Line(a.Name, 80), a.Account, dlq.AccountID)
+}
+
 // lookupDestination finds a destination's ARN and type: among the watched queues first, then in
-// SQS (a queue toolq does not watch is still a valid destination).
+// SQS (a queue toolq does not watch is still a valid destination), with the client of the
+// dead-letter queue's account.
 func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref string) (string, bool, error) {
 	q, err := s.store.ResolveQueue(ctx, ref)
 	switch {
@@ -475,7 +497,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		}
 		region, account, name = a.Region, a.Account, a.Name
 	}
-	client, ok := s.clients[region]
+	client, ok := s.clients[store.Scope(dlq.Account, region)]
 	if !ok {
 		// Without a client of that region toolq cannot check that the queue exists and is of
 		// the right type: the caller asked for something toolq cannot do, AWS did not fail.

@@ -34,8 +34,15 @@ import (
 // region), Clients.Lambda and Clients.EventBridge (nil: none of their consumers or rules), the
 // actions act with Clients.ActionsSQS, which has a retry quota of its own. SQS and ActionsSQS
 // are required.
+//
+// Account names the AWS account the clients reach when the dashboard watches several
+// (--account NAME=…): one Region per account and region, the pair unique. "" without configured
+// accounts. AccountID is the account's id when known in advance (a role ARN's). With an Account,
+// the collector checks once which account Clients.STS reaches before it lists anything.
 type Region struct {
-	Name string
+	Name      string
+	Account   string
+	AccountID string
 	awsconf.Clients
 }
 
@@ -143,8 +150,11 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		if r.SQS == nil || r.ActionsSQS == nil {
 			return nil, fmt.Errorf("app: region %q: the collector's and the actions' SQS clients are required", r.Name)
 		}
-		clients[r.Name] = r.ActionsSQS
-		cr := collector.Region{Name: r.Name, SQS: r.SQS}
+		clients[store.Scope(r.Account, r.Name)] = r.ActionsSQS
+		cr := collector.Region{Name: r.Name, SQS: r.SQS, Account: r.Account, AccountID: r.AccountID}
+		if r.Account != "" && r.STS != nil {
+			cr.STS = r.STS
+		}
 		// Typed nils would make non-nil interfaces: set each client only when there is one.
 		if r.CloudWatch != nil {
 			cr.CloudWatch = r.CloudWatch

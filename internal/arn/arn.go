@@ -63,3 +63,27 @@ func QueueName(s string) string {
 	}
 	return s
 }
+
+// Role is an IAM role ARN, arn:PARTITION:iam::ACCOUNT:role/[PATH/]NAME: a role toolq assumes to
+// watch an account.
+type Role struct {
+	Partition string
+	Account   string // twelve digits
+	Name      string // with its path, if any: path/name
+}
+
+// rolePattern is what IAM allows in a role ARN: a path of /-separated parts, and a name of up to
+// 64 letters, digits and +=,.@_-.
+var rolePattern = regexp.MustCompile(`^arn:(aws[a-z-]*):iam::([0-9]{12}):role/((?:[\x21-\x7e]{1,512}/)?[A-Za-z0-9+=,.@_-]{1,64})$`)
+
+// ParseRole reads an IAM role ARN; anything else is ErrInvalidRole.
+func ParseRole(s string) (Role, error) {
+	m := rolePattern.FindStringSubmatch(s)
+	if m == nil {
+		return Role{}, fmt.Errorf("%w: %.100q", ErrInvalidRole, s)
+	}
+	return Role{Partition: m[1], Account: m[2], Name: m[3]}, nil
+}
+
+// ErrInvalidRole is returned for a string that is not an IAM role ARN.
+var ErrInvalidRole = errors.New("arn: not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)")

@@ -54,3 +54,33 @@ func TestRefs(t *testing.T) {
 		t.Errorf("QueueName(plain) = %q", got)
 	}
 }
+
+func TestParseRole(t *testing.T) {
+	tests := []struct {
+		in            string
+		account, name string
+		ok            bool
+	}{
+		{"arn:aws:iam::111111111111:role/toolq-reader", "111111111111", "toolq-reader", true},
+		{"arn:aws-cn:iam::111111111111:role/ops/toolq", "111111111111", "ops/toolq", true},
+		{"arn:aws:iam::11111111111:role/short-account", "", "", false},
+		{"arn:aws:iam::111111111111:user/alice", "", "", false},
+		{"arn:aws:sqs:us-east-1:111111111111:q", "", "", false},
+		{"arn:aws:iam::111111111111:role/", "", "", false},
+		{"toolq-reader", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			r, err := ParseRole(tt.in)
+			if (err == nil) != tt.ok {
+				t.Fatalf("ParseRole(%q) error = %v, want ok %v", tt.in, err, tt.ok)
+			}
+			if tt.ok && (r.Account != tt.account || r.Name != tt.name) {
+				t.Errorf("ParseRole(%q) = %+v", tt.in, r)
+			}
+			if !tt.ok && !errors.Is(err, ErrInvalidRole) {
+				t.Errorf("error %v is not ErrInvalidRole", err)
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ var Operations = []Operation{
 	{Name: "DescribeAlarms", Permission: "cloudwatch:DescribeAlarms", Purpose: "finds the CloudWatch alarms on each queue (a dead-letter queue without one goes unnoticed)"},
 	{Name: "ReceiveMessage", Permission: "sqs:ReceiveMessage", Purpose: "samples the messages of dead-letter queues and opted-in sources"},
 	{Name: "ChangeMessageVisibilityBatch", Permission: "sqs:ChangeMessageVisibility", Purpose: "hands sampled messages back at once"},
+	{Name: "GetCallerIdentity", Permission: "sts:AssumeRole", Purpose: "checks, with --account, that the role can be assumed (sts:AssumeRole on it, and its trust policy) and reaches its account"},
 	{Name: "StartMessageMoveTask", Permission: "sqs:StartMessageMoveTask", Purpose: "starts an operator's redrive", Action: true},
 	{Name: "CancelMessageMoveTask", Permission: "sqs:CancelMessageMoveTask", Purpose: "cancels an operator's redrive", Action: true},
 }

@@ -16,10 +16,12 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // MaxIdleConnsPerHost is how many idle connections each client keeps per endpoint: more than
@@ -93,6 +95,9 @@ type Clients struct {
 	CloudWatch  *cloudwatch.Client
 	Lambda      *lambda.Client
 	EventBridge *eventbridge.Client
+	// STS says which account the clients' credentials reach (GetCallerIdentity), for the
+	// collector's check of a configured account.
+	STS *sts.Client
 }
 
 // Load builds a region's clients from opts. It reads credentials lazily: a missing credential
@@ -102,6 +107,38 @@ func Load(ctx context.Context, opts Options) (Clients, error) {
 	if err != nil {
 		return Clients{}, err
 	}
+	return fromConfig(cfg, opts), nil
+}
+
+// RoleSessionName is the session name of the roles toolq assumes: what CloudTrail shows of
+// toolq's calls in the account.
+const RoleSessionName = "toolq"
+
+// LoadAssumed builds a region's clients whose credentials come from assuming roleARN (with
+// externalID when it is not "") with opts' credentials, through the region's STS endpoint (or
+// opts.EndpointURL), refreshed before they expire and shared by the region's clients. Like Load
+// it calls nothing: a role that cannot be assumed fails the first call of every client.
+func LoadAssumed(ctx context.Context, opts Options, roleARN, externalID string) (Clients, error) {
+	cfg, err := LoadConfig(ctx, opts)
+	if err != nil {
+		return Clients{}, err
+	}
+	base := sts.NewFromConfig(cfg, func(o *sts.Options) {
+		if opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
+	cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(base, roleARN, func(o *stscreds.AssumeRoleOptions) {
+		o.RoleSessionName = RoleSessionName
+		if externalID != "" {
+			o.ExternalID = aws.String(externalID)
+		}
+	}))
+	return fromConfig(cfg, opts), nil
+}
+
+// fromConfig builds the clients of cfg, at opts' endpoints.
+func fromConfig(cfg aws.Config, opts Options) Clients {
 	endpoint := func(o *sqs.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
@@ -125,11 +162,16 @@ func Load(ctx context.Context, opts Options) (Clients, error) {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
 		}
 	})
+	stsClient := sts.NewFromConfig(cfg, func(o *sts.Options) {
+		if opts.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+	})
 	// cfg.Retryer makes a new retryer for each client built from it.
 	return Clients{
 		SQS: sqs.NewFromConfig(cfg, endpoint), ActionsSQS: sqs.NewFromConfig(cfg, endpoint), CloudWatch: cwClient,
-		Lambda: lambdaClient, EventBridge: ebClient,
-	}, nil
+		Lambda: lambdaClient, EventBridge: ebClient, STS: stsClient,
+	}
 }
 
 // LoadConfig returns the aws.Config that Load builds its clients from, for callers that need

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 
 	"github.com/toolq/toolq/sqsim"
@@ -190,5 +191,58 @@ func TestActionsHaveTheirOwnRetryQuota(t *testing.T) {
 	}
 	if n := sim.CallCount("ListMessageMoveTasks"); n != 3 {
 		t.Errorf("the actions' client made %d attempts, want 3", n)
+	}
+}
+
+// TestLoadAssumedReachesTheRolesAccount: clients built with LoadAssumed assume the role (with
+// its external id) through the endpoint's STS and reach the role's account; a role that cannot
+// be assumed fails the clients' first call, not LoadAssumed.
+func TestLoadAssumedReachesTheRolesAccount(t *testing.T) {
+	ctx := context.Background()
+	clock := sqsim.NewManualClock(t0)
+	home := sqsim.New(sqsim.Options{Clock: clock, AccountID: "000000000000"})
+	prod := sqsim.New(sqsim.Options{Clock: clock, AccountID: "111111111111"})
+	accounts := sqsim.NewAccounts(home, prod)
+	const role = "arn:aws:iam::111111111111:role/toolq-reader"
+	if err := accounts.AddRole(role, "ext-1"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(accounts)
+	t.Cleanup(srv.Close)
+	opts := Options{Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true}
+
+	tests := []struct {
+		name, role, externalID string
+		wantAccount            string // "": the first call fails
+	}{
+		{"the role with its external id", role, "ext-1", "111111111111"},
+		{"a wrong external id", role, "nope", ""},
+		{"a role nobody may assume", "arn:aws:iam::111111111111:role/other", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clients, err := LoadAssumed(ctx, opts, tt.role, tt.externalID)
+			if err != nil {
+				t.Fatalf("LoadAssumed: %v", err)
+			}
+			who, err := clients.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+			_, sqsErr := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q-" + tt.externalID)})
+			if tt.wantAccount == "" {
+				if err == nil || sqsErr == nil {
+					t.Fatalf("GetCallerIdentity = %v, CreateQueue = %v; want both to fail", err, sqsErr)
+				}
+				return
+			}
+			if err != nil || aws.ToString(who.Account) != tt.wantAccount {
+				t.Fatalf("GetCallerIdentity = %+v, %v; want account %s", who, err, tt.wantAccount)
+			}
+			if sqsErr != nil {
+				t.Fatalf("CreateQueue: %v", sqsErr)
+			}
+			if prod.CallCount("CreateQueue") != 1 || home.CallCount("CreateQueue") != 0 {
+				t.Errorf("CreateQueue calls: role's account %d, default account %d; want 1 and 0",
+					prod.CallCount("CreateQueue"), home.CallCount("CreateQueue"))
+			}
+		})
 	}
 }

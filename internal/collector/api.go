@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // SQSAPI is the part of *sqs.Client the collector calls. It has no DeleteMessage, SendMessage
@@ -50,7 +51,13 @@ var (
 	_ CloudWatchAPI  = (*cloudwatch.Client)(nil)
 	_ LambdaAPI      = (*lambda.Client)(nil)
 	_ EventBridgeAPI = (*eventbridge.Client)(nil)
+	_ STSAPI         = (*sts.Client)(nil)
 )
+
+// STSAPI is the part of *sts.Client the collector calls: which account its credentials reach.
+type STSAPI interface {
+	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+}
 
 // AWS operation names, as used in errors, metrics and call counts.
 const (
@@ -68,4 +75,5 @@ const (
 	opListEventBuses               = "ListEventBuses"
 	opListRules                    = "ListRules"
 	opListTargetsByRule            = "ListTargetsByRule"
+	opGetCallerIdentity            = "GetCallerIdentity"
 )

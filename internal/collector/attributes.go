@@ -26,15 +26,15 @@ func (c *Collector) cycleAttributes(ctx context.Context, queues []*watchedQueue)
 	defer c.finish(ctx, cy)
 	cy.queues.Store(int64(len(queues)))
 	for _, r := range c.regions {
-		cy.cover(r.Name, 0)
+		cy.cover(r.key, 0)
 	}
 	for _, q := range queues {
-		cy.cover(q.region.Name, 1)
+		cy.cover(q.region.key, 1)
 	}
 	c.each(ctx, cy, queues, func(ctx context.Context, q *watchedQueue) {
 		attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameAll)
 		if err != nil {
-			cy.queueFailed(q.region.Name)
+			cy.queueFailed(q.region.key)
 			return
 		}
 		c.applyAttributes(ctx, cy, q, attrs, c.now())

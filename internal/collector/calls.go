@@ -74,9 +74,9 @@ func (c *Collector) finish(ctx context.Context, cy *cycle) {
 // made: it returns errBackedOff. A quiet filter that returns true for the error keeps it out of
 // the error log (an expected answer, or one already recorded).
 func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q *watchedQueue, fn func(context.Context) error, quiet ...func(error) bool) error {
-	if op != opChangeMessageVisibilityBatch && c.backedOff(r.Name, op) {
+	if op != opChangeMessageVisibilityBatch && c.backedOff(r.key, op) {
 		c.tel.awsCalls.Add(op, awscalls.Skipped)
-		cy.countCall(r.Name, true)
+		cy.countCall(r.key, true)
 		cy.errors.Add(1)
 		return errBackedOff
 	}
@@ -96,8 +96,8 @@ func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q
 		// Shutting down: not an AWS failure worth a row.
 		return err
 	}
-	c.observe(r.Name, op, err, f)
-	cy.countCall(r.Name, err != nil)
+	c.observe(r.key, op, err, f)
+	cy.countCall(r.key, err != nil)
 	if err == nil {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (c *Collector) call(ctx context.Context, cy *cycle, r *region, op string, q
 			return err
 		}
 	}
-	c.recordError(ctx, cy, op, q, f.Code, f.Message)
+	c.recordErrorIn(ctx, cy, r, op, q, f.Code, f.Message)
 	return err
 }
 
@@ -127,7 +127,7 @@ const errorRepeat = time.Minute
 
 // errorKey identifies a kind of failure for errorRepeat, on the queue or the collector that
 // remembers it.
-type errorKey struct{ op, code string }
+type errorKey struct{ op, code, scope string }
 
 // failureMemory is when each kind of failure was last stored.
 type failureMemory map[errorKey]time.Time
@@ -150,9 +150,22 @@ func (m failureMemory) expire(now time.Time) {
 
 // recordError stores one failed call (or other per-queue failure) of a cycle.
 func (c *Collector) recordError(ctx context.Context, cy *cycle, op string, q *watchedQueue, code, msg string) {
+	c.recordErrorIn(ctx, cy, nil, op, q, code, msg)
+}
+
+// recordErrorIn is recordError of a call made in r (nil: none in particular). A failure about
+// no single queue is remembered per scope, and says its scope when there are several: two
+// accounts (or regions) failing alike are two failures, not one repeated.
+func (c *Collector) recordErrorIn(ctx context.Context, cy *cycle, r *region, op string, q *watchedQueue, code, msg string) {
 	cy.errors.Add(1)
-	e := store.CollectorError{RunID: cy.runID, Operation: op, Code: code, Message: msg, At: c.now()}
 	k := errorKey{op: op, code: code}
+	if q == nil && r != nil {
+		k.scope = r.key
+		if len(c.regions) > 1 {
+			msg = safetext.Store(r.key+": "+msg, awscalls.MaxMessage)
+		}
+	}
+	e := store.CollectorError{RunID: cy.runID, Operation: op, Code: code, Message: msg, At: c.now()}
 	var queue string
 	var repeat bool
 	if q != nil {

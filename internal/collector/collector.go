@@ -74,6 +74,19 @@ type Region struct {
 	// EventBridge lists the rules that deliver to the region's queues and their targets'
 	// dead-letter queues. Nil (or Options.DisableEventBridge): none are read.
 	EventBridge EventBridgeAPI
+
+	// Account is the configured name of the AWS account the clients reach (--account NAME=…);
+	// "" without configured accounts: the ambient credentials' one account, watched as before
+	// accounts existed. Two Regions of one name and two accounts are two scopes
+	// (store.Scope): neither shares the other's sight, failures or queues.
+	Account string
+	// AccountID is the account's id when it is known in advance (a role ARN's); "" otherwise.
+	AccountID string
+	// STS, when set, checks once per Run, before the first listing, which account the
+	// clients' credentials reach (GetCallerIdentity): a role that cannot be assumed fails there
+	// visibly, and an account other than AccountID leaves the scope blind rather than filing its
+	// queues under the wrong account. Nil: not checked.
+	STS STSAPI
 }
 
 // PeekOptions say which queues' messages the collector samples, and how.
@@ -101,8 +114,9 @@ type ToolFields struct {
 
 // Options configure a Collector.
 type Options struct {
-	// Regions to watch. At least one is required; one collector covers them all so that one cost
-	// estimate does.
+	// Regions to watch, each of one account (Region.Account; each pair of account and name
+	// once). At least one is required; one collector covers them all so that one cost estimate
+	// does.
 	Regions []Region
 	// Store receives everything collected. Required.
 	Store *store.Store
@@ -221,10 +235,17 @@ func (o Options) cadences() store.Cadences {
 // cadence returns the cadences the loops run at now.
 func (c *Collector) cadence() store.Cadences { return *c.cadences.Load() }
 
-// region is one watched Region; queues point to it, and per-region state (skipped operations)
-// is keyed by its name.
+// region is one watched Region; queues point to it, and per-region state (sight, skipped
+// operations, tallies) is keyed by its scope, key (store.Scope of its account and name).
 type region struct {
 	Region
+	key string
+	// identity is the outcome of the Run's GetCallerIdentity check (Region.STS), under
+	// Collector.mu: checked once it succeeded, and the account id it found.
+	identity struct {
+		checked bool
+		account string
+	}
 }
 
 // New checks opts, fills in defaults and returns a Collector. It makes no AWS call.
@@ -253,14 +274,15 @@ func New(opts Options) (*Collector, error) {
 	}
 	seen := make(map[string]bool)
 	for _, r := range opts.Regions {
+		key := store.Scope(r.Account, r.Name)
 		if r.Name == "" || r.SQS == nil {
-			return nil, fmt.Errorf("collector: region %q: name and SQS client are required", r.Name)
+			return nil, fmt.Errorf("collector: region %q: name and SQS client are required", key)
 		}
-		if seen[r.Name] {
-			return nil, fmt.Errorf("collector: region %q given twice", r.Name)
+		if seen[key] {
+			return nil, fmt.Errorf("collector: region %q given twice", key)
 		}
-		seen[r.Name] = true
-		c.regions = append(c.regions, &region{Region: r})
+		seen[key] = true
+		c.regions = append(c.regions, &region{Region: r, key: key})
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -357,6 +379,9 @@ func (c *Collector) forget() {
 	c.urls = make(map[urlKey]*watchedQueue)
 	c.skipped = make(skipMemory[opKey])
 	c.recorded = make(failureMemory)
+	for _, r := range c.regions {
+		r.identity.checked, r.identity.account = false, ""
+	}
 	c.mu.Unlock()
 	c.sight.mu.Lock()
 	c.sight.ops = make(map[opKey]*store.OperationStatus)
@@ -407,7 +432,7 @@ func (c *Collector) runCycle(ctx context.Context, kind string, due []*watchedQue
 	defer c.finish(ctx, cy)
 	cy.queues.Store(int64(len(due)))
 	for _, q := range due {
-		cy.cover(q.region.Name, 1)
+		cy.cover(q.region.key, 1)
 	}
 	c.each(ctx, cy, due, func(ctx context.Context, q *watchedQueue) { fn(ctx, cy, q) })
 }

@@ -194,7 +194,7 @@ func (c *Collector) updateCost(ctx context.Context) {
 	}
 	cloudWatch := make(map[*region]bool, len(c.regions))
 	for _, r := range c.regions {
-		_, failing := c.failing(r.Name, opGetMetricData)
+		_, failing := c.failing(r.key, opGetMetricData)
 		cloudWatch[r] = r.CloudWatch != nil && !failing
 	}
 	cfg := CostConfig{
@@ -213,7 +213,9 @@ func (c *Collector) updateCost(ctx context.Context) {
 	sampled := c.sampledDeadLetterARNs()
 	queues := c.watched()
 	cqs := make([]CostQueue, 0, len(queues))
+	accountOf := make([]string, 0, len(queues)) // cqs[i]'s account
 	for _, q := range queues {
+		accountOf = append(accountOf, q.region.Account)
 		cq := CostQueue{DeadLetter: dlqs[q.arn], NoCloudWatch: !cloudWatch[q.region]}
 		kind, peeked := c.peekKind(q, sampled[q.arn])
 		st := q.state()
@@ -232,7 +234,58 @@ func (c *Collector) updateCost(ctx context.Context) {
 		c.log.Info("collector: cadences for the budget", "budget_usd_per_day", c.opts.BudgetUSDPerDay,
 			"estimate_usd_per_day", e.TotalUSDPerDay, "over_budget", over, "freshness", e.Cadences.String())
 	}
+	e.Accounts = c.accountCosts(cfg, e, cqs, accountOf, now)
 	if err := c.store.SetCostEstimate(ctx, e); err != nil {
 		c.warn(ctx, "collector: set cost estimate", "err", err)
 	}
+}
+
+// accountCosts splits the estimate e of cfg by configured account: each account's queues and
+// regions priced at e's cadences. The topology loop's calls, which the collector counts for the
+// whole cycle, are split by the accounts' share of the watched regions. Nil without configured
+// accounts.
+func (c *Collector) accountCosts(cfg CostConfig, e store.CostEstimate, queues []CostQueue, accountOf []string, at time.Time) []store.AccountCost {
+	var names []string
+	regions := map[string]int{}
+	for _, r := range c.regions {
+		if r.Account == "" {
+			continue
+		}
+		if regions[r.Account] == 0 {
+			names = append(names, r.Account)
+		}
+		regions[r.Account]++
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var topologyUSD float64
+	for _, l := range e.Loops {
+		if l.Loop == store.RunTopology {
+			topologyUSD = l.USD
+		}
+	}
+	out := make([]store.AccountCost, 0, len(names))
+	for _, name := range names {
+		var mine []CostQueue
+		for i, q := range queues {
+			if accountOf[i] == name {
+				mine = append(mine, q)
+			}
+		}
+		sub := cfg
+		sub.Cadences = e.Cadences
+		sub.Regions = regions[name]
+		sub.AlarmCallsPerDiscovery, sub.FreeCallsPerDiscovery = 0, 0
+		ae := EstimateCost(sub, mine, at)
+		share := float64(regions[name]) / float64(len(c.regions))
+		out = append(out, store.AccountCost{
+			Account:           name,
+			SQSRequestsPerDay: ae.SQSRequestsPerDay, MetricsPerDay: ae.MetricsPerDay,
+			SQSUSDPerDay:        ae.SQSUSDPerDay,
+			CloudWatchUSDPerDay: ae.CloudWatchUSDPerDay + topologyUSD*share,
+			TotalUSDPerDay:      ae.TotalUSDPerDay + topologyUSD*share,
+		})
+	}
+	return out
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 
 	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awscalls"
@@ -39,7 +41,7 @@ func (c *Collector) Discover(ctx context.Context) error {
 		}
 	}
 	for _, q := range c.watched() {
-		cy.cover(q.region.Name, 1)
+		cy.cover(q.region.key, 1)
 	}
 	if c.adoptDeadLetterQueues(ctx, cy) {
 		changed = true
@@ -56,17 +58,23 @@ func (c *Collector) Discover(ctx context.Context) error {
 // discoverRegion lists the region's selected queues, adopts new ones and marks vanished ones
 // gone. It reports whether the set of watched queues changed.
 func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bool {
-	cy.cover(r.Name, 0)
+	cy.cover(r.key, 0)
+	if !c.checkIdentity(ctx, cy, r) {
+		// Listing with credentials that reach no account, or another one, would file what it
+		// finds under the wrong account: the scope is blind until the check passes.
+		cy.markBlind(r.key)
+		return c.resumeFromStore(ctx, r)
+	}
 	listed, complete := c.listRegion(ctx, cy, r)
 	if ctx.Err() != nil {
 		return false
 	}
 	if !complete {
-		cy.markBlind(r.Name)
+		cy.markBlind(r.key)
 	}
-	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, IncludeGone: true})
+	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, Account: r.Account, IncludeGone: true})
 	if err != nil {
-		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: list stored queues", "region", r.key, "err", err)
 	}
 	changed := c.adoptListed(ctx, cy, r, listed, stored)
 	// A failed listing says nothing about the queues it did not return.
@@ -124,7 +132,7 @@ func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, liste
 		changed = c.resumeStored(ctx, r, resumable) || changed
 	}
 	if err := c.store.TouchQueues(ctx, seen, c.now()); err != nil {
-		c.warn(ctx, "collector: record queues seen", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: record queues seen", "region", r.key, "err", err)
 	}
 	var mu sync.Mutex
 	forEach(ctx, 2*cap(c.budget(cy.kind)), fresh, func(u string) {
@@ -152,11 +160,11 @@ func (c *Collector) recoverURL(ctx context.Context, cy *cycle, u string) {
 func (c *Collector) resumeStored(ctx context.Context, r *region, stored []store.Queue) bool {
 	latest, err := c.store.LatestAttributeSamples(ctx)
 	if err != nil {
-		c.warn(ctx, "collector: load newest depths", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: load newest depths", "region", r.key, "err", err)
 	}
 	samples, err := c.store.LatestSamples(ctx)
 	if err != nil {
-		c.warn(ctx, "collector: load newest samples", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: load newest samples", "region", r.key, "err", err)
 	}
 	changed := false
 	for _, sq := range stored {
@@ -169,7 +177,7 @@ func (c *Collector) resumeStored(ctx context.Context, r *region, stored []store.
 		c.mu.Lock()
 		if _, known := c.queues[sq.ARN]; !known {
 			c.queues[sq.ARN] = q
-			c.urls[urlKey{r.Name, sq.URL}] = q
+			c.urls[urlKey{r.key, sq.URL}] = q
 			changed = true
 		}
 		c.mu.Unlock()
@@ -298,7 +306,7 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 	}
 	fifo := strings.HasSuffix(name, ".fifo") || out.Attributes["FifoQueue"] == "true"
 	id, err := c.store.UpsertQueue(ctx, store.Queue{
-		Region: r.Name, Name: name, URL: u, ARN: arn, FIFO: fifo, FirstSeen: at, LastSeen: at,
+		Region: r.Name, Account: r.Account, Name: name, URL: u, ARN: arn, FIFO: fifo, FirstSeen: at, LastSeen: at,
 	})
 	if err != nil {
 		c.storeFailed(ctx, cy, "UpsertQueue", nil, err)
@@ -324,10 +332,10 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 		return false, nil
 	}
 	c.queues[arn] = q
-	c.urls[urlKey{r.Name, u}] = q
+	c.urls[urlKey{r.key, u}] = q
 	c.mu.Unlock()
 	c.applyAttributes(ctx, cy, q, out.Attributes, at)
-	c.log.Info("collector: watching queue", "queue", name, "region", r.Name, "fifo", fifo)
+	c.log.Info("collector: watching queue", "queue", name, "region", r.key, "fifo", fifo)
 	return true, nil
 }
 
@@ -337,9 +345,9 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 // letting their data age visibly, rather than watching nothing until a discovery succeeds.
 // A queue that vanished meanwhile is marked gone by the next complete listing.
 func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
-	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name})
+	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, Account: r.Account})
 	if err != nil {
-		c.warn(ctx, "collector: list stored queues", "region", r.Name, "err", err)
+		c.warn(ctx, "collector: list stored queues", "region", r.key, "err", err)
 		return false
 	}
 	deadLetter := make(map[string]bool)
@@ -404,11 +412,11 @@ func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from
 		return false
 	}
 	a, err := arn.ParseQueue(target)
-	r := c.regionNamed(a.Region)
+	r := c.regionOf(a.Account, a.Region)
 	if err != nil || r == nil {
 		if c.claimSkip(skipKey{op: "DeadLetterQueueNotWatched", queue: from}, forever) {
 			c.recordError(ctx, cy, opGetQueueURL, from, "DeadLetterQueueNotWatched",
-				safetext.Store("dead-letter queue "+target+" is in a region the collector does not watch", awscalls.MaxMessage))
+				safetext.Store("dead-letter queue "+target+" is in a region or account the collector does not watch", awscalls.MaxMessage))
 		}
 		return false
 	}
@@ -430,7 +438,7 @@ func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from
 // policies the collector never reads. Endpoints without the operation are asked once.
 func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
 	c.each(ctx, cy, c.watched(), func(ctx context.Context, q *watchedQueue) {
-		k := skipKey{region: q.region.Name, op: opListDeadLetterSourceQueues}
+		k := skipKey{region: q.region.key, op: opListDeadLetterSourceQueues}
 		if c.skipping(k) {
 			return
 		}
@@ -511,29 +519,111 @@ func (c *Collector) selected(r *region, name, u string) bool {
 func (c *Collector) byURL(r *region, u string) *watchedQueue {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.urls[urlKey{r.Name, u}]
+	return c.urls[urlKey{r.key, u}]
 }
 
-func (c *Collector) regionNamed(name string) *region {
+// regionByKey returns the watched region of a scope (store.Scope), nil when none is.
+func (c *Collector) regionByKey(key string) *region {
 	for _, r := range c.regions {
-		if r.Name == name {
+		if r.key == key {
 			return r
 		}
 	}
 	return nil
 }
 
+// accountID is the account r's credentials reach, as far as the collector knows: the role's,
+// else what GetCallerIdentity answered; "" when neither says.
+func (c *Collector) accountID(r *region) string {
+	if r.AccountID != "" {
+		return r.AccountID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return r.identity.account
+}
+
+// regionOf returns the watched region of a queue of account in region name: the one whose
+// account is known to be that one, else the only one of that name whose account is not known
+// (a dashboard without configured accounts, or one checked by no GetCallerIdentity yet); nil
+// when none or several could be.
+func (c *Collector) regionOf(account, name string) *region {
+	var unknown []*region
+	for _, r := range c.regions {
+		if r.Name != name {
+			continue
+		}
+		switch id := c.accountID(r); {
+		case id == account:
+			return r
+		case id == "":
+			unknown = append(unknown, r)
+		}
+	}
+	if len(unknown) == 1 {
+		return unknown[0]
+	}
+	return nil
+}
+
 // urlRegion returns the region a queue URL belongs to: the one named in its host
-// (sqs.eu-west-1.amazonaws.com), else the first region (a local endpoint).
+// (sqs.eu-west-1.amazonaws.com) whose account is the URL path's first part, else the first
+// region of that account (a local endpoint), else the first region.
 func (c *Collector) urlRegion(u string) *region {
-	if parsed, err := url.Parse(u); err == nil {
-		for _, label := range strings.Split(parsed.Hostname(), ".") {
-			if r := c.regionNamed(label); r != nil {
-				return r
-			}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return c.regions[0]
+	}
+	account, _, _ := strings.Cut(strings.TrimPrefix(parsed.Path, "/"), "/")
+	for _, label := range strings.Split(parsed.Hostname(), ".") {
+		if r := c.regionOf(account, label); r != nil {
+			return r
+		}
+	}
+	for _, r := range c.regions {
+		if account != "" && c.accountID(r) == account {
+			return r
 		}
 	}
 	return c.regions[0]
+}
+
+// checkIdentity checks, once per Run, which account r's credentials reach (Region.STS): it
+// reports whether the scope may be listed. A failed call (a role that cannot be assumed) is in
+// the sight as any failed call is; an account other than the role's is recorded as a failure of
+// GetCallerIdentity, so that the scope shows blind rather than green.
+func (c *Collector) checkIdentity(ctx context.Context, cy *cycle, r *region) bool {
+	if r.STS == nil {
+		return true
+	}
+	c.mu.Lock()
+	checked := r.identity.checked
+	c.mu.Unlock()
+	if checked {
+		return true
+	}
+	var got string
+	err := c.call(ctx, cy, r, opGetCallerIdentity, nil, func(ctx context.Context) error {
+		out, err := r.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if err != nil {
+			return err
+		}
+		got = aws.ToString(out.Account)
+		if r.AccountID != "" && got != r.AccountID {
+			// Recorded as a failure of the call, as AWS would word one, so that the sight,
+			// the error log and the status page say it the one way they say every failure.
+			return &smithy.GenericAPIError{Code: "WrongAccount", Fault: smithy.FaultClient,
+				Message: fmt.Sprintf("the credentials of account %s reach account %s, not %s", r.Account, got, r.AccountID)}
+		}
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	r.identity.checked, r.identity.account = true, got
+	c.mu.Unlock()
+	return true
 }
 
 func isURL(s string) bool {

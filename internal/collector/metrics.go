@@ -130,7 +130,7 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 		if r.CloudWatch == nil {
 			continue
 		}
-		cy.cover(r.Name, 0)
+		cy.cover(r.key, 0)
 		var regular, backfill []metricQuery
 		add := func(q *watchedQueue, metrics []string, start time.Time) {
 			// Asking for no complete minute would still be billed.
@@ -167,7 +167,7 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 		for _, mq := range regular {
 			asked[mq.queue] = true
 		}
-		cy.cover(r.Name, len(asked))
+		cy.cover(r.key, len(asked))
 		failed := make(map[*watchedQueue]bool)
 		for batch := range slices.Chunk(regular, maxQueriesPerCall) {
 			n, err := c.getMetricData(ctx, cy, r, batch, end)
@@ -176,7 +176,7 @@ func (c *Collector) CycleMetrics(ctx context.Context) error {
 				for _, mq := range batch {
 					if !failed[mq.queue] {
 						failed[mq.queue] = true
-						cy.queueFailed(r.Name)
+						cy.queueFailed(r.key)
 					}
 				}
 			}

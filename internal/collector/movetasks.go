@@ -40,7 +40,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 		if !dlqs[q.arn] && !hot[q.id] {
 			continue
 		}
-		if c.skipping(skipKey{region: q.region.Name, op: opListMessageMoveTasks, queue: q}) {
+		if c.skipping(skipKey{region: q.region.key, op: opListMessageMoveTasks, queue: q}) {
 			continue
 		}
 		st := q.state()
@@ -61,7 +61,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 
 func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueue) {
 	q.setMovePolledAt(c.now())
-	k := skipKey{region: q.region.Name, op: opListMessageMoveTasks, queue: q}
+	k := skipKey{region: q.region.key, op: opListMessageMoveTasks, queue: q}
 	var out *sqs.ListMessageMoveTasksOutput
 	err := c.call(ctx, cy, q.region, opListMessageMoveTasks, q, func(ctx context.Context) error {
 		var err error
@@ -72,7 +72,7 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 		return err
 	}, c.recordOnce(k))
 	if err != nil {
-		cy.queueFailed(q.region.Name)
+		cy.queueFailed(q.region.key)
 		if awscalls.QueueMissing(err) {
 			c.markGone(ctx, q)
 		}

@@ -249,7 +249,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages,
 		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	if err != nil {
-		cy.queueFailed(q.region.Name)
+		cy.queueFailed(q.region.key)
 		return
 	}
 	approx := attrInt(attrs, "ApproximateNumberOfMessages")
@@ -273,7 +273,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	switch {
 	case pass.err != nil:
 		sample.Error = safeMessage(pass.err)
-		cy.queueFailed(q.region.Name)
+		cy.queueFailed(q.region.key)
 	case pass.stopped != "":
 		sample.Error = pass.stopped
 	}

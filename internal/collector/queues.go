@@ -403,8 +403,8 @@ func (c *Collector) watched() []*watchedQueue {
 	}
 	c.mu.Unlock()
 	slices.SortFunc(qs, func(a, b *watchedQueue) int {
-		if a.region.Name != b.region.Name {
-			return strings.Compare(a.region.Name, b.region.Name)
+		if a.region.key != b.region.key {
+			return strings.Compare(a.region.key, b.region.key)
 		}
 		return strings.Compare(a.name, b.name)
 	})
@@ -437,7 +437,7 @@ func (c *Collector) markGone(ctx context.Context, q *watchedQueue) {
 	c.mu.Lock()
 	_, watched := c.queues[q.arn]
 	delete(c.queues, q.arn)
-	delete(c.urls, urlKey{q.region.Name, q.url})
+	delete(c.urls, urlKey{q.region.key, q.url})
 	c.mu.Unlock()
 	if watched {
 		c.storeGone(ctx, q)
@@ -449,7 +449,7 @@ func (c *Collector) storeGone(ctx context.Context, q *watchedQueue) {
 	if err := c.store.MarkQueueGone(ctx, q.id, c.now()); err != nil {
 		c.warn(ctx, "collector: mark queue gone", "queue", q.name, "err", err)
 	}
-	c.log.Info("collector: queue gone", "queue", q.name, "region", q.region.Name)
+	c.log.Info("collector: queue gone", "queue", q.name, "region", q.region.key)
 	c.pub.Publish(events.Event{Kind: events.QueuesChanged, QueueID: q.id, At: c.now()})
 }
 

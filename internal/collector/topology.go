@@ -46,7 +46,7 @@ func (c *Collector) CycleTopology(ctx context.Context) error {
 	queues := c.watched()
 	cy.queues.Store(int64(len(queues)))
 	for _, r := range c.regions {
-		cy.cover(r.Name, 0)
+		cy.cover(r.key, 0)
 	}
 	var calls topologyCalls
 	var mu sync.Mutex
@@ -114,7 +114,7 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 	timeouts := make(map[functionKey]timeout)
 	for _, mappings := range listed {
 		for _, m := range mappings {
-			timeouts[functionKey{c.regionNamed(m.Region), m.FunctionARN}] = timeout{}
+			timeouts[functionKey{c.regionByKey(m.Region), m.FunctionARN}] = timeout{}
 		}
 	}
 	keys := slices.Collect(maps.Keys(timeouts))
@@ -142,7 +142,7 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 // call failed, so that what is stored stays.
 func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue, count func(alarms, free int)) ([]store.EventSourceMapping, bool) {
 	r := q.region
-	k := skipKey{region: r.Name, op: opListEventSourceMappings}
+	k := skipKey{region: r.key, op: opListEventSourceMappings}
 	if c.skipping(k) {
 		return nil, false
 	}
@@ -165,7 +165,7 @@ func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue
 		for _, m := range out.EventSourceMappings {
 			mapping := store.EventSourceMapping{
 				UUID:                  safetext.Store(aws.ToString(m.UUID), 128),
-				Region:                r.Name,
+				Region:                r.key,
 				QueueARN:              q.arn,
 				FunctionARN:           safetext.Store(aws.ToString(m.FunctionArn), 256),
 				State:                 safetext.Store(aws.ToString(m.State), 64),
@@ -197,7 +197,7 @@ func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue
 
 // functionTimeout reads a function's timeout in seconds, or says why it could not.
 func (c *Collector) functionTimeout(ctx context.Context, cy *cycle, r *region, functionARN string, count func(alarms, free int)) (int, string) {
-	k := skipKey{region: r.Name, op: opGetFunctionConfiguration}
+	k := skipKey{region: r.key, op: opGetFunctionConfiguration}
 	if c.skipping(k) {
 		return 0, "GetFunctionConfiguration is not called for now: it was refused (see the status page)"
 	}
@@ -224,11 +224,11 @@ func (c *Collector) readEventBridge(ctx context.Context, cy *cycle, r *region, c
 	if !complete || ctx.Err() != nil {
 		return false
 	}
-	if err := c.store.ReplaceEventBridgeTargets(ctx, r.Name, targets); err != nil {
+	if err := c.store.ReplaceEventBridgeTargets(ctx, r.key, targets); err != nil {
 		c.storeFailed(ctx, cy, "ReplaceEventBridgeTargets", nil, err)
 		return false
 	}
-	c.setEventBridgeDLQs(r.Name, targets)
+	c.setEventBridgeDLQs(r.key, targets)
 	for _, t := range targets {
 		c.mu.Lock()
 		target := c.queues[t.TargetARN]
@@ -329,7 +329,7 @@ func (c *Collector) listTargets(ctx context.Context, cy *cycle, r *region, bus e
 		}
 		for _, t := range page.Targets {
 			target := store.EventBridgeTarget{
-				Region:           r.Name,
+				Region:           r.key,
 				BusName:          safetext.Store(aws.ToString(bus.Name), 256),
 				BusARN:           safetext.Store(aws.ToString(bus.Arn), 512),
 				RuleName:         safetext.Store(aws.ToString(rule.Name), 256),
@@ -364,7 +364,7 @@ func (c *Collector) listTargets(ctx context.Context, cy *cycle, r *region, bus e
 // ebCall makes one EventBridge listing call, an optional operation: a denial is recorded once
 // and the operation left alone for a while, like the other optional listings.
 func (c *Collector) ebCall(ctx context.Context, cy *cycle, r *region, op string, count func(alarms, free int), fn func(context.Context) error) bool {
-	k := skipKey{region: r.Name, op: op}
+	k := skipKey{region: r.key, op: op}
 	if c.skipping(k) {
 		return false
 	}
@@ -427,7 +427,7 @@ func (c *Collector) sampledDeadLetterARNs() map[string]bool {
 // readAlarms pages through DescribeAlarms (metric alarms) and stores those on AWS/SQS metrics,
 // one row per queue and metric they watch. It reports whether a complete reading was stored.
 func (c *Collector) readAlarms(ctx context.Context, cy *cycle, r *region, count func(alarms, free int)) bool {
-	k := skipKey{region: r.Name, op: opDescribeAlarms}
+	k := skipKey{region: r.key, op: opDescribeAlarms}
 	if c.skipping(k) {
 		return false
 	}
@@ -456,7 +456,7 @@ func (c *Collector) readAlarms(ctx context.Context, cy *cycle, r *region, count 
 		}
 		in.NextToken = out.NextToken
 	}
-	if err := c.store.ReplaceQueueAlarms(ctx, r.Name, alarms); err != nil {
+	if err := c.store.ReplaceQueueAlarms(ctx, r.key, alarms); err != nil {
 		c.storeFailed(ctx, cy, "ReplaceQueueAlarms", nil, err)
 		return false
 	}

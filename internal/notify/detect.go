@@ -113,7 +113,7 @@ func (s *Service) Check(ctx context.Context) ([]views.Alert, error) {
 		seen[q.ID] = true
 		// While toolq cannot see a region, or its data is stale, what the queues look like is
 		// not news: the region's alert says it.
-		current := !blind[q.Region] && !ov.Freshness.Stale
+		current := !blind[q.Scope] && !ov.Freshness.Stale
 		if err := d.queue(q, current); err != nil {
 			return nil, err
 		}

@@ -293,3 +293,16 @@ func (s *Server) messageQuery(c echo.Context, toolKey string) (views.MessageQuer
 	}
 	return q, nil
 }
+
+// scopeParams returns the ?account= (a configured name or an account id) and ?region= filters
+// of the overview and the queue list, for the API and the pages alike; "" keeps every account or
+// region.
+func scopeParams(c echo.Context) (account, region string, err error) {
+	if account, err = textParam(c, "account", 64); err != nil {
+		return "", "", err
+	}
+	if region, err = textParam(c, "region", 32); err != nil {
+		return "", "", err
+	}
+	return account, region, nil
+}

@@ -19,9 +19,13 @@ type queueList struct {
 	Queues []views.QueueSummary `json:"queues"`
 }
 
-// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true&misconfigured=true.
+// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true&misconfigured=true&account=&region=.
 func (s *Server) listQueues(c echo.Context) error {
 	var q views.QueueQuery
+	var err error
+	if q.Account, q.Region, err = scopeParams(c); err != nil {
+		return err
+	}
 	if h := c.QueryParam("health"); h != "" {
 		for _, status := range strings.Split(h, ",") {
 			switch status := views.HealthStatus(strings.TrimSpace(status)); status {

@@ -18,11 +18,15 @@ import (
 	"github.com/toolq/toolq/web/templates"
 )
 
-// overviewPage answers GET /?q=&misconfigured=1&sort=&dir=: every queue, filtered (by name, and to
-// those the advisor found something on) and sorted on the server so that the links work without
+// overviewPage answers GET /?q=&misconfigured=1&account=&region=&sort=&dir=: every queue, filtered
+// (by name, to those the advisor found something on, to one account and one region) and sorted on the server so that the links work without
 // JavaScript; an HTMX request gets the table alone.
 func (s *Server) overviewPage(c echo.Context) error {
 	q, err := textParam(c, "q", 200)
+	if err != nil {
+		return err
+	}
+	account, region, err := scopeParams(c)
 	if err != nil {
 		return err
 	}
@@ -35,11 +39,13 @@ func (s *Server) overviewPage(c echo.Context) error {
 	p := templates.OverviewProps{
 		Page:          s.page(c, "Queues", "overview", live.Overview().String()),
 		Overview:      ov,
-		Rows:          overviewRows(ov.Queues, q, misconfigured, sortKey, dir),
+		Rows:          overviewRows(ov.Queues, q, misconfigured, account, region, sortKey, dir),
 		Sort:          sortKey,
 		Dir:           dir,
 		Query:         q,
 		Misconfigured: misconfigured,
+		Account:       account,
+		Region:        region,
 	}
 	p.Freshness = ov.Freshness
 	p.TopicInside = true // the table opens the websocket with its filter and sort
@@ -65,14 +71,17 @@ func sortParams(c echo.Context) (key, dir string) {
 	return key, dir
 }
 
-// overviewRows filters queues by a name fragment (and to the misconfigured ones) and sorts them
-// by a column; the "health" order is the views' own (unhealthy first, then by name), kept as it
-// comes.
-func overviewRows(queues []views.QueueSummary, q string, misconfigured bool, key, dir string) []templates.OverviewRow {
+// overviewRows filters queues by a name fragment (and to the misconfigured ones, to one account
+// and one region) and sorts them by a column; the "health" order is the views' own (unhealthy
+// first, then by account, region and name), kept as it comes.
+func overviewRows(queues []views.QueueSummary, q string, misconfigured bool, account, region, key, dir string) []templates.OverviewRow {
 	needle := strings.ToLower(q)
 	rows := make([]templates.OverviewRow, 0, len(queues))
 	for _, qs := range queues {
 		if needle != "" && !strings.Contains(strings.ToLower(qs.Name), needle) {
+			continue
+		}
+		if !qs.InScope(account, region) {
 			continue
 		}
 		if misconfigured && !qs.Misconfigured() {
@@ -155,7 +164,9 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		sortKey, dir = "health", "asc"
 	}
 	q, misconfigured := query.Get("q"), query.Get("misconfigured") == "1"
-	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, sortKey, dir), Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured}
+	account, region := query.Get("account"), query.Get("region")
+	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, account, region, sortKey, dir),
+		Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured, Account: account, Region: region}
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()

@@ -12,7 +12,7 @@ import (
 )
 
 const queueColumns = `id, arn, region, name, url, fifo, first_seen, last_seen, gone_at, attributes,
-	attributes_at, dlq_target_arn, max_receive_count, listed_sources, peek_enabled, backfilled_at, peek_paused`
+	attributes_at, dlq_target_arn, max_receive_count, listed_sources, peek_enabled, backfilled_at, peek_paused, account`
 
 // scanQueue reads one row of queueColumns. SourceARNs holds only the listed sources; callers add
 // the queues whose RedrivePolicy names this one.
@@ -24,9 +24,12 @@ func (s *Store) scanQueue(r rowScanner) (Queue, error) {
 		attrs, listed                                      string
 	)
 	err := r.Scan(&q.ID, &q.ARN, &q.Region, &q.Name, &q.URL, &fifo, &firstSeen, &lastSeen, &goneAt,
-		&attrs, &attrsAt, &q.DeadLetterTargetARN, &q.MaxReceiveCount, &listed, &peek, &backfilledAt, &q.PeekPaused)
+		&attrs, &attrsAt, &q.DeadLetterTargetARN, &q.MaxReceiveCount, &listed, &peek, &backfilledAt, &q.PeekPaused, &q.Account)
 	if err != nil {
 		return Queue{}, err
+	}
+	if a, err := arn.ParseQueue(q.ARN); err == nil {
+		q.AccountID = a.Account
 	}
 	q.FIFO, q.PeekEnabled = fifo, peek
 	q.FirstSeen, q.LastSeen, q.GoneAt = fromMS(firstSeen), fromMS(lastSeen), fromMS(goneAt)
@@ -40,7 +43,7 @@ func (s *Store) scanQueue(r rowScanner) (Queue, error) {
 	return q, nil
 }
 
-// UpsertQueue inserts or updates a queue by ARN (name, URL, region, FIFO, LastSeen; clears GoneAt;
+// UpsertQueue inserts or updates a queue by ARN (name, URL, region, account, FIFO, LastSeen; clears GoneAt;
 // sets FirstSeen on insert) and returns its id. It leaves attributes, redrive and peek fields alone.
 func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
 	defer s.gen.queues.Add(1)
@@ -60,13 +63,13 @@ func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
 	}
 	var id int64
 	err := s.wdb.QueryRowContext(ctx, `
-		INSERT INTO queues (arn, region, name, url, fifo, first_seen, last_seen)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+		INSERT INTO queues (arn, region, account, name, url, fifo, first_seen, last_seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (arn) DO UPDATE SET
-			region = excluded.region, name = excluded.name, url = excluded.url,
+			region = excluded.region, account = excluded.account, name = excluded.name, url = excluded.url,
 			fifo = excluded.fifo, last_seen = excluded.last_seen, gone_at = 0
 		RETURNING id`,
-		q.ARN, q.Region, q.Name, q.URL, q.FIFO, ms(firstSeen), ms(lastSeen)).Scan(&id)
+		q.ARN, q.Region, q.Account, q.Name, q.URL, q.FIFO, ms(firstSeen), ms(lastSeen)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: upsert queue %q: %w", q.ARN, err)
 	}
@@ -176,6 +179,8 @@ func (s *Store) updateQueue(ctx context.Context, what string, queueID int64, set
 type QueueFilter struct {
 	IncludeGone bool
 	Region      string // empty: all
+	// Account is the configured account name (Queue.Account); empty: all.
+	Account string
 }
 
 // ListQueues returns queues ordered by name, with SourceARNs filled in. Until a queue changes it
@@ -189,6 +194,10 @@ func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) 
 	if f.Region != "" {
 		query += " AND region = ?"
 		args = append(args, f.Region)
+	}
+	if f.Account != "" {
+		query += " AND account = ?"
+		args = append(args, f.Account)
 	}
 	query += " ORDER BY name, region, arn"
 	qs, err := s.cachedQueues(ctx, f, func() ([]Queue, error) { return s.queryQueues(ctx, query, args...) })

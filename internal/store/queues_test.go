@@ -228,3 +228,53 @@ func TestAttributeSeries(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuesOfTwoAccounts: a name in two accounts of one region is two queues, each with its
+// account's name and id; the account filter keeps one account's; the name alone is ambiguous,
+// each ARN is not; a queue seen again under another name moves to it.
+func TestQueuesOfTwoAccounts(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		ids := map[string]int64{}
+		for _, q := range []Queue{
+			{Region: "us-east-1", Account: "agents", Name: "tool-calls", ARN: "arn:aws:sqs:us-east-1:000000000000:tool-calls", LastSeen: t0},
+			{Region: "us-east-1", Account: "tools-prod", Name: "tool-calls", ARN: "arn:aws:sqs:us-east-1:111111111111:tool-calls", LastSeen: t0},
+			{Region: "us-east-1", Account: "tools-prod", Name: "prod-only", ARN: "arn:aws:sqs:us-east-1:111111111111:prod-only", LastSeen: t0},
+		} {
+			id, err := s.UpsertQueue(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[q.ARN] = id
+		}
+		prod, err := s.ListQueues(ctx, QueueFilter{Region: "us-east-1", Account: "tools-prod"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, q := range prod {
+			got = append(got, q.Account+"/"+q.AccountID+"/"+q.Name+"/"+q.Scope())
+		}
+		if want := []string{"tools-prod/111111111111/prod-only/tools-prod/us-east-1", "tools-prod/111111111111/tool-calls/tools-prod/us-east-1"}; !slices.Equal(got, want) {
+			t.Errorf("tools-prod's queues = %v; want %v", got, want)
+		}
+		if _, err := s.ResolveQueue(ctx, "tool-calls"); !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("ResolveQueue(tool-calls) error = %v; want ErrAmbiguous", err)
+		}
+		q, err := s.ResolveQueue(ctx, "arn:aws:sqs:us-east-1:111111111111:tool-calls")
+		if err != nil || q.ID != ids["arn:aws:sqs:us-east-1:111111111111:tool-calls"] || q.Account != "tools-prod" || q.AccountID != "111111111111" {
+			t.Errorf("ResolveQueue(prod's ARN) = %+v, %v", q, err)
+		}
+		// Renamed in the configuration: the next discovery files it under the new name.
+		if _, err := s.UpsertQueue(ctx, Queue{Region: "us-east-1", Account: "prod", Name: "prod-only", ARN: "arn:aws:sqs:us-east-1:111111111111:prod-only", LastSeen: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if q, err := s.GetQueue(ctx, ids["arn:aws:sqs:us-east-1:111111111111:prod-only"]); err != nil || q.Account != "prod" {
+			t.Errorf("renamed account: %+v, %v", q, err)
+		}
+		if Scope("", "us-east-1") != "us-east-1" || Scope("prod", "us-east-1") != "prod/us-east-1" {
+			t.Errorf("Scope = %q, %q", Scope("", "us-east-1"), Scope("prod", "us-east-1"))
+		}
+	})
+}

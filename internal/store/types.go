@@ -19,8 +19,12 @@ var ErrConflict = errors.New("store: conflict")
 // Queue is one watched SQS queue as the collector last saw it. Rows are never deleted: a queue
 // that disappears from ListQueues gets GoneAt set and keeps its history.
 type Queue struct {
-	ID        int64
-	Region    string
+	ID     int64
+	Region string
+	// Account is the configured name of the account the queue is watched through (--account
+	// NAME=…), "" without configured accounts; AccountID is its ARN's twelve digits.
+	Account   string
+	AccountID string
 	Name      string
 	URL       string
 	ARN       string
@@ -247,7 +251,24 @@ type CollectorError struct {
 	At        time.Time
 }
 
-// OperationStatus is what the collector last learned of one AWS operation in one region.
+// Scope is the key of what the collector sees and replaces per (account, region): its sight
+// (OperationStatus.Region, LoopStatus.Region), the topology it reads region by region (the
+// Region of EventBridge targets, alarms and mappings) and the actions' clients. It is the bare
+// region without configured accounts (account ""), as before accounts existed, and
+// ACCOUNT/REGION for a configured account, so that two accounts in one region share neither
+// their sight nor their failures.
+func Scope(account, region string) string {
+	if account == "" {
+		return region
+	}
+	return account + "/" + region
+}
+
+// Scope is the queue's sight scope (see Scope).
+func (q Queue) Scope() string { return Scope(q.Account, q.Region) }
+
+// OperationStatus is what the collector last learned of one AWS operation in one scope (see
+// Scope: a region, or an account's region).
 type OperationStatus struct {
 	Region         string
 	Operation      string // "GetQueueAttributes", ...
@@ -298,6 +319,20 @@ type CostEstimate struct {
 	// without one; OverBudget says that even the slowest cadences cost more.
 	BudgetUSDPerDay float64
 	OverBudget      bool
+	// Accounts is the same estimate split by configured account (--account), in the order the
+	// accounts were configured; empty without configured accounts.
+	Accounts []AccountCost `json:",omitempty"`
+}
+
+// AccountCost is the part of a CostEstimate that one configured account's queues and regions
+// cost, at the same cadences.
+type AccountCost struct {
+	Account             string
+	SQSRequestsPerDay   float64
+	MetricsPerDay       float64
+	SQSUSDPerDay        float64
+	CloudWatchUSDPerDay float64
+	TotalUSDPerDay      float64
 }
 
 // String says what freshness the cadences buy, in one line for the log and the pages.

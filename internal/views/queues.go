@@ -171,6 +171,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		ARN:               q.ARN,
 		URL:               q.URL,
 		Region:            q.Region,
+		Account:           AccountName(q.Account),
+		AccountID:         q.AccountID,
+		Scope:             q.Scope(),
 		FIFO:              q.FIFO,
 		IsDeadLetterQueue: deadLetter(q),
 		SourceQueues:      []string{},
@@ -206,7 +209,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		sum.OldestMessageAgeSeconds, sum.OldestMessageAgeSource, sum.OldestMessageAgeAt = &age, source, timePtr(at)
 	}
 	sum.Tier = q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != ""
-	f.CloudWatchExpected, f.CloudWatchFailure = snap.sight.cloudWatch(q.Region)
+	f.CloudWatchExpected, f.CloudWatchFailure = snap.sight.cloudWatch(q.Scope())
 	if q.MaxReceiveCount > 0 {
 		n := q.MaxReceiveCount
 		sum.MaxReceiveCount = &n
@@ -291,13 +294,15 @@ func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary
 	return out, nil
 }
 
-// sortSummaries puts unhealthy queues first (critical, then warning), then orders by name.
+// sortSummaries puts unhealthy queues first (critical, then warning), then groups them by
+// account and region and orders them by name.
 func sortSummaries(qs []QueueSummary) {
 	slices.SortStableFunc(qs, func(a, b QueueSummary) int {
 		return cmp.Or(
 			cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)),
-			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Account, b.Account),
 			cmp.Compare(a.Region, b.Region),
+			cmp.Compare(a.Name, b.Name),
 			cmp.Compare(a.ARN, b.ARN),
 		)
 	})
@@ -318,10 +323,51 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	if ov.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Overview{}, err
 	}
+	ov.Scopes = scopes(qs, ov.Freshness.Blind)
 	if ov.Cost, err = s.cost(ctx); err != nil {
 		return Overview{}, err
 	}
 	return ov, nil
+}
+
+// AccountName is how the pages and the API name a queue's account: its configured name, or
+// "default" without configured accounts.
+func AccountName(configured string) string { return cmp.Or(configured, DefaultAccount) }
+
+// DefaultAccount names the one account of a dashboard configured without accounts.
+const DefaultAccount = "default"
+
+// InScope reports whether a queue is of account (its name or id; "" any) and region ("" any).
+func (q QueueSummary) InScope(account, region string) bool {
+	return (account == "" || account == q.Account || account == q.AccountID) && (region == "" || region == q.Region)
+}
+
+// scopes groups the live queues by account and region, in that order.
+func scopes(qs []QueueSummary, blind []string) []ScopeSummary {
+	out := []ScopeSummary{}
+	at := map[string]int{}
+	for _, q := range qs {
+		if q.Gone {
+			continue
+		}
+		i, ok := at[q.Scope]
+		if !ok {
+			i = len(out)
+			at[q.Scope] = i
+			out = append(out, ScopeSummary{Account: q.Account, AccountID: q.AccountID, Region: q.Region, Blind: slices.Contains(blind, q.Scope)})
+		}
+		out[i].Queues++
+		switch q.Health.Status {
+		case HealthCritical:
+			out[i].Critical++
+		case HealthWarning:
+			out[i].Warning++
+		}
+	}
+	slices.SortFunc(out, func(a, b ScopeSummary) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Region, b.Region))
+	})
+	return out
 }
 
 // totals sums the rows; the depths of gone queues are history and are left out.
@@ -356,7 +402,7 @@ func totals(qs []QueueSummary) Totals {
 func (s *Service) cost(ctx context.Context) (Cost, error) {
 	c, err := s.store.GetCostEstimate(ctx)
 	if errors.Is(err, store.ErrNotFound) {
-		return Cost{Loops: []LoopCost{}}, nil
+		return Cost{Loops: []LoopCost{}, Accounts: []AccountCost{}}, nil
 	}
 	if err != nil {
 		return Cost{}, fmt.Errorf("views: %w", err)
@@ -371,6 +417,7 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 		FreeRequestsPerDay:  c.FreeRequestsPerDay,
 		At:                  timePtr(c.At),
 		Loops:               []LoopCost{},
+		Accounts:            []AccountCost{},
 		BudgetUSDPerDay:     c.BudgetUSDPerDay,
 		OverBudget:          c.OverBudget,
 	}
@@ -379,6 +426,10 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 	}
 	for _, l := range c.Loops {
 		out.Loops = append(out.Loops, LoopCost{Loop: l.Loop, USDPerDay: l.USD, SQSRequestsPerDay: l.SQSRequests, MetricsPerDay: l.Metrics})
+	}
+	for _, a := range c.Accounts {
+		out.Accounts = append(out.Accounts, AccountCost{Account: a.Account, TotalUSDPerDay: a.TotalUSDPerDay, SQSUSDPerDay: a.SQSUSDPerDay,
+			CloudWatchUSDPerDay: a.CloudWatchUSDPerDay, SQSRequestsPerDay: a.SQSRequestsPerDay, MetricsPerDay: a.MetricsPerDay})
 	}
 	return out, nil
 }
@@ -402,6 +453,9 @@ func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, err
 			continue
 		}
 		if len(q.Health) > 0 && !slices.Contains(q.Health, sum.Health.Status) {
+			continue
+		}
+		if !sum.InScope(q.Account, q.Region) {
 			continue
 		}
 		out = append(out, sum)
@@ -470,22 +524,22 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 	}
 	d.DeadLetterChain = deadLetterChain(snap, q)
 	d.Consumers = consumersOf(snap.topology.mappings[q.ARN])
-	d.ConsumersProblem = snap.sight.consumersProblem(q.Region)
+	d.ConsumersProblem = snap.sight.consumersProblem(q.Scope())
 	d.FedBy = feedsOf(snap, snap.topology.feeds[q.ARN])
 	d.DeadLetterOfTargets = feedsOf(snap, snap.topology.failures[q.ARN])
 	d.Alarms = alarmsOf(snap.topology.queueAlarms(q))
 	d.AdviceGaps = []AdviceGap{}
 	for _, g := range snap.sight.adviceGaps() {
-		if g.Region == q.Region {
+		if g.Region == q.Scope() {
 			d.AdviceGaps = append(d.AdviceGaps, g)
 		}
 	}
 	if q.IsEventBridgeDeadLetterQueue() {
 		d.RedriveUnavailable = eventBridgeNoRedrive
 	}
-	if expected, failure := snap.sight.cloudWatch(q.Region); expected && failure != nil {
+	if expected, failure := snap.sight.cloudWatch(q.Scope()); expected && failure != nil {
 		d.MetricsProblem = fmt.Sprintf("CloudWatch metrics of %s are missing (%s): GetMetricData fails in %s with %s since %s",
-			q.Name, strings.Join(cloudWatchMetrics(q.FIFO), ", "), q.Region, safetext.Line(failure.FailureCode, 64), sinceText(failure.LastSuccessAt))
+			q.Name, strings.Join(cloudWatchMetrics(q.FIFO), ", "), q.Scope(), safetext.Line(failure.FailureCode, 64), sinceText(failure.LastSuccessAt))
 	}
 	return d, nil
 }

@@ -162,7 +162,7 @@ func (f sightFacts) problems() []SightProblem {
 	out := []SightProblem{}
 	for _, region := range f.regions {
 		if l, ok := f.loop(region, store.RunDiscovery); ok && !succeeded(l) {
-			p := f.problem(region, true, "cannot list its queues", "ListQueues", "GetQueueUrl")
+			p := f.problem(region, true, "cannot list its queues", "GetCallerIdentity", "ListQueues", "GetQueueUrl")
 			out = append(out, p)
 		}
 		if l, ok := f.loop(region, store.RunAttributes); ok && l.FailedQueues > 0 {

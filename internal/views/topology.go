@@ -150,7 +150,7 @@ func (s *Service) readTopology(ctx context.Context) (topology, error) {
 
 // queueAlarms returns the alarms on q's metrics.
 func (t topology) queueAlarms(q store.Queue) []store.QueueAlarm {
-	return t.alarms[[2]string{q.Region, q.Name}]
+	return t.alarms[[2]string{q.Scope(), q.Name}]
 }
 
 // adviceFacts gathers one queue's facts for the advisor: from the snapshot, plus the few reads
@@ -159,7 +159,7 @@ func (t topology) queueAlarms(q store.Queue) []store.QueueAlarm {
 func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue, groups []store.GroupBacklog) (adviceFacts, error) {
 	f := adviceFacts{
 		Now: snap.now, Queue: q, Mappings: snap.topology.mappings[q.ARN], Feeds: snap.topology.feeds[q.ARN],
-		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Region, "DescribeAlarms"), Groups: groups,
+		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Scope(), "DescribeAlarms"), Groups: groups,
 	}
 	if a, ok := snap.latest[q.ID]; ok {
 		f.Latest = &a

@@ -61,11 +61,17 @@ type QueueSummary struct {
 	ID int64 `json:"-"`
 	// Ref is how links name the queue: its name, or its ARN when queues of several regions or
 	// accounts share the name.
-	Ref      string `json:"-"`
-	Name     string `json:"name"`
-	ARN      string `json:"arn"`
-	URL      string `json:"url"`
-	Region   string `json:"region"`
+	Ref    string `json:"-"`
+	Name   string `json:"name"`
+	ARN    string `json:"arn"`
+	URL    string `json:"url"`
+	Region string `json:"region"`
+	// Account is the configured name of the queue's AWS account (--account NAME=…), or
+	// "default" for a dashboard configured without accounts; AccountID its twelve digits.
+	Account   string `json:"account"`
+	AccountID string `json:"accountId"`
+	// Scope keys what toolq sees per account and region (store.Scope): the sight's region.
+	Scope    string `json:"-"`
 	FIFO     bool   `json:"fifo"`
 	Visible  int64  `json:"visible"`
 	InFlight int64  `json:"inFlight"`
@@ -429,6 +435,19 @@ type Cost struct {
 	Freshness       string  `json:"freshness,omitempty"`
 	BudgetUSDPerDay float64 `json:"budgetUsdPerDay,omitempty"`
 	OverBudget      bool    `json:"overBudget,omitempty"`
+	// Accounts is the estimate split by configured account, in their order; never nil, empty
+	// without configured accounts.
+	Accounts []AccountCost `json:"accounts"`
+}
+
+// AccountCost is what one configured account's queues and regions cost a day.
+type AccountCost struct {
+	Account             string  `json:"account"`
+	TotalUSDPerDay      float64 `json:"totalUsdPerDay"`
+	SQSUSDPerDay        float64 `json:"sqsUsdPerDay"`
+	CloudWatchUSDPerDay float64 `json:"cloudWatchUsdPerDay"`
+	SQSRequestsPerDay   float64 `json:"sqsRequestsPerDay"`
+	MetricsPerDay       float64 `json:"metricsPerDay"`
 }
 
 // LoopCost is what one collector loop costs a day.
@@ -439,7 +458,7 @@ type LoopCost struct {
 	MetricsPerDay     float64 `json:"metricsPerDay"`
 }
 
-// Overview is the overview page: every queue, unhealthy first, then by name.
+// Overview is the overview page: every queue, unhealthy first, then by account, region and name.
 type Overview struct {
 	Queues    []QueueSummary `json:"queues"`
 	Totals    Totals         `json:"totals"`
@@ -447,6 +466,20 @@ type Overview struct {
 	Cost      Cost           `json:"cost"`
 	// Sight is what toolq could not read in its last cycles, worst first; never nil.
 	Sight []SightProblem `json:"sight"`
+	// Scopes are the queues grouped by account and region, in that order; never nil.
+	Scopes []ScopeSummary `json:"scopes"`
+}
+
+// ScopeSummary is one account's region on the overview: how many queues, how many unhealthy.
+type ScopeSummary struct {
+	Account   string `json:"account"`
+	AccountID string `json:"accountId"`
+	Region    string `json:"region"`
+	Queues    int    `json:"queues"`
+	Critical  int    `json:"critical"`
+	Warning   int    `json:"warning"`
+	// Blind: toolq cannot see this account's region (see Freshness.Blind).
+	Blind bool `json:"blind"`
 }
 
 // SightProblem is something toolq could not read in its last cycle in one region.
@@ -493,6 +526,9 @@ type DLQDepth struct {
 type QueueQuery struct {
 	Health  []HealthStatus
 	DLQOnly bool
+	// Account keeps the queues of one account, by name or id; Region those of one region.
+	// Empty: all.
+	Account, Region string
 	// Misconfigured keeps the queues the advisor found something on.
 	Misconfigured bool
 }

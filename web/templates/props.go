@@ -161,6 +161,47 @@ type OverviewProps struct {
 	Query    string        // the filter
 	// Misconfigured keeps only the queues the advisor found something on.
 	Misconfigured bool
+	// Account and Region keep the queues of one account (name or id) and one region; "": all.
+	Account, Region string
+}
+
+// ScopeURL returns the overview's link to one account's region ("" and "": all), the other
+// filters and the sort kept.
+func (p OverviewProps) ScopeURL(account, region string) string {
+	v := p.View()
+	v.Del("account")
+	v.Del("region")
+	if account != "" {
+		v.Set("account", account)
+	}
+	if region != "" {
+		v.Set("region", region)
+	}
+	return p.Nav.URL("/", v)
+}
+
+// ScopeCounts says what one account's region holds: "9 queues, 2 warning, not seen".
+func ScopeCounts(sc views.ScopeSummary) string {
+	out := strconv.Itoa(sc.Queues) + " queues"
+	if sc.Critical > 0 {
+		out += ", " + strconv.Itoa(sc.Critical) + " critical"
+	}
+	if sc.Warning > 0 {
+		out += ", " + strconv.Itoa(sc.Warning) + " warning"
+	}
+	if sc.Blind {
+		out += ", not seen"
+	}
+	return out
+}
+
+// ScopeLabel names an account's region for the pages: the region alone for the one account of
+// a dashboard configured without accounts, "account · region" otherwise.
+func ScopeLabel(account, region string) string {
+	if account == "" || account == views.DefaultAccount {
+		return region
+	}
+	return account + " · " + region
 }
 
 // misconfiguredParam is the overview's "misconfigured" filter as a query value.
@@ -177,12 +218,13 @@ func (p OverviewProps) SortURL(key string) string {
 	if p.Sort == key && p.Dir == "asc" {
 		dir = "desc"
 	}
-	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()},
+		"account": {p.Account}, "region": {p.Region}})
 }
 
 // HealthSortURL returns the link of the health column: the default order, filters kept.
 func (p OverviewProps) HealthSortURL() string {
-	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}, "account": {p.Account}, "region": {p.Region}})
 }
 
 // MisconfiguredURL returns the link that turns the "misconfigured" filter on, or off when on.
@@ -205,6 +247,12 @@ func (p OverviewProps) View() url.Values {
 	}
 	if p.Misconfigured {
 		v.Set("misconfigured", "1")
+	}
+	if p.Account != "" {
+		v.Set("account", p.Account)
+	}
+	if p.Region != "" {
+		v.Set("region", p.Region)
 	}
 	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
 		v.Set("sort", p.Sort)
