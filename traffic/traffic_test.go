@@ -65,7 +65,7 @@ func TestSetupCreatesTopology(t *testing.T) {
 		contentDedupOn bool
 		maxSize        string
 	}{
-		{queue: QueueToolCalls, fifo: true, retention: "345600", visibility: "8", deadLetter: QueueToolCallsDLQ, maxReceive: 3},
+		{queue: QueueToolCalls, fifo: true, retention: "345600", visibility: "5", deadLetter: QueueToolCallsDLQ, maxReceive: 3},
 		{queue: QueueToolCallsDLQ, fifo: true, retention: "1209600"},
 		{queue: QueueWebSearch, retention: "345600", visibility: "6", deadLetter: QueueWebSearchDLQ, maxReceive: 3},
 		{queue: QueueWebSearchDLQ, retention: "1209600"},

@@ -25,6 +25,10 @@ type worker struct {
 }
 
 func (w *worker) run(ctx context.Context) {
+	if w.spec.pollEvery > 0 {
+		w.poll(ctx)
+		return
+	}
 	// Up to batch calls run at once. The worker receives again as soon as one finishes
 	// rather than after the whole batch, so one slow export does not hold back the others.
 	slots := make(chan struct{}, w.spec.batch)
@@ -74,6 +78,50 @@ func (w *worker) run(ctx context.Context) {
 				defer release(1)
 				w.handle(ctx, m)
 			})
+		}
+	}
+}
+
+// poll is the loop of a worker on a schedule (queueSpec.pollEvery): at each tick it receives
+// and runs calls one batch at a time until the queue answers empty, then waits for the next.
+func (w *worker) poll(ctx context.Context) {
+	tick := time.NewTicker(w.spec.pollEvery)
+	defer tick.Stop()
+	failures := 0
+	for {
+		for {
+			out, err := w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl:              aws.String(w.queue.URL),
+				MaxNumberOfMessages:   int32(w.spec.batch),
+				WaitTimeSeconds:       1,
+				MessageAttributeNames: []string{"All"},
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+					types.MessageSystemAttributeNameApproximateReceiveCount,
+				},
+			})
+			if err != nil {
+				if canceled(ctx, err) {
+					return
+				}
+				failures++
+				w.log.Warn("receive tool calls", "err", err)
+				sleep(ctx, backoff(failures))
+				break
+			}
+			failures = 0
+			if len(out.Messages) == 0 {
+				break
+			}
+			var running sync.WaitGroup
+			for _, m := range out.Messages {
+				running.Go(func() { w.handle(ctx, m) })
+			}
+			running.Wait()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }
