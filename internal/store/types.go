@@ -346,6 +346,11 @@ type Cadences struct {
 	Discovery time.Duration
 }
 
+// BlockedReceiveCount is the receive count (the consumers', before the dashboard's own receive)
+// from which a FIFO group's head counts as failing while messages wait behind it: it was
+// delivered at least twice and never deleted.
+const BlockedReceiveCount = 2
+
 // OwnReceiveLimit is how many times toolq may receive one message, since it arrived, from a
 // queue whose RedrivePolicy has maxReceiveCount maxRC: toolq's own receives never bring a message
 // within one receive of maxReceiveCount, so that whatever toolq did its consumers keep two

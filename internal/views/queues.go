@@ -557,6 +557,11 @@ func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot,
 	if err != nil {
 		return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
 	}
+	var latest *store.Sample
+	if sample, ok := snap.samples[q.ID]; ok {
+		latest = &sample
+	}
+	p.Next = sampleDueOf(q, latest, snap.cadence, now)
 	p.ReceivesLastHour = hour.Receives
 	p.ReceivesLastDay = day.Receives
 	p.MessagesTakenLastDay = day.MessagesTaken

@@ -131,6 +131,8 @@ type PeekStatus struct {
 	// received one message of the newest sample since that message arrived.
 	OwnReceiveLimit *int `json:"ownReceiveLimit"`
 	MostOwnReceives int  `json:"mostOwnReceives"`
+	// Next is when the next sample is due.
+	Next SampleDue `json:"next"`
 }
 
 // CollectorErrorView is a recent collector error about a queue.
@@ -200,7 +202,20 @@ type Group struct {
 	HeadMessageID    string    `json:"headMessageId"`
 	HeadReceiveCount int       `json:"headReceiveCount"`
 	Blocked          bool      `json:"blocked"`
+	// State says in one word what the group is doing (see GroupState).
+	State GroupState `json:"state"`
 }
+
+// GroupState is what a FIFO group of a sample is doing, told from its head message.
+type GroupState string
+
+// The states of a group: its head was never delivered and waits for a consumer; its head failed
+// once and waits for its next delivery; or its head keeps failing while messages wait behind it.
+const (
+	GroupWaiting  GroupState = "waiting"
+	GroupRetrying GroupState = "retrying"
+	GroupBlocked  GroupState = "blocked"
+)
 
 // Groups is GET /api/v1/queues/{queue}/groups.
 type Groups struct {
@@ -209,7 +224,22 @@ type Groups struct {
 	Seen          int        `json:"seen"`
 	ApproxVisible int64      `json:"approxVisible"`
 	Coverage      float64    `json:"coverage"`
+	Next          SampleDue  `json:"next"`
 	Groups        []Group    `json:"groups"` // never nil; oldest first
+}
+
+// SampleDue says when the next message sample of a queue comes, so that a page showing an
+// older sample beside a live depth says how old it may get.
+type SampleDue struct {
+	// At is when the next sample is due; null when none is coming (sampling is off or paused)
+	// or the collector's cadence is not known yet.
+	At *time.Time `json:"at"`
+	// Every is the spacing of the queue's samples, in seconds; 0 when not known.
+	Every int64 `json:"everySeconds"`
+	// Paused says why sampling waits, as PeekStatus.Paused; Off is true when the queue is not
+	// sampled at all.
+	Paused string `json:"paused,omitempty"`
+	Off    bool   `json:"off,omitempty"`
 }
 
 // Message is a sampled message.
@@ -313,6 +343,7 @@ type MessagePage struct {
 	Seen          int         `json:"seen"`
 	ApproxVisible int64       `json:"approxVisible"`
 	Coverage      float64     `json:"coverage"`
+	Next          SampleDue   `json:"next"`
 	Tools         []ToolCount `json:"tools"` // never nil; the whole sample, whatever the filters
 	// Matched is how many messages of the sample the filters keep, over every page.
 	Matched int `json:"matched"`

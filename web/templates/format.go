@@ -84,6 +84,14 @@ func Ago(t, now time.Time) string {
 	return Duration(d.Seconds()) + " ago"
 }
 
+// NextIn says how long after now t comes: "in 25 s", or "now" when it is due.
+func NextIn(t, now time.Time) string {
+	if d := t.Sub(now); d >= time.Second {
+		return "in " + Duration(d.Seconds())
+	}
+	return "now"
+}
+
 // AgoPtr is Ago for an optional time.
 func AgoPtr(t *time.Time, now time.Time) string {
 	if t == nil {
