@@ -136,7 +136,7 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 type overviewMemo struct {
 	order []int64
 	rows  map[int64]uint64
-	parts [3]uint64 // sight, totals, cost
+	parts [4]uint64 // sight, totals, cost, attention
 }
 
 // overviewPush renders what the hub sends the overview subscribers of one view, filtered and
@@ -182,7 +182,8 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 			changed = append(changed, r)
 		}
 	}
-	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true)} {
+	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true),
+		templates.Attention(ov.Problems, p.Nav, true)} {
 		if next.parts[i], err = hash(c); err != nil {
 			return live.Push{}, err
 		}
@@ -200,6 +201,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	}
 	parts := templates.OverviewParts{
 		Sight: prev.parts[0] != next.parts[0], Totals: prev.parts[1] != next.parts[1], Cost: prev.parts[2] != next.parts[2],
+		Attention: prev.parts[3] != next.parts[3],
 	}
 	if push.Update, err = renderBytes(ctx, templates.OverviewChanges(p, changed, parts)); err != nil {
 		return live.Push{}, err

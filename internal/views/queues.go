@@ -315,6 +315,7 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 		return Overview{}, err
 	}
 	ov := Overview{Queues: qs, Totals: totals(qs), Sight: snap.sight.problems()}
+	ov.Problems = problems(qs, ov.Sight)
 	if ov.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Overview{}, err
 	}

@@ -30,6 +30,15 @@ type Health struct {
 	Status  HealthStatus `json:"status"`
 	Reasons []string     `json:"reasons"`
 	Notes   []string     `json:"notes"`
+	// Findings are the reasons with the rule each came from, for the overview's problem list.
+	Findings []Finding `json:"-"`
+}
+
+// Finding is one reason of a queue's health, with its rule's kind and status.
+type Finding struct {
+	Kind   ProblemKind
+	Status HealthStatus
+	Reason string
 }
 
 // Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
@@ -478,7 +487,43 @@ type Overview struct {
 	Cost      Cost           `json:"cost"`
 	// Sight is what toolq could not read in its last cycles, worst first; never nil.
 	Sight []SightProblem `json:"sight"`
+	// Problems is what needs a person, each problem once, critical first; never nil.
+	Problems []Problem `json:"problems"`
 }
+
+// Problem is one thing the overview says needs a person, counted once: a dead-letter queue
+// holding messages is its DLQ's problem (the source's row only points to it), a blocked session
+// its queue's, a region toolq cannot read a problem of its own.
+type Problem struct {
+	Kind     ProblemKind  `json:"kind"`
+	Severity HealthStatus `json:"severity"` // warning or critical
+	// Queue is the queue's name, "" for a problem of a region; Ref names it in links.
+	Queue  string `json:"queue,omitempty"`
+	Ref    string `json:"-"`
+	Region string `json:"region"`
+	// Text says what is wrong in one line, safe to show (the health reasons of its kind).
+	Text string `json:"text"`
+}
+
+// ProblemKind names the health rule a problem comes from.
+type ProblemKind string
+
+// The kinds of problems, in the order the overview lists problems of one severity: what loses or
+// holds back tool calls first, then what toolq cannot see, then the rest.
+const (
+	ProblemDeadLetter ProblemKind = "dead-letter"     // a DLQ holds messages, or grows
+	ProblemBlocked    ProblemKind = "blocked-session" // a FIFO session waits behind a failing head
+	ProblemSight      ProblemKind = "cannot-see"      // toolq cannot read a region or an operation
+	ProblemStale      ProblemKind = "stale"           // a queue's data is old or missing
+	ProblemOldest     ProblemKind = "oldest-message"  // the oldest message is past the threshold
+	ProblemNearMax    ProblemKind = "near-max-receive"
+	ProblemErrors     ProblemKind = "collector-errors"
+	ProblemRetention  ProblemKind = "retention"
+	ProblemGone       ProblemKind = "gone"
+	// ProblemUnknown: a rule could not be checked (no CloudWatch datapoint yet); the row says
+	// so, and it is no problem a person must act on.
+	ProblemUnknown ProblemKind = "unknown"
+)
 
 // SightProblem is something toolq could not read in its last cycle in one region.
 type SightProblem struct {

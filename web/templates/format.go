@@ -249,3 +249,31 @@ func OptInt(n *int, none string) string {
 	}
 	return strconv.Itoa(*n)
 }
+
+// Plural says "1 problem", "3 problems".
+func Plural(n int, noun string) string { return views.Plural(int64(n), noun) }
+
+// ProblemLabel names a kind of problem in the overview's list, in two or three words.
+func ProblemLabel(k views.ProblemKind) string {
+	switch k {
+	case views.ProblemDeadLetter:
+		return "dead letters"
+	case views.ProblemBlocked:
+		return "blocked session"
+	case views.ProblemSight:
+		return "cannot see"
+	case views.ProblemStale:
+		return "no fresh data"
+	case views.ProblemOldest:
+		return "old message"
+	case views.ProblemNearMax:
+		return "near maxReceiveCount"
+	case views.ProblemErrors:
+		return "collector errors"
+	case views.ProblemRetention:
+		return "retention"
+	case views.ProblemGone:
+		return "gone"
+	}
+	return string(k)
+}

@@ -136,7 +136,7 @@ type OverviewRow struct {
 
 // OverviewParts says which parts of the overview besides its rows a push carries.
 type OverviewParts struct {
-	Sight, Totals, Cost bool
+	Attention, Sight, Totals, Cost bool
 }
 
 // SortColumn is one sortable column of the overview.
