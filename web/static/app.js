@@ -139,6 +139,63 @@
     }
   });
 
+  // Charts: a bucket's value in the chart's readout, on hover and on keyboard focus (the SVG
+  // takes focus; ← → Home End move between its buckets). The values are the buckets' <title>s,
+  // which the browser also shows as tooltips. Listeners sit on the document, since pushes
+  // replace the charts.
+  function chartShow(svg, hit) {
+    var hits = svg.querySelectorAll("rect.hit");
+    for (var i = 0; i < hits.length; i++) {
+      hits[i].classList.toggle("active", hits[i] === hit);
+    }
+    var figure = svg.closest("figure");
+    var readout = figure ? figure.querySelector(".readout") : null;
+    var title = hit ? hit.querySelector("title") : null;
+    if (readout && title) {
+      readout.textContent = title.textContent;
+      readout.classList.add("live");
+    }
+  }
+  function chartOf(target) {
+    return target && target.closest ? target.closest("svg.chart-svg") : null;
+  }
+  document.addEventListener("mouseover", function (e) {
+    var svg = chartOf(e.target);
+    if (svg && e.target.matches("rect.hit")) {
+      chartShow(svg, e.target);
+    }
+  });
+  document.addEventListener("focusin", function (e) {
+    var svg = chartOf(e.target);
+    if (svg && !svg.querySelector("rect.hit.active")) {
+      var hits = svg.querySelectorAll("rect.hit");
+      if (hits.length) {
+        chartShow(svg, hits[hits.length - 1]);
+      }
+    }
+  });
+  document.addEventListener("keydown", function (e) {
+    var svg = chartOf(e.target);
+    if (!svg) {
+      return;
+    }
+    var hits = Array.prototype.slice.call(svg.querySelectorAll("rect.hit"));
+    if (!hits.length) {
+      return;
+    }
+    var at = hits.indexOf(svg.querySelector("rect.hit.active"));
+    var next = at;
+    switch (e.key) {
+      case "ArrowLeft": next = Math.max(at - 1, 0); break;
+      case "ArrowRight": next = at < 0 ? hits.length - 1 : Math.min(at + 1, hits.length - 1); break;
+      case "Home": next = 0; break;
+      case "End": next = hits.length - 1; break;
+      default: return;
+    }
+    e.preventDefault();
+    chartShow(svg, hits[next]);
+  });
+
   // A push is rendered once for a whole group of subscribers; should it carry an element this
   // page lacks (a section that appeared since the page loaded, such as a queue's sample), htmx
   // would log an error for that out-of-band element without a target: drop those first.

@@ -1255,7 +1255,7 @@ func QueueRow(r OverviewRow, nav Nav, oob bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else if r.IsDeadLetterQueue {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 111, "<span class=\"muted\">is a DLQ</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 111, "<span class=\"muted\" title=\"a dead-letter queue: its own depth is in Visible\">–</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
