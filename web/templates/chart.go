@@ -89,7 +89,7 @@ type Chart struct {
 	// RangeSince: the history is shorter.
 	Fitted     bool
 	RangeSince time.Time
-	Empty  bool
+	Empty      bool
 }
 
 // Width and Height are the viewBox size, for the template.
