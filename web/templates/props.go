@@ -22,6 +22,10 @@ import (
 type Nav struct {
 	Embed      bool
 	EmbedToken string
+	// Theme ("light", "dark" or "" for the reader's system) and Colors (ParseEmbedColors' form)
+	// are the portal's look for an embedded page.
+	Theme  string
+	Colors string
 }
 
 // Values returns the query parameters Nav adds to links.
@@ -32,6 +36,12 @@ func (n Nav) Values() url.Values {
 	}
 	if n.EmbedToken != "" {
 		v.Set("embed_token", n.EmbedToken)
+	}
+	if n.Embed && n.Theme != "" {
+		v.Set("theme", n.Theme)
+	}
+	if n.Embed && n.Colors != "" {
+		v.Set("colors", n.Colors)
 	}
 	return v
 }
@@ -108,6 +118,8 @@ type Page struct {
 	// StaleAfter is the server's threshold past which data is stale: the page counts the age of
 	// its freshness line up to it on its own while no push comes.
 	StaleAfter time.Duration
+	// EmbedOrigins are the origins an embedded page posts its height to (EmbedOrigins).
+	EmbedOrigins []string
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
 	// Notice is the outcome of the action that led here ("Move task started"), and Alert an
