@@ -141,6 +141,10 @@ func (p Page) CSRFHeaders() string {
 // responses; and it swaps error answers too, so that a refused action shows its reason.
 const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":true}]}`
 
+// OtherDestination is the redrive form's "Other queue…" choice: the destination is then the
+// queue typed in destination_other.
+const OtherDestination = "other…"
+
 // OverviewRow is one queue of the overview; its links name it by QueueSummary.Ref.
 type OverviewRow struct {
 	views.QueueSummary
@@ -299,8 +303,10 @@ type RedriveProps struct {
 	// TierSources are the sources that are themselves dead-letter queues (tiers): a redrive's
 	// default destination sends messages back there, one step along the chain.
 	TierSources []string
-	// Destinations are the watched queues of the same type a redrive may target.
+	// Destinations are the watched queues of the same type a redrive is likely meant for (the
+	// sources first); Others the rest, behind "Other queue…" (views.RedriveTargets).
 	Destinations []string
+	Others       []string
 	Running      *views.Redrive
 	History      []views.Redrive
 	// Disabled is why the panel cannot start or cancel anything; empty when it can.
