@@ -40,7 +40,9 @@ func (s *Server) overviewPage(c echo.Context) error {
 		Dir:           dir,
 		Query:         q,
 		Misconfigured: misconfigured,
+		SharedScale:   c.QueryParam("scale") == "shared",
 	}
+	shareScale(p.Rows, p.SharedScale)
 	p.Freshness = ov.Freshness
 	p.TopicInside = true // the table opens the websocket with its filter and sort
 	if isHTMX(c) {
@@ -99,6 +101,17 @@ func overviewRows(queues []views.QueueSummary, q string, misconfigured bool, key
 	return rows
 }
 
+// shareScale draws every row's sparkline to the largest value of them all, when shared.
+func shareScale(rows []templates.OverviewRow, shared bool) {
+	if !shared {
+		return
+	}
+	top := templates.SparkTop(rows)
+	for i := range rows {
+		rows[i].SparkTop = top
+	}
+}
+
 // compareBy compares two queues by one overview column. Unknown values (no datapoint yet, no
 // DLQ) sort before every known one.
 func compareBy(key string, a, b views.QueueSummary) int {
@@ -155,7 +168,9 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		sortKey, dir = "health", "asc"
 	}
 	q, misconfigured := query.Get("q"), query.Get("misconfigured") == "1"
-	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, sortKey, dir), Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured}
+	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, sortKey, dir), Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured,
+		SharedScale: query.Get("scale") == "shared"}
+	shareScale(p.Rows, p.SharedScale)
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()

@@ -80,3 +80,23 @@ func TestOverviewOpensWithProblems(t *testing.T) {
 		t.Error("the embedded overview carries the problem list")
 	}
 }
+
+// TestOverviewSparklineScale: sparklines say their range; ?scale=shared draws them to one scale,
+// kept by the websocket and the sort links.
+func TestOverviewSparklineScale(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	doc, _ := pw.page(t, request{path: "/?scale=shared"}, http.StatusOK)
+	if ws := doc.Find("#overview-table").AttrOr("ws-connect", ""); !strings.Contains(ws, "scale=shared") {
+		t.Errorf("ws-connect = %q, want the shared scale in the view", ws)
+	}
+	if href := doc.Find(`thead a[href*="sort=name"]`).AttrOr("href", ""); !strings.Contains(href, "scale=shared") {
+		t.Errorf("sort link %q drops the shared scale", href)
+	}
+	if got := doc.Find("a.scale-toggle").Text(); !strings.Contains(got, "own scale") {
+		t.Errorf("scale toggle = %q", got)
+	}
+	own, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	if own.Find("svg.spark").Length() > 0 && own.Find(".spark-range").Length() != own.Find("svg.spark").Length() {
+		t.Error("a sparkline without its range")
+	}
+}

@@ -336,11 +336,14 @@ func timeTicks(since, until time.Time) []ChartTick {
 // than two values. The box is drawn at 100×24 pixels, so whole coordinates lose nothing, and a
 // point between two of the same height draws nothing either: both are left out, which keeps the
 // thousand sparklines of an overview small on the wire and quick to write.
-func Sparkline(values []float64) string {
+func Sparkline(values []float64) string { return SparklineTo(values, 0) }
+
+// SparklineTo is Sparkline on a scale whose top is top (the largest of several sparklines drawn
+// to one scale); 0 scales the sparkline to its own largest value.
+func SparklineTo(values []float64, top float64) string {
 	if len(values) < 2 {
 		return ""
 	}
-	top := 0.0
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			top = math.Max(top, v)
@@ -384,6 +387,36 @@ func SparklineLabel(values []float64) string {
 		max = math.Max(max, v)
 	}
 	return "visible messages over the last hour, at most " + Number(max) + ", now " + Number(values[len(values)-1])
+}
+
+// SparkRange writes a sparkline's least and largest values ("0–12"), as a reader compares rows.
+func SparkRange(values []float64) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range values {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return ""
+	}
+	if lo == hi {
+		return Number(hi)
+	}
+	return Number(lo) + "–" + Number(hi)
+}
+
+// SparkTop is the largest value of every row's sparkline: the top of their shared scale.
+func SparkTop(rows []OverviewRow) float64 {
+	top := 0.0
+	for _, r := range rows {
+		for _, v := range r.Sparkline {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	return top
 }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }

@@ -148,6 +148,8 @@ const OtherDestination = "other…"
 // OverviewRow is one queue of the overview; its links name it by QueueSummary.Ref.
 type OverviewRow struct {
 	views.QueueSummary
+	// SparkTop is the top of the sparkline's scale when the rows share one; 0: its own.
+	SparkTop float64
 }
 
 // OverviewParts says which parts of the overview besides its rows a push carries.
@@ -177,6 +179,28 @@ type OverviewProps struct {
 	Query    string        // the filter
 	// Misconfigured keeps only the queues the advisor found something on.
 	Misconfigured bool
+	// SharedScale draws every row's sparkline on one scale (?scale=shared), so that 1→3 and
+	// 7→28 no longer look alike; each row's min and max are written beside it either way.
+	SharedScale bool
+}
+
+// scaleParam is the overview's sparkline scale as a query value.
+func (p OverviewProps) scaleParam() string {
+	if p.SharedScale {
+		return "shared"
+	}
+	return ""
+}
+
+// ScaleURL returns the link that shares one scale across the sparklines, or gives each its own.
+func (p OverviewProps) ScaleURL() string {
+	v := p.View()
+	if p.SharedScale {
+		v.Del("scale")
+	} else {
+		v.Set("scale", "shared")
+	}
+	return p.Nav.URL("/", v)
 }
 
 // misconfiguredParam is the overview's "misconfigured" filter as a query value.
@@ -193,12 +217,12 @@ func (p OverviewProps) SortURL(key string) string {
 	if p.Sort == key && p.Dir == "asc" {
 		dir = "desc"
 	}
-	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()}, "scale": {p.scaleParam()}})
 }
 
 // HealthSortURL returns the link of the health column: the default order, filters kept.
 func (p OverviewProps) HealthSortURL() string {
-	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}})
+	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}, "scale": {p.scaleParam()}})
 }
 
 // MisconfiguredURL returns the link that turns the "misconfigured" filter on, or off when on.
@@ -221,6 +245,9 @@ func (p OverviewProps) View() url.Values {
 	}
 	if p.Misconfigured {
 		v.Set("misconfigured", "1")
+	}
+	if p.SharedScale {
+		v.Set("scale", "shared")
 	}
 	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
 		v.Set("sort", p.Sort)

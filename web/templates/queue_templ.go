@@ -776,7 +776,7 @@ func QueueStats(p QueueProps, oob bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Spark(p.Queue.Sparkline).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Spark(p.Queue.Sparkline, 0).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
