@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -85,8 +87,13 @@ func (w *worker) run(ctx context.Context) {
 // poll is the loop of a worker on a schedule (queueSpec.pollEvery): at each tick it receives
 // and runs calls one batch at a time until the queue answers empty, then waits for the next.
 func (w *worker) poll(ctx context.Context) {
-	tick := time.NewTicker(w.spec.pollEvery)
-	defer tick.Stop()
+	// Every worker of the queue draws the same schedule, so they poll together; its jitter keeps
+	// the polls from falling in step with anything that runs at a round period (the dashboard's
+	// samples, say).
+	h := fnv.New64a()
+	h.Write([]byte(w.spec.name))
+	r := rand.New(rand.NewPCG(uint64(w.g.opts.Seed), h.Sum64()))
+	next := time.Now()
 	failures := 0
 	for {
 		for {
@@ -118,10 +125,9 @@ func (w *worker) poll(ctx context.Context) {
 			}
 			running.Wait()
 		}
-		select {
-		case <-ctx.Done():
+		next = next.Add(w.spec.pollEvery*2/3 + time.Duration(r.Int64N(int64(w.spec.pollEvery*2/3)+1)))
+		if !sleep(ctx, time.Until(next)) {
 			return
-		case <-tick.C:
 		}
 	}
 }

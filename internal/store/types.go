@@ -164,7 +164,7 @@ type SampledMessage struct {
 	// Dimensions are the operator's named dimensions of the tool call that it has a value for
 	// (collector.Dimension); nil and empty alike mean none.
 	Dimensions     map[string]string
-	NearMaxReceive bool // ReceiveCount >= maxReceiveCount-1 on a source queue
+	NearMaxReceive bool // on a source queue, receives so far (toolq's included) >= maxReceiveCount-1: one delivery left
 }
 
 // GroupBacklog is what one Sample saw of one FIFO message group.
