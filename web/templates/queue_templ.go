@@ -2010,7 +2010,7 @@ func GroupsSection(ref string, g views.Groups, nav Nav, now time.Time, oob bool)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 184, " times or more and is not deleted: the messages behind it wait until it succeeds or moves to the dead-letter queue.</dd></div><div><dt><span class=\"badge badge-warning\">retrying</span></dt><dd>the head failed once and waits out its visibility timeout for another delivery; the group goes on when it succeeds.</dd></div><div><dt><span class=\"badge\">waiting</span></dt><dd>no consumer has received the head yet: the group waits for a free consumer, as it should.</dd></div></dl>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 184, " times or more and is not deleted: the messages behind it wait until it succeeds or moves to the dead-letter queue.</dd></div><div><dt><span class=\"badge badge-warning\">retrying</span></dt><dd>the head failed and waits out its visibility timeout for another delivery, with no message waiting behind it yet (or once only); the group goes on when it succeeds.</dd></div><div><dt><span class=\"badge\">waiting</span></dt><dd>no consumer has received the head yet: the group waits for a free consumer, as it should.</dd></div></dl>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -2049,22 +2049,22 @@ func GroupStateCell(gr views.Group) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var104 string
-			templ_7745c5c3_Var104, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(gr.HeadReceiveCount))
+			templ_7745c5c3_Var104, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(gr.HeadReceiveCount, "time"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 350, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 350, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var104))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 187, " times; ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 187, "; ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var105 string
 			templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(Count(int64(gr.Messages - 1)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 350, Col: 116}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 350, Col: 112}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var105))
 			if templ_7745c5c3_Err != nil {
@@ -2080,15 +2080,15 @@ func GroupStateCell(gr views.Group) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var106 string
-			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(gr.HeadReceiveCount))
+			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(gr.HeadReceiveCount, "time"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 353, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/templates/queue.templ`, Line: 353, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 190, " time; next try after its visibility timeout</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 190, "; next try after its visibility timeout</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
