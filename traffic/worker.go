@@ -54,15 +54,7 @@ func (w *worker) run(ctx context.Context) {
 			slots <- struct{}{}
 			free++
 		}
-		out, err := w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(w.queue.URL),
-			MaxNumberOfMessages:   int32(free),
-			WaitTimeSeconds:       int32(w.g.opts.WaitTime / time.Second),
-			MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{
-				types.MessageSystemAttributeNameApproximateReceiveCount,
-			},
-		})
+		out, err := w.receive(ctx, free, w.g.opts.WaitTime)
 		if err != nil {
 			release(free)
 			if canceled(ctx, err) {
@@ -84,6 +76,19 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
+// receive asks for up to n tool calls, waiting up to wait, with what the worker reads of them.
+func (w *worker) receive(ctx context.Context, n int, wait time.Duration) (*sqs.ReceiveMessageOutput, error) {
+	return w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(w.queue.URL),
+		MaxNumberOfMessages:   int32(n),
+		WaitTimeSeconds:       int32(wait / time.Second),
+		MessageAttributeNames: []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+			types.MessageSystemAttributeNameApproximateReceiveCount,
+		},
+	})
+}
+
 // poll is the loop of a worker on a schedule (queueSpec.pollEvery): at each tick it receives
 // and runs calls one batch at a time until the queue answers empty, then waits for the next.
 func (w *worker) poll(ctx context.Context) {
@@ -97,15 +102,7 @@ func (w *worker) poll(ctx context.Context) {
 	failures := 0
 	for {
 		for {
-			out, err := w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-				QueueUrl:              aws.String(w.queue.URL),
-				MaxNumberOfMessages:   int32(w.spec.batch),
-				WaitTimeSeconds:       1,
-				MessageAttributeNames: []string{"All"},
-				MessageSystemAttributeNames: []types.MessageSystemAttributeName{
-					types.MessageSystemAttributeNameApproximateReceiveCount,
-				},
-			})
+			out, err := w.receive(ctx, w.spec.batch, time.Second)
 			if err != nil {
 				if canceled(ctx, err) {
 					return
