@@ -210,6 +210,7 @@ func newEmbedPage() *embedPage {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><head><title>embedder</title></head><body>
 <h1>A team wiki page</h1>
+<script>window.toolqMessages = []; addEventListener("message", function (e) { window.toolqMessages.push({origin: e.origin, data: e.data}); });</script>
 <iframe id="toolq" src="%s" width="1000" height="600"></iframe>
 </body></html>`, html.EscapeString(src))
 	}))}

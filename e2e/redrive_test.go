@@ -49,6 +49,21 @@ func TestRedriveFromDeadLetterQueuePage(t *testing.T) {
 	if moved, of, ok := movedOf(done[2]); !ok || moved != of || moved < 30 {
 		t.Errorf("first move task: moved %q, want all of at least the 30 messages sent", done[2])
 	}
+	// The move shows on the DLQ's charts: a band from its start to its end, with what it moved.
+	waitJS(p, 30*time.Second, "a redrive marker on the DLQ's charts", `({
+		bands: document.querySelectorAll('#chart-grid svg rect.mark-band').length,
+		notes: [...document.querySelectorAll('#chart-grid .chart-marks li')].map(l => l.textContent),
+	})`, func(v struct {
+		Bands int
+		Notes []string
+	}) bool {
+		for _, n := range v.Notes {
+			if v.Bands > 0 && strings.Contains(n, "moved") && strings.Contains(n, "completed") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// The second task moves one message a second, so it is still running when cancelled.
 	d.send(t, dlq, toolCalls("redrive-cancel", "web_search", 30, false)...)

@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestScreenshots writes the README's screenshots of the demo, docs/screenshots/overview.png and
-// dlq.png at 1280×900, when TOOLQ_SCREENSHOTS=1:
+// TestScreenshots writes the README's screenshots of the demo, docs/screenshots/overview.png,
+// dlq.png and fifo.png at 1280 px wide, when TOOLQ_SCREENSHOTS=1:
 //
 //	TOOLQ_SCREENSHOTS=1 go test -run TestScreenshots ./e2e
 //
@@ -52,9 +52,19 @@ func TestScreenshots(t *testing.T) {
 	waitJS(p, 4*time.Minute, "sampled messages on the DLQ page",
 		`document.querySelectorAll('#messages table.messages tbody tr').length`,
 		func(n int) bool { return n >= 3 })
-	// Taller, so that the sampled messages show below the stats and the redrive panel.
-	p.do("set a taller viewport", 10*time.Second, chromedp.EmulateViewport(1280, 1700))
+	// Taller, so that the sampled messages and the charts show below the stats and the redrive
+	// panel.
+	p.do("set a taller viewport", 10*time.Second, chromedp.EmulateViewport(1280, 2900))
+	waitJS(p, time.Minute, "the DLQ's charts with their axes", `document.querySelectorAll('#chart-grid .y-axis').length`,
+		func(n int) bool { return n >= 3 })
 	shoot(p, filepath.Join(dir, "dlq.png"))
+
+	// The FIFO queue: its blocked session, the messages near maxReceiveCount.
+	p.do("set the viewport", 10*time.Second, chromedp.EmulateViewport(1280, 1800))
+	p.open(d.page("/queues/tool-calls.fifo"))
+	waitJS(p, 3*time.Minute, "a blocked session on the FIFO page", `document.querySelectorAll('#groups tr.blocked').length`,
+		func(n int) bool { return n >= 1 })
+	shoot(p, filepath.Join(dir, "fifo.png"))
 }
 
 // shoot writes a PNG of the viewport.

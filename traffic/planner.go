@@ -27,9 +27,10 @@ type step struct {
 type planConfig struct {
 	// rate is the average number of tool calls per second, bursts excluded.
 	rate float64
-	// fifoVisibility and maxReceiveCount of tool-calls.fifo pace the blocked session so that it
-	// sends faster than its failing messages drain to the DLQ.
-	fifoVisibility  time.Duration
+	// fifoRedelivery (how long a failed message of tool-calls.fifo waits for its next delivery)
+	// and its maxReceiveCount pace the blocked session so that it sends faster than its failing
+	// messages drain to the DLQ.
+	fifoRedelivery  time.Duration
 	maxReceiveCount int
 	poisonRate      float64
 	hostileRate     float64
@@ -41,8 +42,8 @@ func (c *planConfig) defaults() {
 	if c.rate <= 0 {
 		c.rate = 1.5
 	}
-	if c.fifoVisibility <= 0 {
-		c.fifoVisibility = 8 * time.Second
+	if c.fifoRedelivery <= 0 {
+		c.fifoRedelivery = fifoPollEvery
 	}
 	if c.maxReceiveCount <= 0 {
 		c.maxReceiveCount = 3
@@ -331,20 +332,20 @@ func poisonArgs(c ToolCall) {
 
 // blockedSession runs one session against the docs-legacy server, which is down: its head
 // message fails on every delivery, and while it waits out maxReceiveCount visibility
-// timeouts the rest of the session piles up behind it. It sends about twice as fast as its
-// messages drain to the DLQ, then stops, and the next such session starts once this one has
-// drained, so the backlog stays bounded over hours.
+// timeouts the rest of the session piles up behind it. It sends a call per redelivery, so
+// maxReceiveCount times as fast as its messages drain to the DLQ, then stops, and the next
+// such session starts once this one has drained, so the backlog stays bounded over hours.
 func (p *planner) blockedSession() {
 	s := &session{id: newSessionID(p.r)}
 	script := p.documentScript(s, serverDocsLegacy, 4+p.r.IntN(5))
-	drainEach := time.Duration(p.cfg.maxReceiveCount) * p.cfg.fifoVisibility
-	gap := drainEach / 2
+	drainEach := time.Duration(p.cfg.maxReceiveCount) * p.cfg.fifoRedelivery
+	gap := p.cfg.fifoRedelivery
 	for i := range script {
 		script[i].Poison = true
 		p.scheduleSend(time.Duration(i)*gap, script[i])
 	}
 	sending := time.Duration(len(script)-1) * gap
-	drain := time.Duration((len(script)+1)/2) * drainEach
+	drain := time.Duration(len(script)) * drainEach
 	p.schedule(sending+drain+p.uniform(time.Minute, 4*time.Minute), func() []send {
 		p.blockedSession()
 		return nil

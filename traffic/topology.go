@@ -90,6 +90,13 @@ type queueSpec struct {
 	giveUpAfter int
 	// maximumMessageSize is the queue's MaximumMessageSize in bytes; 0 leaves SQS's default.
 	maximumMessageSize int
+	// pollEvery makes the workers poll on a schedule instead of long-polling all the time: about
+	// every pollEvery (two thirds to four thirds of it, drawn from the seed, the same for every
+	// worker of the queue, so that they poll together) they receive until the queue answers
+	// empty, then sleep until the next poll, as a batch or cron-style consumer does. A failed head then waits visible between its retries,
+	// which is when a sample can see it and the session it blocks (a long-polling pool takes it
+	// back the instant it shows, so no sample ever would).
+	pollEvery time.Duration
 	// auditLog makes the workers an audit logger: they record each event and delete it.
 	auditLog bool
 	// eventTargetDLQ marks an EventBridge target's dead-letter queue: a DLQ no RedrivePolicy names.
@@ -102,8 +109,22 @@ type queueSpec struct {
 
 const day = 24 * time.Hour
 
+// fifoPollEvery is the mean spacing of tool-calls.fifo's polls (see queueSpec.pollEvery).
+const fifoPollEvery = 15 * time.Second
+
+// redelivery is how long a failed message of spec waits before a worker receives it again:
+// its visibility timeout, rounded up to the workers' next poll when they poll on a schedule.
+func (spec queueSpec) redelivery() time.Duration {
+	if spec.pollEvery <= 0 {
+		return spec.visibilityTimeout
+	}
+	ticks := (spec.visibilityTimeout + spec.pollEvery - 1) / spec.pollEvery
+	return max(ticks, 1) * spec.pollEvery
+}
+
 // demoQueues returns the specs of the demo topology, DLQs first because their ARNs go into
-// the sources' redrive policies. A non-zero visibility overrides every source queue's timeout.
+// the sources' redrive policies. A non-zero visibility overrides every source queue's timeout
+// and the schedule of the workers that poll on one.
 func demoQueues(visibility time.Duration) []queueSpec {
 	vt := func(d time.Duration) time.Duration {
 		if visibility > 0 {
@@ -116,8 +137,12 @@ func demoQueues(visibility time.Duration) []queueSpec {
 		{name: QueueWebSearchDLQ, retention: 14 * day},
 		{name: QueueExportsDLQ, retention: time.Hour},
 		{name: QueueToolCallAuditDLQ, retention: 14 * day, eventTargetDLQ: true},
-		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(8 * time.Second), retention: 4 * day,
-			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 3, workers: 3, batch: 1},
+		// Short visibility (kept up by heartbeats while a call runs) and scheduled polls leave a
+		// failed head visible most of the time between its retries, for a sample to see; five
+		// receives give the dashboard's samples room under their own limit (maxReceiveCount − 2).
+		{name: QueueToolCalls, fifo: true, visibilityTimeout: vt(2 * time.Second), retention: 4 * day,
+			deadLetter: QueueToolCallsDLQ, maxReceiveCount: 5, workers: 3, batch: 1, pollEvery: vt(fifoPollEvery),
+			extendVisibility: true},
 		{name: QueueWebSearch, visibilityTimeout: vt(6 * time.Second), retention: 4 * day,
 			deadLetter: QueueWebSearchDLQ, maxReceiveCount: 3, workers: 2, batch: 10, recordFailures: true},
 		{name: QueueNotifications, visibilityTimeout: vt(5 * time.Second), retention: day,

@@ -117,7 +117,7 @@ func (g *Generator) planConfig() planConfig {
 	cfg := planConfig{rate: g.opts.Rate, maxReceiveCount: 3}
 	for _, s := range g.specs {
 		if s.name == QueueToolCalls {
-			cfg.fifoVisibility = s.visibilityTimeout
+			cfg.fifoRedelivery = s.redelivery()
 			cfg.maxReceiveCount = s.maxReceiveCount
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestSetupCreatesTopology(t *testing.T) {
 		contentDedupOn bool
 		maxSize        string
 	}{
-		{queue: QueueToolCalls, fifo: true, retention: "345600", visibility: "8", deadLetter: QueueToolCallsDLQ, maxReceive: 3},
+		{queue: QueueToolCalls, fifo: true, retention: "345600", visibility: "2", deadLetter: QueueToolCallsDLQ, maxReceive: 5},
 		{queue: QueueToolCallsDLQ, fifo: true, retention: "1209600"},
 		{queue: QueueWebSearch, retention: "345600", visibility: "6", deadLetter: QueueWebSearchDLQ, maxReceive: 3},
 		{queue: QueueWebSearchDLQ, retention: "1209600"},
@@ -121,8 +122,8 @@ func TestSetupCreatesTopology(t *testing.T) {
 				t.Errorf("deadLetterTargetArn %s, want %s", policy.DeadLetterTargetArn, dlq.ARN)
 			}
 			// SQS may send the count as a number or a string.
-			if n, err := json.Marshal(policy.MaxReceiveCount); err != nil || strings.Trim(string(n), `"`) != "3" {
-				t.Errorf("maxReceiveCount %v, want 3", policy.MaxReceiveCount)
+			if n, err := json.Marshal(policy.MaxReceiveCount); err != nil || strings.Trim(string(n), `"`) != strconv.Itoa(int(tt.maxReceive)) {
+				t.Errorf("maxReceiveCount %v, want %v", policy.MaxReceiveCount, tt.maxReceive)
 			}
 		})
 	}

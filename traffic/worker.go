@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +27,10 @@ type worker struct {
 }
 
 func (w *worker) run(ctx context.Context) {
+	if w.spec.pollEvery > 0 {
+		w.poll(ctx)
+		return
+	}
 	// Up to batch calls run at once. The worker receives again as soon as one finishes
 	// rather than after the whole batch, so one slow export does not hold back the others.
 	slots := make(chan struct{}, w.spec.batch)
@@ -48,15 +54,7 @@ func (w *worker) run(ctx context.Context) {
 			slots <- struct{}{}
 			free++
 		}
-		out, err := w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(w.queue.URL),
-			MaxNumberOfMessages:   int32(free),
-			WaitTimeSeconds:       int32(w.g.opts.WaitTime / time.Second),
-			MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{
-				types.MessageSystemAttributeNameApproximateReceiveCount,
-			},
-		})
+		out, err := w.receive(ctx, free, w.g.opts.WaitTime)
 		if err != nil {
 			release(free)
 			if canceled(ctx, err) {
@@ -74,6 +72,59 @@ func (w *worker) run(ctx context.Context) {
 				defer release(1)
 				w.handle(ctx, m)
 			})
+		}
+	}
+}
+
+// receive asks for up to n tool calls, waiting up to wait, with what the worker reads of them.
+func (w *worker) receive(ctx context.Context, n int, wait time.Duration) (*sqs.ReceiveMessageOutput, error) {
+	return w.g.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(w.queue.URL),
+		MaxNumberOfMessages:   int32(n),
+		WaitTimeSeconds:       int32(wait / time.Second),
+		MessageAttributeNames: []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+			types.MessageSystemAttributeNameApproximateReceiveCount,
+		},
+	})
+}
+
+// poll is the loop of a worker on a schedule (queueSpec.pollEvery): at each tick it receives
+// and runs calls one batch at a time until the queue answers empty, then waits for the next.
+func (w *worker) poll(ctx context.Context) {
+	// Every worker of the queue draws the same schedule, so they poll together; its jitter keeps
+	// the polls from falling in step with anything that runs at a round period (the dashboard's
+	// samples, say).
+	h := fnv.New64a()
+	h.Write([]byte(w.spec.name))
+	r := rand.New(rand.NewPCG(uint64(w.g.opts.Seed), h.Sum64()))
+	next := time.Now()
+	failures := 0
+	for {
+		for {
+			out, err := w.receive(ctx, w.spec.batch, time.Second)
+			if err != nil {
+				if canceled(ctx, err) {
+					return
+				}
+				failures++
+				w.log.Warn("receive tool calls", "err", err)
+				sleep(ctx, backoff(failures))
+				break
+			}
+			failures = 0
+			if len(out.Messages) == 0 {
+				break
+			}
+			var running sync.WaitGroup
+			for _, m := range out.Messages {
+				running.Go(func() { w.handle(ctx, m) })
+			}
+			running.Wait()
+		}
+		next = next.Add(w.spec.pollEvery*2/3 + time.Duration(r.Int64N(int64(w.spec.pollEvery*2/3)+1)))
+		if !sleep(ctx, time.Until(next)) {
+			return
 		}
 	}
 }

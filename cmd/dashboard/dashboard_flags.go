@@ -61,6 +61,7 @@ type dashboardDefaults struct {
 	discovery, attributes, metrics time.Duration
 	dimensions                     []string
 	quietAttributes, counters      time.Duration
+	peekSource                     time.Duration
 }
 
 var (
@@ -69,6 +70,7 @@ var (
 		discovery:  collector.DefaultDiscoveryInterval,
 		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
 		quietAttributes: collector.DefaultQuietAttributesInterval, counters: collector.DefaultCountersInterval,
+		peekSource: collector.DefaultPeekSourceInterval,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
@@ -79,6 +81,9 @@ var (
 		// failed into the call as error.code (traffic's failed calls).
 		dimensions:      []string{"mcpServer=attr:mcpServer", "error=json:$.error.code"},
 		quietAttributes: 20 * time.Second, counters: 5 * time.Minute,
+		// The demo opts its source queues in; sampled every 30 s, the FIFO queue's blocked
+		// session and its messages near maxReceiveCount show within the first two minutes.
+		peekSource: 30 * time.Second,
 	}
 )
 
@@ -95,7 +100,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.counters, "counters-interval", def.counters, "how often the source queues' other CloudWatch metrics are read, as one-minute datapoints")
 	f.Float64(&d.budget, "aws-budget-per-day", 0, "AWS `dollars` a day the collector may spend: it slows its cadences to fit and says what freshness that buys (default: no budget)")
 	f.Duration(&d.peekDLQ, "peek-dlq-interval", collector.DefaultPeekDeadLetterInterval, "spacing of the message samples of each dead-letter queue")
-	f.Duration(&d.peekSource, "peek-source-interval", collector.DefaultPeekSourceInterval, "spacing of the message samples of each opted-in source queue")
+	f.Duration(&d.peekSource, "peek-source-interval", def.peekSource, "spacing of the message samples of each opted-in source queue")
 	f.Duration(&d.backfill, "backfill", collector.DefaultBackfill, "CloudWatch history read once when a queue is first seen (negative: none)")
 	f.Int64(&d.concurrency, "concurrency", collector.DefaultConcurrency, "AWS calls in flight at most")
 	f.String(&d.peek, "peek", "dlq", "message sampling: 'dlq' (dead-letter queues, plus --peek-source queues) or 'none'")

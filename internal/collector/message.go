@@ -70,7 +70,9 @@ func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives
 	}
 	sm.ToolName, sm.ToolCallID, sm.SessionID = fields[0], fields[1], fields[2]
 	sm.Dimensions = dimensionValues(c.opts.Dimensions, m.MessageAttributes, fields[3:])
-	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount >= nearMax-1
+	// Near: at most one delivery left, whoever made the receives so far (the consumers or the
+	// dashboard): one more failed delivery sends the message on to the dead-letter queue.
+	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount+sm.OwnReceives >= nearMax-1
 	return sm
 }
 

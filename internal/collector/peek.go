@@ -28,9 +28,8 @@ const (
 	maxEmptyReceives = 2
 	// releaseTimeout bounds the hand-back of a pass's messages once its context is cancelled.
 	releaseTimeout = 10 * time.Second
-	// blockedReceiveCount is the receive count (before the dashboard's own receive) from which a
-	// FIFO group's head counts as failing: it was delivered at least twice and never deleted.
-	blockedReceiveCount = 2
+	// blockedReceiveCount: see store.BlockedReceiveCount.
+	blockedReceiveCount = store.BlockedReceiveCount
 )
 
 // PeekDue samples the messages of every queue whose peek is due: dead-letter queues (those of

@@ -166,7 +166,7 @@ func isAPIPath(path string) bool { return path == "/api" || strings.HasPrefix(pa
 // logout pages, and static assets (the login page needs its stylesheet).
 func publicPath(path string) bool {
 	switch path {
-	case "/healthz", "/readyz", "/login", "/logout", "/favicon.ico":
+	case "/healthz", "/readyz", "/login", "/logout", "/favicon.ico", "/embed-theme.css":
 		return true
 	}
 	return strings.HasPrefix(path, "/static/")

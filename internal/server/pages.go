@@ -26,5 +26,6 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/queues/:queue/redrive", s.redrivePanel)
 	e.POST("/queues/:queue/redrive", s.startRedrivePage)
 	e.POST("/queues/:queue/redrive/cancel", s.cancelRedrivePage)
+	e.GET("/embed-theme.css", s.embedThemeCSS)
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 }

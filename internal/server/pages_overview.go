@@ -46,7 +46,9 @@ func (s *Server) overviewPage(c echo.Context) error {
 		Misconfigured: misconfigured,
 		Account:       account,
 		Region:        region,
+		SharedScale:   c.QueryParam("scale") == "shared",
 	}
+	shareScale(p.Rows, p.SharedScale)
 	p.Freshness = ov.Freshness
 	p.TopicInside = true // the table opens the websocket with its filter and sort
 	if isHTMX(c) {
@@ -108,6 +110,17 @@ func overviewRows(queues []views.QueueSummary, q string, misconfigured bool, acc
 	return rows
 }
 
+// shareScale draws every row's sparkline to the largest value of them all, when shared.
+func shareScale(rows []templates.OverviewRow, shared bool) {
+	if !shared {
+		return
+	}
+	top := templates.SparkTop(rows)
+	for i := range rows {
+		rows[i].SparkTop = top
+	}
+}
+
 // compareBy compares two queues by one overview column. Unknown values (no datapoint yet, no
 // DLQ) sort before every known one.
 func compareBy(key string, a, b views.QueueSummary) int {
@@ -145,7 +158,7 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 type overviewMemo struct {
 	order []int64
 	rows  map[int64]uint64
-	parts [3]uint64 // sight, totals, cost
+	parts [4]uint64 // sight, totals, cost, attention
 }
 
 // overviewPush renders what the hub sends the overview subscribers of one view, filtered and
@@ -166,7 +179,9 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	q, misconfigured := query.Get("q"), query.Get("misconfigured") == "1"
 	account, region := query.Get("account"), query.Get("region")
 	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, account, region, sortKey, dir),
-		Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured, Account: account, Region: region}
+		Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured, Account: account, Region: region,
+		SharedScale: query.Get("scale") == "shared"}
+	shareScale(p.Rows, p.SharedScale)
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()
@@ -193,7 +208,8 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 			changed = append(changed, r)
 		}
 	}
-	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true)} {
+	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true),
+		templates.Attention(ov.Problems, p.Nav, true)} {
 		if next.parts[i], err = hash(c); err != nil {
 			return live.Push{}, err
 		}
@@ -211,6 +227,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	}
 	parts := templates.OverviewParts{
 		Sight: prev.parts[0] != next.parts[0], Totals: prev.parts[1] != next.parts[1], Cost: prev.parts[2] != next.parts[2],
+		Attention: prev.parts[3] != next.parts[3],
 	}
 	if push.Update, err = renderBytes(ctx, templates.OverviewChanges(p, changed, parts)); err != nil {
 		return live.Push{}, err

@@ -14,23 +14,37 @@ import (
 	"github.com/toolq/toolq/web/templates"
 )
 
-// chartSpec is one chart of the queue page: gauges as lines, counts as bars.
+// chartSpec is one chart of the queue page: gauges as lines, counts as bars (per minute).
 type chartSpec struct {
 	metric string
 	title  string
 	kind   templates.ChartKind
+	unit   string
 	format func(float64) string
 }
 
-// queueCharts are the queue page's charts, in display order.
+// queueCharts are the queue page's charts, in display order. A dead-letter queue's page swaps
+// "Received" for its arrivals and for the receives split into toolq's samples and everyone
+// else's (deadLetterCharts): on a DLQ the receives are mostly the dashboard's own sampling.
 var queueCharts = []chartSpec{
-	{"ApproximateNumberOfMessagesVisible", "Visible messages", templates.ChartLine, templates.Number},
-	{"ApproximateNumberOfMessagesNotVisible", "In flight", templates.ChartLine, templates.Number},
-	{"ApproximateAgeOfOldestMessage", "Oldest message age", templates.ChartLine, templates.Duration},
-	{"NumberOfMessagesSent", "Sent", templates.ChartBars, templates.Number},
-	{"NumberOfMessagesReceived", "Received", templates.ChartBars, templates.Number},
-	{"NumberOfMessagesDeleted", "Deleted", templates.ChartBars, templates.Number},
-	{"NumberOfEmptyReceives", "Empty receives", templates.ChartBars, templates.Number},
+	{"ApproximateNumberOfMessagesVisible", "Visible messages", templates.ChartLine, templates.UnitMessages, templates.Number},
+	{"ApproximateNumberOfMessagesNotVisible", "In flight", templates.ChartLine, templates.UnitMessages, templates.Number},
+	{"ApproximateAgeOfOldestMessage", "Oldest message age", templates.ChartLine, templates.UnitSeconds, templates.Duration},
+	{"NumberOfMessagesSent", "Sent", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"NumberOfMessagesReceived", "Received", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"NumberOfMessagesDeleted", "Deleted", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"NumberOfEmptyReceives", "Empty receives", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+}
+
+// deadLetterCharts are a dead-letter queue's charts.
+var deadLetterCharts = []chartSpec{
+	{"ApproximateNumberOfMessagesVisible", "Visible messages", templates.ChartLine, templates.UnitMessages, templates.Number},
+	{views.SeriesArrivals, "Arriving (from depth changes and move tasks)", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"ApproximateAgeOfOldestMessage", "Oldest message age", templates.ChartLine, templates.UnitSeconds, templates.Duration},
+	{views.SeriesOwnReceives, "Received by toolq's samples", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{views.SeriesOthersReceives, "Received by everyone else", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"NumberOfMessagesSent", "Sent (SendMessage only)", templates.ChartBars, templates.UnitPerMinute, templates.Number},
+	{"NumberOfMessagesDeleted", "Deleted", templates.ChartBars, templates.UnitPerMinute, templates.Number},
 }
 
 // queuePage answers GET /queues/{queue}?range=: the queue's page (a dead-letter queue's adds its
@@ -52,7 +66,7 @@ func (s *Server) queuePage(c echo.Context) error {
 	p.Topic = live.Queue(p.Queue.ID).String()
 	if !page.Nav.Embed {
 		p.Range = rng
-		p.Charts = s.charts(ctx, key.ID, rng)
+		p.Charts = s.charts(ctx, key.ID, p.Queue.IsDeadLetterQueue, rng)
 		p.TopicInside = true // the chart section opens the websocket with its range
 	}
 	if isHTMX(c) {
@@ -111,19 +125,55 @@ func (s *Server) queueProps(ctx context.Context, queueID int64, page templates.P
 	return p, nil
 }
 
-// charts reads the queue's series over a range. A series that cannot be read draws as an empty
-// chart rather than failing the page: the collector errors section says why data is missing.
-func (s *Server) charts(ctx context.Context, queueID int64, rng templates.ChartRange) []templates.Chart {
+// charts reads the queue's series over a range, fitted to the history when it is shorter, with
+// the redrives of a dead-letter queue marked on every chart. A series that cannot be read draws
+// as an empty chart rather than failing the page: the collector errors section says why data is
+// missing.
+func (s *Server) charts(ctx context.Context, queueID int64, deadLetter bool, rng templates.ChartRange) []templates.Chart {
 	until := s.opts.Now().UTC()
 	since := until.Add(-rng.Span)
-	charts := make([]templates.Chart, 0, len(queueCharts))
-	for _, spec := range queueCharts {
-		series, err := s.opts.Views.Series(ctx, queueID, spec.metric, since, until)
+	specs := queueCharts
+	if deadLetter {
+		specs = deadLetterCharts
+	}
+	series := make([]views.Series, len(specs))
+	var own, others views.Series
+	if deadLetter {
+		var err error
+		if own, others, err = s.opts.Views.ReceivesSplit(ctx, queueID, since, until); err != nil {
+			s.log.Warn("queue page: receives", "queue_id", queueID, "err", err)
+		}
+	}
+	for i, spec := range specs {
+		var err error
+		switch spec.metric {
+		case views.SeriesArrivals:
+			series[i], err = s.opts.Views.Arrivals(ctx, queueID, since, until)
+		case views.SeriesOwnReceives:
+			series[i] = own
+		case views.SeriesOthersReceives:
+			series[i] = others
+		default:
+			series[i], err = s.opts.Views.Series(ctx, queueID, spec.metric, since, until)
+		}
 		if err != nil {
 			s.log.Warn("queue page: series", "queue_id", queueID, "metric", spec.metric, "err", err)
-			series = views.Series{Name: spec.metric}
 		}
-		charts = append(charts, templates.NewChart(spec.title, spec.kind, series, since, until, spec.format))
+		series[i].Name = spec.metric
+	}
+	from, _ := templates.FitRange(since, until, series...)
+	var marks []views.RedriveMark
+	if deadLetter {
+		var err error
+		if marks, err = s.opts.Views.RedriveMarks(ctx, queueID, from, until); err != nil {
+			s.log.Warn("queue page: redrive marks", "queue_id", queueID, "err", err)
+		}
+	}
+	charts := make([]templates.Chart, 0, len(specs))
+	for i, spec := range specs {
+		c := templates.NewChart(spec.title, spec.kind, spec.unit, series[i], from, until, spec.format)
+		c.Fitted, c.RangeSince = from.After(since), since
+		charts = append(charts, c.WithMarks(marks, until))
 	}
 	return charts
 }
@@ -142,7 +192,7 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, ch
 	// drawing seven series costs about a millisecond per view (BenchmarkQueuePushWithCharts).
 	if !view.Nav.Embed && (changes[events.QueuesChanged] || changes[events.MetricsChanged] || changes[live.Connect]) {
 		p.Range = templates.RangeByKey(view.query().Get("range"))
-		p.Charts = s.charts(ctx, queueID, p.Range)
+		p.Charts = s.charts(ctx, queueID, p.Queue.IsDeadLetterQueue, p.Range)
 	}
 	return renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged]))
 }

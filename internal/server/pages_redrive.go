@@ -44,7 +44,7 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 	if err != nil {
 		return r, fmt.Errorf("redrive panel: destinations: %w", err)
 	}
-	r.Destinations, r.TierSources = targets.Destinations, targets.TierSources
+	r.Destinations, r.Others, r.TierSources = targets.Destinations, targets.Others, targets.TierSources
 	switch {
 	case s.opts.Actions.ReadOnly():
 		r.Disabled = "toolq runs in read-only mode: redrives are turned off."
@@ -109,6 +109,15 @@ func (s *Server) startRedrivePage(c echo.Context) error {
 		return err
 	}
 	r.Destination = formText(c, "destination", 300)
+	if r.Destination == templates.OtherDestination {
+		// "Other queue…": the queue typed beside it; the action checks that it exists and is
+		// of the dead-letter queue's type.
+		r.Destination = strings.TrimSpace(formText(c, "destination_other", 300))
+		if r.Destination == "" {
+			r.Error = "Name the other queue to send the messages to, or choose one from the list."
+			return renderRedrive(c, http.StatusUnprocessableEntity, r)
+		}
+	}
 	// The rate goes to the action as typed: it checks the role first, then the rate, and audits
 	// a refusal of either, as for the API. The confirmation step calls no action, so it shows
 	// a bad rate as typed and the action refuses it on confirm (browsers hold the field to 1–500

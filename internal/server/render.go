@@ -48,10 +48,15 @@ func isHTMX(c echo.Context) bool {
 
 // navOf returns what links must carry along from this request: embed mode and its token.
 func navOf(c echo.Context) templates.Nav {
-	return templates.Nav{
+	n := templates.Nav{
 		Embed:      c.QueryParam("embed") == "1",
 		EmbedToken: c.QueryParam(auth.EmbedParam),
 	}
+	if n.Embed {
+		n.Theme = templates.ParseEmbedTheme(c.QueryParam("theme"))
+		n.Colors, _ = templates.ParseEmbedColors(c.QueryParam("colors"))
+	}
+	return n
 }
 
 // page returns what the layout needs for this request. A failure to read the freshness does not
@@ -67,6 +72,9 @@ func (s *Server) page(c echo.Context, title, section, topic string) templates.Pa
 		Now:     s.opts.Now().UTC(),
 		Role:    string(id.Role),
 		Section: section,
+	}
+	if p.Nav.Embed {
+		p.EmbedOrigins = s.embedOrigins
 	}
 	switch id.Kind {
 	case auth.KindToken, auth.KindProxy:

@@ -22,6 +22,7 @@ import (
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
 )
 
 // Options configure a Server. Views, Actions and Bus are required.
@@ -85,6 +86,9 @@ type Server struct {
 	// loopback host too (see auth.LoopbackRequestHost).
 	loopbackOnly bool
 
+	// embedOrigins are the --frame-ancestors origins an embedded page posts its height to.
+	embedOrigins []string
+
 	hub     *live.Hub[pageView] // the websockets of the live pages
 	wsQuota websocketQuota      // live websockets per identity
 
@@ -138,12 +142,13 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		opts:        opts,
-		echo:        echo.New(),
-		log:         opts.Logger,
-		auth:        opts.Auth,
-		limiter:     newRateLimiter(opts.RateLimit, opts.RateBurst),
-		streamsDone: make(chan struct{}),
+		embedOrigins: templates.EmbedOrigins(opts.FrameAncestors),
+		opts:         opts,
+		echo:         echo.New(),
+		log:          opts.Logger,
+		auth:         opts.Auth,
+		limiter:      newRateLimiter(opts.RateLimit, opts.RateBurst),
+		streamsDone:  make(chan struct{}),
 		// Sign-in attempts are throttled whatever RateLimit says: they guess at credentials.
 		loginByAddr:   newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
 		loginByPrefix: newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),

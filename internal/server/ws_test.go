@@ -372,8 +372,8 @@ func TestWebsocketFollowsTheView(t *testing.T) {
 		}
 		// A new connection gets everything, the charts of its range included.
 		doc := nextWith(t, conn, "#chart-grid")
-		got := doc.Find("#chart-grid .axis-labels time").First().AttrOr("datetime", "")
-		want := page.Find("#chart-grid .axis-labels time").First().AttrOr("datetime", "")
+		got := doc.Find("#chart-grid figure.chart").First().AttrOr("data-range-since", "")
+		want := page.Find("#chart-grid figure.chart").First().AttrOr("data-range-since", "")
 		if got == "" || got != want {
 			t.Errorf("pushed charts start at %q, the 7-day page's at %q", got, want)
 		}
@@ -422,7 +422,7 @@ func TestQueuePushCharts(t *testing.T) {
 				t.Fatalf("pushed charts = %d, want %d", n, len(queueCharts))
 			}
 			want := pw.Now().UTC().Add(-tt.wantSince).Format(time.RFC3339)
-			if got := grid.Find(".axis-labels time").First().AttrOr("datetime", ""); got != want {
+			if got := grid.Find("figure.chart").First().AttrOr("data-range-since", ""); got != want {
 				t.Errorf("charts start at %q, want %q", got, want)
 			}
 		})

@@ -656,3 +656,35 @@ func (s *Store) groupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int
 	}
 	return out, nil
 }
+
+// OwnReceive is what one sample of a queue spent: the receive counts it raised, at its time.
+type OwnReceive struct {
+	At            time.Time
+	MessagesTaken int
+}
+
+// OwnReceivesBetween returns a queue's samples in [since, until), oldest first, as what each
+// raised: the dashboard's own part of the queue's NumberOfMessagesReceived.
+func (s *Store) OwnReceivesBetween(ctx context.Context, queueID int64, since, until time.Time) ([]OwnReceive, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT at, messages_taken FROM samples
+		WHERE queue_id = ? AND at >= ? AND at < ? ORDER BY at, id`, queueID, ms(since), ms(until))
+	if err != nil {
+		return nil, fmt.Errorf("store: own receives of queue %d: %w", queueID, err)
+	}
+	defer rows.Close()
+	out := []OwnReceive{}
+	for rows.Next() {
+		var at int64
+		var r OwnReceive
+		if err := rows.Scan(&at, &r.MessagesTaken); err != nil {
+			return nil, fmt.Errorf("store: own receives of queue %d: %w", queueID, err)
+		}
+		r.At = fromMS(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: own receives of queue %d: %w", queueID, err)
+	}
+	return out, nil
+}

@@ -168,7 +168,7 @@ type SampledMessage struct {
 	// Dimensions are the operator's named dimensions of the tool call that it has a value for
 	// (collector.Dimension); nil and empty alike mean none.
 	Dimensions     map[string]string
-	NearMaxReceive bool // ReceiveCount >= maxReceiveCount-1 on a source queue
+	NearMaxReceive bool // on a source queue, receives so far (toolq's included) >= maxReceiveCount-1: one delivery left
 }
 
 // GroupBacklog is what one Sample saw of one FIFO message group.
@@ -380,6 +380,11 @@ type Cadences struct {
 	// Discovery: ListQueues and ListDeadLetterSourceQueues.
 	Discovery time.Duration
 }
+
+// BlockedReceiveCount is the receive count (the consumers', before the dashboard's own receive)
+// from which a FIFO group's head counts as failing while messages wait behind it: it was
+// delivered at least twice and never deleted.
+const BlockedReceiveCount = 2
 
 // OwnReceiveLimit is how many times toolq may receive one message, since it arrived, from a
 // queue whose RedrivePolicy has maxReceiveCount maxRC: toolq's own receives never bring a message

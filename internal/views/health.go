@@ -85,8 +85,9 @@ const maxReasonsPerRule = 3
 // raises the status; the worst rule wins.
 func evaluateHealth(f healthFacts, th Thresholds) Health {
 	h := Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}
-	add := func(status HealthStatus, reason string) {
+	add := func(kind ProblemKind, status HealthStatus, reason string) {
 		h.Reasons = append(h.Reasons, reason)
+		h.Findings = append(h.Findings, Finding{Kind: kind, Status: status, Reason: reason})
 		if severity(status) > severity(h.Status) {
 			h.Status = status
 		}
@@ -96,27 +97,27 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 
 	if q.Gone() {
 		// A gone queue's depth and age are history: say so and nothing else.
-		add(HealthWarning, fmt.Sprintf("queue no longer exists (gone %s ago)", humanDuration(f.Now.Sub(q.GoneAt))))
+		add(ProblemGone, HealthWarning, fmt.Sprintf("queue no longer exists (gone %s ago)", humanDuration(f.Now.Sub(q.GoneAt))))
 		return h
 	}
 
 	switch {
 	case f.Latest == nil:
-		add(HealthWarning, "no data yet")
+		add(ProblemStale, HealthWarning, "no data yet")
 	case f.Now.Sub(f.Latest.At) > staleAfter:
-		add(HealthWarning, fmt.Sprintf("data is %s old", humanDuration(f.Now.Sub(f.Latest.At))))
+		add(ProblemStale, HealthWarning, fmt.Sprintf("data is %s old", humanDuration(f.Now.Sub(f.Latest.At))))
 	}
 
 	if deadLetter(q) && f.Latest != nil {
 		depth := f.Latest.Visible
 		switch {
 		case depth >= th.DLQDepthCritical:
-			add(HealthCritical, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
+			add(ProblemDeadLetter, HealthCritical, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
 		case depth > 0:
-			add(HealthWarning, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
+			add(ProblemDeadLetter, HealthWarning, fmt.Sprintf("%s in the dead-letter queue", plural(depth, "message")))
 		}
 		if f.Earlier != nil && depth > f.Earlier.Visible {
-			add(HealthCritical, fmt.Sprintf("growing: %d → %d messages in %s",
+			add(ProblemDeadLetter, HealthCritical, fmt.Sprintf("growing: %d → %d messages in %s",
 				f.Earlier.Visible, depth, humanDuration(f.Latest.At.Sub(f.Earlier.At))))
 		}
 	}
@@ -139,42 +140,42 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
-			add(HealthCritical, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
+			add(ProblemOldest, HealthCritical, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
 		case age >= th.OldestAgeWarning:
-			add(HealthWarning, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
+			add(ProblemOldest, HealthWarning, fmt.Sprintf("oldest message is %s old", humanDuration(age)))
 		}
 	case !f.EmptyAt.IsZero() && f.Now.Sub(f.EmptyAt) < th.OldestAgeWarning:
 	case f.CloudWatchFailure != nil:
-		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
+		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
 	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && f.Now.Sub(q.FirstSeen) < th.GrowthWindow:
 		// CloudWatch publishes SQS metrics every minute and a new queue's first datapoint
 		// takes a few: say so rather than suggest something broke.
-		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint yet (watched for %s)", humanDuration(f.Now.Sub(q.FirstSeen))))
+		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint yet (watched for %s)", humanDuration(f.Now.Sub(q.FirstSeen))))
 	case f.CloudWatchExpected:
-		add(HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
+		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
 	}
 
 	for i, g := range f.BlockedGroups {
 		if i == maxReasonsPerRule {
-			add(HealthWarning, fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i))
+			add(ProblemBlocked, HealthWarning, fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i))
 			break
 		}
-		add(HealthWarning, fmt.Sprintf("group %s blocked: head received %s",
+		add(ProblemBlocked, HealthWarning, fmt.Sprintf("group %s blocked: head received %s",
 			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time")))
 	}
 
 	if f.NearMax > 0 && q.MaxReceiveCount > 0 {
-		add(HealthWarning, fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount))
+		add(ProblemNearMax, HealthWarning, fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount))
 	}
 
 	if n := len(f.Errors); n > 0 {
 		e := f.Errors[0]
-		add(HealthWarning, fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
+		add(ProblemErrors, HealthWarning, fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
 			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64)))
 	}
 
 	if src, own, theirs, short := retentionShortfall(q, f.Sources); short {
-		add(HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
+		add(ProblemRetention, HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
 			humanDuration(own), src.Name, humanDuration(theirs)))
 	}
 	return h

@@ -49,12 +49,16 @@ func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
 	out := Groups{Queue: q.Name, Groups: []Group{}}
 	sample, err := s.store.LatestSample(ctx, q.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return out, nil
+		out.Next, err = s.sampleDue(ctx, q, nil)
+		return out, err
 	}
 	if err != nil {
 		return Groups{}, fmt.Errorf("views: groups of %s: %w", q.Name, err)
 	}
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
+	if out.Next, err = s.sampleDue(ctx, q, &sample); err != nil {
+		return Groups{}, err
+	}
 	groups, err := s.store.SampleGroups(ctx, sample.ID)
 	if err != nil {
 		return Groups{}, fmt.Errorf("views: groups of %s: %w", q.Name, err)
@@ -69,6 +73,7 @@ func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
 			HeadMessageID:    g.HeadMessageID,
 			HeadReceiveCount: g.HeadReceiveCount,
 			Blocked:          g.Blocked,
+			State:            groupState(g),
 		})
 	}
 	return out, nil
@@ -124,6 +129,12 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 		}
 	}
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
+	if mq.Cursor == "" {
+		// A page pinned to an older sample by its cursor is not followed by the next one.
+		if out.Next, err = s.sampleDue(ctx, q, &sample); err != nil {
+			return MessagePage{}, err
+		}
+	}
 
 	tools, err := s.store.SampleValueCounts(ctx, sample.ID, store.Field{Kind: store.FieldTool}, store.MessageFilter{})
 	if err != nil {
@@ -329,4 +340,15 @@ func decodeCursor(s string) (cursor, error) {
 		ids[i] = v
 	}
 	return cursor{queueID: ids[0], sampleID: ids[1], afterID: ids[2]}, nil
+}
+
+// groupState tells a group's state from its backlog.
+func groupState(g store.GroupBacklog) GroupState {
+	switch {
+	case g.Blocked:
+		return GroupBlocked
+	case g.HeadReceiveCount > 0:
+		return GroupRetrying
+	}
+	return GroupWaiting
 }

@@ -320,6 +320,7 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 		return Overview{}, err
 	}
 	ov := Overview{Queues: qs, Totals: totals(qs), Sight: snap.sight.problems()}
+	ov.Problems = problems(qs, ov.Sight)
 	if ov.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Overview{}, err
 	}
@@ -611,6 +612,11 @@ func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot,
 	if err != nil {
 		return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
 	}
+	var latest *store.Sample
+	if sample, ok := snap.samples[q.ID]; ok {
+		latest = &sample
+	}
+	p.Next = sampleDueOf(q, latest, snap.cadence, now)
 	p.ReceivesLastHour = hour.Receives
 	p.ReceivesLastDay = day.Receives
 	p.MessagesTakenLastDay = day.MessagesTaken

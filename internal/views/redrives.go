@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolq/toolq/internal/store"
@@ -33,10 +34,14 @@ func (s *Service) Redrives(ctx context.Context, queueID int64) ([]Redrive, error
 
 // RedriveTargets is what a dead-letter queue's redrive panel offers as destinations.
 type RedriveTargets struct {
-	// Destinations are the live watched queues of the DLQ's type (SQS refuses a FIFO source
-	// with a standard destination and the reverse), the DLQ itself left out, by name; each as
-	// links name it (its name, or its ARN when the name is ambiguous).
+	// Destinations are the live watched queues a redrive is likely meant for, of the DLQ's type
+	// (SQS refuses a FIFO source with a standard destination and the reverse): the DLQ's own
+	// sources first, then the queues whose names it carries ("web-search" for
+	// "web-search-dlq"), each by name (its ARN when the name is ambiguous).
 	Destinations []string
+	// Others are the other live watched queues of the DLQ's type, offered only behind "Other
+	// queue…": a redrive there is unusual enough to be typed.
+	Others []string
 	// TierSources are the DLQ's sources that are themselves dead-letter queues: the default
 	// destination sends messages back there, one step along the chain.
 	TierSources []string
@@ -60,20 +65,45 @@ func (s *Service) RedriveTargets(ctx context.Context, dlqID int64) (RedriveTarge
 	if dlq.ID == 0 {
 		return RedriveTargets{}, fmt.Errorf("views: redrive targets of queue %d: %w", dlqID, ErrNotFound)
 	}
-	out := RedriveTargets{Destinations: []string{}, TierSources: []string{}}
+	out := RedriveTargets{Destinations: []string{}, Others: []string{}, TierSources: []string{}}
+	base := deadLetterBase(dlq.Name)
+	var related []string
 	for _, q := range queues {
 		if slices.Contains(dlq.SourceARNs, q.ARN) && q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != "" {
 			out.TierSources = append(out.TierSources, q.Name)
 		}
-		if q.FIFO == dlq.FIFO && q.ARN != dlq.ARN && !q.Gone() {
-			ref := q.Name
-			if names[q.Name] > 1 {
-				ref = q.ARN
-			}
+		if q.FIFO != dlq.FIFO || q.ARN == dlq.ARN || q.Gone() {
+			continue
+		}
+		ref := q.Name
+		if names[q.Name] > 1 {
+			ref = q.ARN
+		}
+		switch {
+		case slices.Contains(dlq.SourceARNs, q.ARN):
 			out.Destinations = append(out.Destinations, ref)
+		case base != "" && strings.Contains(q.Name, base):
+			related = append(related, ref)
+		default:
+			out.Others = append(out.Others, ref)
 		}
 	}
+	out.Destinations = append(out.Destinations, related...)
 	return out, nil
+}
+
+// deadLetterBase is the name a dead-letter queue's own carries of the queue it serves: its name
+// without ".fifo" and a dead-letter suffix ("web-search" for "web-search-dlq"); "" when the name
+// has no such suffix, since then it names no other queue.
+func deadLetterBase(name string) string {
+	n := strings.TrimSuffix(name, ".fifo")
+	lower := strings.ToLower(n)
+	for _, suffix := range []string{"-dead-letter", "_dead_letter", "-deadletter", "-dlq", "_dlq", ".dlq", "dlq"} {
+		if strings.HasSuffix(lower, suffix) && len(n) > len(suffix) {
+			return n[:len(n)-len(suffix)]
+		}
+	}
+	return ""
 }
 
 // Redrive returns a move task as the views show it, at the service's clock: what the API

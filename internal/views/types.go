@@ -30,6 +30,15 @@ type Health struct {
 	Status  HealthStatus `json:"status"`
 	Reasons []string     `json:"reasons"`
 	Notes   []string     `json:"notes"`
+	// Findings are the reasons with the rule each came from, for the overview's problem list.
+	Findings []Finding `json:"-"`
+}
+
+// Finding is one reason of a queue's health, with its rule's kind and status.
+type Finding struct {
+	Kind   ProblemKind
+	Status HealthStatus
+	Reason string
 }
 
 // Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
@@ -137,6 +146,8 @@ type PeekStatus struct {
 	// received one message of the newest sample since that message arrived.
 	OwnReceiveLimit *int `json:"ownReceiveLimit"`
 	MostOwnReceives int  `json:"mostOwnReceives"`
+	// Next is when the next sample is due.
+	Next SampleDue `json:"next"`
 }
 
 // CollectorErrorView is a recent collector error about a queue.
@@ -206,7 +217,20 @@ type Group struct {
 	HeadMessageID    string    `json:"headMessageId"`
 	HeadReceiveCount int       `json:"headReceiveCount"`
 	Blocked          bool      `json:"blocked"`
+	// State says in one word what the group is doing (see GroupState).
+	State GroupState `json:"state"`
 }
+
+// GroupState is what a FIFO group of a sample is doing, told from its head message.
+type GroupState string
+
+// The states of a group: its head was never delivered and waits for a consumer; its head failed
+// once and waits for its next delivery; or its head keeps failing while messages wait behind it.
+const (
+	GroupWaiting  GroupState = "waiting"
+	GroupRetrying GroupState = "retrying"
+	GroupBlocked  GroupState = "blocked"
+)
 
 // Groups is GET /api/v1/queues/{queue}/groups.
 type Groups struct {
@@ -215,7 +239,22 @@ type Groups struct {
 	Seen          int        `json:"seen"`
 	ApproxVisible int64      `json:"approxVisible"`
 	Coverage      float64    `json:"coverage"`
+	Next          SampleDue  `json:"next"`
 	Groups        []Group    `json:"groups"` // never nil; oldest first
+}
+
+// SampleDue says when the next message sample of a queue comes, so that a page showing an
+// older sample beside a live depth says how old it may get.
+type SampleDue struct {
+	// At is when the next sample is due; null when none is coming (sampling is off or paused)
+	// or the collector's cadence is not known yet.
+	At *time.Time `json:"at"`
+	// Every is the spacing of the queue's samples, in seconds; 0 when not known.
+	Every int64 `json:"everySeconds"`
+	// Paused says why sampling waits, as PeekStatus.Paused; Off is true when the queue is not
+	// sampled at all.
+	Paused string `json:"paused,omitempty"`
+	Off    bool   `json:"off,omitempty"`
 }
 
 // Message is a sampled message.
@@ -319,6 +358,7 @@ type MessagePage struct {
 	Seen          int         `json:"seen"`
 	ApproxVisible int64       `json:"approxVisible"`
 	Coverage      float64     `json:"coverage"`
+	Next          SampleDue   `json:"next"`
 	Tools         []ToolCount `json:"tools"` // never nil; the whole sample, whatever the filters
 	// Matched is how many messages of the sample the filters keep, over every page.
 	Matched int `json:"matched"`
@@ -468,6 +508,8 @@ type Overview struct {
 	Sight []SightProblem `json:"sight"`
 	// Scopes are the queues grouped by account and region, in that order; never nil.
 	Scopes []ScopeSummary `json:"scopes"`
+	// Problems is what needs a person, each problem once, critical first; never nil.
+	Problems []Problem `json:"problems"`
 }
 
 // ScopeSummary is one account's region on the overview: how many queues, how many unhealthy.
@@ -481,6 +523,40 @@ type ScopeSummary struct {
 	// Blind: toolq cannot see this account's region (see Freshness.Blind).
 	Blind bool `json:"blind"`
 }
+
+// Problem is one thing the overview says needs a person, counted once: a dead-letter queue
+// holding messages is its DLQ's problem (the source's row only points to it), a blocked session
+// its queue's, a region toolq cannot read a problem of its own.
+type Problem struct {
+	Kind     ProblemKind  `json:"kind"`
+	Severity HealthStatus `json:"severity"` // warning or critical
+	// Queue is the queue's name, "" for a problem of a region; Ref names it in links.
+	Queue  string `json:"queue,omitempty"`
+	Ref    string `json:"-"`
+	Region string `json:"region"`
+	// Text says what is wrong in one line, safe to show (the health reasons of its kind).
+	Text string `json:"text"`
+}
+
+// ProblemKind names the health rule a problem comes from.
+type ProblemKind string
+
+// The kinds of problems, in the order the overview lists problems of one severity: what loses or
+// holds back tool calls first, then what toolq cannot see, then the rest.
+const (
+	ProblemDeadLetter ProblemKind = "dead-letter"     // a DLQ holds messages, or grows
+	ProblemBlocked    ProblemKind = "blocked-session" // a FIFO session waits behind a failing head
+	ProblemSight      ProblemKind = "cannot-see"      // toolq cannot read a region or an operation
+	ProblemStale      ProblemKind = "stale"           // a queue's data is old or missing
+	ProblemOldest     ProblemKind = "oldest-message"  // the oldest message is past the threshold
+	ProblemNearMax    ProblemKind = "near-max-receive"
+	ProblemErrors     ProblemKind = "collector-errors"
+	ProblemRetention  ProblemKind = "retention"
+	ProblemGone       ProblemKind = "gone"
+	// ProblemUnknown: a rule could not be checked (no CloudWatch datapoint yet); the row says
+	// so, and it is no problem a person must act on.
+	ProblemUnknown ProblemKind = "unknown"
+)
 
 // SightProblem is something toolq could not read in its last cycle in one region.
 type SightProblem struct {

@@ -139,6 +139,120 @@
     }
   });
 
+  // Charts: a bucket's value in the chart's readout, on hover and on keyboard focus (the SVG
+  // takes focus; ← → Home End move between its buckets). The values are the buckets' <title>s,
+  // which the browser also shows as tooltips. Listeners sit on the document, since pushes
+  // replace the charts.
+  function chartShow(svg, hit) {
+    var hits = svg.querySelectorAll("rect.hit");
+    for (var i = 0; i < hits.length; i++) {
+      hits[i].classList.toggle("active", hits[i] === hit);
+    }
+    var figure = svg.closest("figure");
+    var readout = figure ? figure.querySelector(".readout") : null;
+    var title = hit ? hit.querySelector("title") : null;
+    if (readout && title) {
+      readout.textContent = title.textContent;
+      readout.classList.add("live");
+    }
+  }
+  function chartOf(target) {
+    return target && target.closest ? target.closest("svg.chart-svg") : null;
+  }
+  document.addEventListener("mouseover", function (e) {
+    var svg = chartOf(e.target);
+    if (svg && e.target.matches("rect.hit")) {
+      chartShow(svg, e.target);
+    }
+  });
+  document.addEventListener("focusin", function (e) {
+    var svg = chartOf(e.target);
+    if (svg && !svg.querySelector("rect.hit.active")) {
+      var hits = svg.querySelectorAll("rect.hit");
+      if (hits.length) {
+        chartShow(svg, hits[hits.length - 1]);
+      }
+    }
+  });
+  document.addEventListener("keydown", function (e) {
+    var svg = chartOf(e.target);
+    if (!svg) {
+      return;
+    }
+    var hits = Array.prototype.slice.call(svg.querySelectorAll("rect.hit"));
+    if (!hits.length) {
+      return;
+    }
+    var at = hits.indexOf(svg.querySelector("rect.hit.active"));
+    var next = at;
+    switch (e.key) {
+      case "ArrowLeft": next = Math.max(at - 1, 0); break;
+      case "ArrowRight": next = at < 0 ? hits.length - 1 : Math.min(at + 1, hits.length - 1); break;
+      case "Home": next = 0; break;
+      case "End": next = hits.length - 1; break;
+      default: return;
+    }
+    e.preventDefault();
+    chartShow(svg, hits[next]);
+  });
+
+  // Narrow screens show each table row as a card (app.css); each cell is labelled with its
+  // column's header, copied here from the table's head so that the markup says it once.
+  function labelCells(root) {
+    var tables = (root || document).querySelectorAll(".table-scroll > table");
+    for (var t = 0; t < tables.length; t++) {
+      var heads = tables[t].querySelectorAll("thead th");
+      if (!heads.length) {
+        continue;
+      }
+      var rows = tables[t].querySelectorAll("tbody tr");
+      for (var r = 0; r < rows.length; r++) {
+        var cells = rows[r].children;
+        for (var i = 0; i < cells.length && i < heads.length; i++) {
+          if (cells[i].tagName === "TD" && !cells[i].hasAttribute("data-label")) {
+            cells[i].setAttribute("data-label", heads[i].textContent.replace(/[\s▲▼]+/g, " ").trim());
+          }
+        }
+      }
+    }
+  }
+  document.addEventListener("DOMContentLoaded", function () { labelCells(document); });
+  document.addEventListener("htmx:afterSettle", function () { labelCells(document); });
+  document.addEventListener("htmx:wsAfterMessage", function () { labelCells(document); });
+
+  // Embedded in a portal's iframe, the page posts its height to the portal so that it can size
+  // the iframe: {type: "toolq:height", height}. Only to the origins --frame-ancestors allows
+  // (data-embed-origins; "self" is this page's own), each as postMessage's targetOrigin, so the
+  // browser delivers it to a parent of that origin and to no other; never "*".
+  function postHeight() {
+    var list = document.documentElement.getAttribute("data-embed-origins");
+    if (!list || window.parent === window) {
+      return;
+    }
+    var height = Math.ceil(document.documentElement.scrollHeight);
+    if (height === postHeight.last) {
+      return;
+    }
+    postHeight.last = height;
+    list.split(" ").forEach(function (origin) {
+      if (origin === "self") {
+        origin = location.origin;
+      }
+      try {
+        window.parent.postMessage({ type: "toolq:height", height: height }, origin);
+      } catch (err) {
+        // a malformed origin: nothing to send it to
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    postHeight();
+    if (window.ResizeObserver) {
+      new ResizeObserver(postHeight).observe(document.documentElement);
+    }
+  });
+  document.addEventListener("htmx:wsAfterMessage", postHeight);
+
   // A push is rendered once for a whole group of subscribers; should it carry an element this
   // page lacks (a section that appeared since the page loaded, such as a queue's sample), htmx
   // would log an error for that out-of-band element without a target: drop those first.

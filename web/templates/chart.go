@@ -19,12 +19,24 @@ const (
 	ChartBars
 )
 
-// Chart geometry, in SVG user units (the stylesheet scales the SVG to its box).
+// Chart geometry, in SVG user units (the stylesheet scales the SVG to its box; the axis labels
+// are HTML beside it, so that text never stretches with the plot).
 const (
 	chartWidth   = 600
 	chartHeight  = 150
-	chartTop     = 14 // room for the maximum's label
 	chartBuckets = 120
+	// chartMinSpan is the narrowest range a chart fits to when its history is shorter than the
+	// range asked for.
+	chartMinSpan = 10 * time.Minute
+	// chartTimeTicks is how many times the x axis labels, first and last included.
+	chartTimeTicks = 5
+)
+
+// Units of the charts' y axes.
+const (
+	UnitMessages  = "messages"
+	UnitPerMinute = "messages/min"
+	UnitSeconds   = "seconds"
 )
 
 // ChartRect is a bar or a hover column, with what its tooltip says.
@@ -33,23 +45,51 @@ type ChartRect struct {
 	Label      string
 }
 
-// Chart is a server-rendered SVG chart of one series: no chart library, values on hover through
-// a <title> per bucket.
+// ChartTick is one label of an axis; At is set on the time axis.
+type ChartTick struct {
+	Label string
+	At    time.Time
+}
+
+// ChartMark is a redrive drawn over a chart: a band from its start to its end (the chart's
+// right edge while it runs), with what it moved.
+type ChartMark struct {
+	X1, X2  float64
+	Label   string
+	Running bool
+}
+
+// Chart is a server-rendered SVG chart of one series: no chart library; a y axis with its unit,
+// gridlines, time ticks, redrive markers, and each bucket's value in a <title> and in the
+// readout that app.js fills on hover and on keyboard focus.
 type Chart struct {
-	Metric  string // the CloudWatch metric name
-	Title   string
-	Kind    ChartKind
+	Metric string // the CloudWatch metric name, or a series the views derive (views.Series*)
+	Title  string
+	Kind   ChartKind
+	// Unit is what the y axis counts: "messages", "messages/min", "seconds". Bars are per
+	// minute whatever the bucket: a bucket's sum divided by its minutes.
+	Unit    string
 	Line    string      // polyline points, for ChartLine
 	Bars    []ChartRect // for ChartBars
 	Hits    []ChartRect // full-height hover columns, one per bucket with data
-	MaxText string      // the top of the scale
+	MaxText string      // the largest bucket's value
+	// YTicks label the gridlines from the top of the scale down to 0; Grid are their y
+	// coordinates, the same order.
+	YTicks []ChartTick
+	Grid   []float64
+	XTicks []ChartTick
+	Marks  []ChartMark
 	// Latest is the series' newest value and LatestAt its time, for the caption: the same
 	// reading as the stats card above the charts, not a bucket's maximum.
 	Latest   string
 	LatestAt time.Time
 	Since    time.Time
 	Until    time.Time
-	Empty    bool
+	// Fitted says the chart covers less than the range asked for, which started at
+	// RangeSince: the history is shorter.
+	Fitted     bool
+	RangeSince time.Time
+	Empty      bool
 }
 
 // Width and Height are the viewBox size, for the template.
@@ -63,10 +103,36 @@ func (Chart) ViewBox() string {
 	return "0 0 " + strconv.Itoa(chartWidth) + " " + strconv.Itoa(chartHeight)
 }
 
+// FitRange narrows [since, until) to the history the series hold when it is shorter, so that a
+// new queue's first minutes fill the chart rather than a strip at its right edge. The range
+// starts at the earliest point's minute, and spans chartMinSpan at least.
+func FitRange(since, until time.Time, series ...views.Series) (time.Time, bool) {
+	var first time.Time
+	for _, s := range series {
+		for _, p := range s.Points {
+			if !p.At.Before(since) && p.At.Before(until) && (first.IsZero() || p.At.Before(first)) {
+				first = p.At
+			}
+		}
+	}
+	if first.IsZero() {
+		return since, false
+	}
+	fit := first.Truncate(time.Minute)
+	if latest := until.Add(-chartMinSpan); fit.After(latest) {
+		fit = latest
+	}
+	if !fit.After(since) {
+		return since, false
+	}
+	return fit, true
+}
+
 // NewChart lays out a series over [since, until) in at most chartBuckets buckets, so that a week
-// of one-minute points stays a light page. format writes a value for the tooltips and the scale.
-func NewChart(title string, kind ChartKind, s views.Series, since, until time.Time, format func(float64) string) Chart {
-	c := Chart{Metric: s.Name, Title: title, Kind: kind, Since: since, Until: until}
+// of one-minute points stays a light page. format writes a value for the tooltips and the scale;
+// unit is what the y axis counts.
+func NewChart(title string, kind ChartKind, unit string, s views.Series, since, until time.Time, format func(float64) string) Chart {
+	c := Chart{Metric: s.Name, Title: title, Kind: kind, Unit: unit, Since: since, Until: until}
 	span := until.Sub(since)
 	n := chartBuckets
 	if minutes := int(span / time.Minute); minutes > 0 && minutes < n {
@@ -97,6 +163,13 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 		}
 		has[i] = true
 	}
+	if kind == ChartBars {
+		// Per minute, so that a day's 12-minute buckets read like an hour's one-minute ones.
+		perMinute := width.Minutes()
+		for i := range vals {
+			vals[i] /= perMinute
+		}
+	}
 	var newest views.Point
 	for _, p := range s.Points {
 		if !p.At.Before(since) && p.At.Before(until) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) && !p.At.Before(newest.At) {
@@ -117,12 +190,20 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 	}
 	c.MaxText = format(max)
 	c.Latest, c.LatestAt = format(newest.Value), newest.At
-	scale := max
-	if scale <= 0 {
-		scale = 1
+	step, intervals := niceScale(max, unit)
+	scale := step * float64(intervals)
+	for k := intervals; k >= 0; k-- {
+		v := step * float64(k)
+		c.YTicks = append(c.YTicks, ChartTick{Label: format(v)})
+		c.Grid = append(c.Grid, round1(float64(chartHeight)-v/scale*float64(chartHeight)))
 	}
+	c.XTicks = timeTicks(since, until)
 	colW := float64(chartWidth) / float64(n)
-	plotH := float64(chartHeight - chartTop)
+	plotH := float64(chartHeight)
+	stamp := "15:04"
+	if span > 24*time.Hour {
+		stamp = "Jan 2 15:04"
+	}
 	var line strings.Builder
 	for i := range vals {
 		if !has[i] {
@@ -131,7 +212,15 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 		x := float64(i) * colW
 		h := vals[i] / scale * plotH
 		y := float64(chartHeight) - h
-		label := since.Add(time.Duration(i)*width).UTC().Format("Jan 2 15:04") + " UTC: " + format(vals[i])
+		at := since.Add(time.Duration(i) * width).UTC()
+		label := at.Format(stamp) + " UTC"
+		if width > time.Minute {
+			label = at.Format(stamp) + "–" + at.Add(width).Format("15:04") + " UTC"
+		}
+		label += ": " + format(vals[i])
+		if c.Kind == ChartBars {
+			label += " a minute"
+		}
 		c.Hits = append(c.Hits, ChartRect{X: round1(x), Y: 0, W: round1(colW), H: chartHeight, Label: label})
 		if kind == ChartBars {
 			c.Bars = append(c.Bars, ChartRect{X: round1(x + colW*0.1), Y: round1(y), W: round1(colW * 0.8), H: round1(h), Label: label})
@@ -146,15 +235,115 @@ func NewChart(title string, kind ChartKind, s views.Series, since, until time.Ti
 	return c
 }
 
+// WithMarks draws redrives over the chart: each one that overlaps its range, clipped to it.
+func (c Chart) WithMarks(marks []views.RedriveMark, now time.Time) Chart {
+	if c.Empty {
+		return c
+	}
+	span := c.Until.Sub(c.Since)
+	x := func(t time.Time) float64 {
+		f := float64(t.Sub(c.Since)) / float64(span)
+		return round1(math.Min(math.Max(f, 0), 1) * chartWidth)
+	}
+	for _, m := range marks {
+		end := c.Until
+		if m.EndedAt != nil {
+			end = *m.EndedAt
+		}
+		if !m.StartedAt.Before(c.Until) || end.Before(c.Since) {
+			continue
+		}
+		label := "Redrive " + m.StartedAt.UTC().Format("15:04:05")
+		if m.EndedAt != nil {
+			label += "–" + m.EndedAt.UTC().Format("15:04:05") + " UTC"
+		} else {
+			label += " UTC, running"
+		}
+		label += ": moved " + Count(m.Moved) + " (" + strings.ToLower(m.Status) + ")"
+		x1, x2 := x(m.StartedAt), x(end)
+		if x2-x1 < 2 {
+			x2 = math.Min(x1+2, chartWidth)
+		}
+		c.Marks = append(c.Marks, ChartMark{X1: x1, X2: x2, Label: label, Running: m.EndedAt == nil})
+	}
+	return c
+}
+
+// AriaLabel sums the chart up for screen readers.
+func (c Chart) AriaLabel() string {
+	s := c.Title
+	if c.Unit != "" {
+		s += " (" + c.Unit + ")"
+	}
+	s += ": newest " + c.Latest + ", max " + c.MaxText + ", " + c.Since.UTC().Format("15:04") + " to " + c.Until.UTC().Format("15:04 UTC")
+	if len(c.Marks) > 0 {
+		s += "; " + strconv.Itoa(len(c.Marks)) + " redrive markers"
+	}
+	return s + ". Use the arrow keys for each bucket's value."
+}
+
+// niceScale picks the step of the y axis' gridlines and how many of them the largest value
+// needs (1 to 4): steps of 1, 2 or 5 times a power of ten, whole numbers of messages on gauges,
+// and steps a clock reads (15 s, 1 min, 5 min, 1 h…) for seconds.
+func niceScale(top float64, unit string) (step float64, intervals int) {
+	if top <= 0 || math.IsNaN(top) {
+		return 1, 1
+	}
+	raw := top / 4
+	if unit == UnitSeconds {
+		step = 86400 * math.Ceil(raw/86400)
+		for _, s := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400} {
+			if s >= raw {
+				step = s
+				break
+			}
+		}
+	} else {
+		mag := math.Pow(10, math.Floor(math.Log10(raw)))
+		step = 10 * mag
+		for _, m := range []float64{1, 2, 5, 10} {
+			if m*mag >= raw {
+				step = m * mag
+				break
+			}
+		}
+		if unit == UnitMessages && step < 1 {
+			step = 1
+		}
+	}
+	intervals = int(math.Ceil(top/step - 1e-9))
+	return step, min(max(intervals, 1), 4)
+}
+
+// timeTicks labels the time axis at chartTimeTicks even steps, so that the labels sit over
+// their gridlines when laid out with equal space between them.
+func timeTicks(since, until time.Time) []ChartTick {
+	span := until.Sub(since)
+	stamp := "15:04"
+	if span > 24*time.Hour {
+		stamp = "Jan 2 15:04"
+	}
+	out := make([]ChartTick, chartTimeTicks)
+	for k := range out {
+		at := since.Add(span * time.Duration(k) / (chartTimeTicks - 1)).UTC()
+		out[k] = ChartTick{Label: at.Format(stamp), At: at}
+	}
+	out[len(out)-1].Label += " UTC"
+	return out
+}
+
 // Sparkline returns the polyline points of values in a 100×24 box, oldest left; "" for fewer
 // than two values. The box is drawn at 100×24 pixels, so whole coordinates lose nothing, and a
 // point between two of the same height draws nothing either: both are left out, which keeps the
 // thousand sparklines of an overview small on the wire and quick to write.
-func Sparkline(values []float64) string {
+func Sparkline(values []float64) string { return SparklineTo(values, 0) }
+
+// SparklineTo is Sparkline on a scale whose top is top (the largest of several sparklines drawn
+// to one scale); 0 scales the sparkline to its own largest value.
+func SparklineTo(values []float64, top float64) string {
 	if len(values) < 2 {
 		return ""
 	}
-	top := 0.0
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			top = math.Max(top, v)
@@ -198,6 +387,36 @@ func SparklineLabel(values []float64) string {
 		max = math.Max(max, v)
 	}
 	return "visible messages over the last hour, at most " + Number(max) + ", now " + Number(values[len(values)-1])
+}
+
+// SparkRange writes a sparkline's least and largest values ("0–12"), as a reader compares rows.
+func SparkRange(values []float64) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range values {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return ""
+	}
+	if lo == hi {
+		return Number(hi)
+	}
+	return Number(lo) + "–" + Number(hi)
+}
+
+// SparkTop is the largest value of every row's sparkline: the top of their shared scale.
+func SparkTop(rows []OverviewRow) float64 {
+	top := 0.0
+	for _, r := range rows {
+		for _, v := range r.Sparkline {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	return top
 }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }

@@ -37,7 +37,7 @@ func TestNewChart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewChart("t", tt.kind, tt.series, since, until, Number)
+			c := NewChart("t", tt.kind, UnitMessages, tt.series, since, until, Number)
 			if c.Empty != tt.empty {
 				t.Fatalf("Empty = %v", c.Empty)
 			}
@@ -55,9 +55,9 @@ func TestNewChart(t *testing.T) {
 		for at := start; at.Before(until); at = at.Add(time.Minute) {
 			s.Points = append(s.Points, views.Point{At: at, Value: 1})
 		}
-		c := NewChart("t", ChartBars, s, start, until, Number)
-		if len(c.Bars) != chartBuckets || c.MaxText != "84" {
-			t.Errorf("bars %d max %q, want %d buckets of 84 minutes", len(c.Bars), c.MaxText, chartBuckets)
+		c := NewChart("t", ChartBars, UnitPerMinute, s, start, until, Number)
+		if len(c.Bars) != chartBuckets || c.MaxText != "1" {
+			t.Errorf("bars %d max %q, want %d buckets of 84 minutes at 1 a minute", len(c.Bars), c.MaxText, chartBuckets)
 		}
 	})
 }
@@ -103,7 +103,7 @@ func TestChartCaptionIsTheNewestReading(t *testing.T) {
 		{At: until.Add(-40 * time.Second), Value: 5},
 		{At: until.Add(-25 * time.Second), Value: 1},
 	}}
-	c := NewChart("Visible", ChartLine, s, since, until, Number)
+	c := NewChart("Visible", ChartLine, UnitMessages, s, since, until, Number)
 	if c.Latest != "1" || !c.LatestAt.Equal(until.Add(-25*time.Second)) || c.MaxText != "5" {
 		t.Errorf("latest %q at %v, max %q; want 1 at %v, max 5", c.Latest, c.LatestAt, c.MaxText, until.Add(-25*time.Second))
 	}

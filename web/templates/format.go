@@ -84,6 +84,14 @@ func Ago(t, now time.Time) string {
 	return Duration(d.Seconds()) + " ago"
 }
 
+// NextIn says how long after now t comes: "in 25 s", or "now" when it is due.
+func NextIn(t, now time.Time) string {
+	if d := t.Sub(now); d >= time.Second {
+		return "in " + Duration(d.Seconds())
+	}
+	return "now"
+}
+
 // AgoPtr is Ago for an optional time.
 func AgoPtr(t *time.Time, now time.Time) string {
 	if t == nil {
@@ -240,4 +248,32 @@ func OptInt(n *int, none string) string {
 		return none
 	}
 	return strconv.Itoa(*n)
+}
+
+// Plural says "1 problem", "3 problems".
+func Plural(n int, noun string) string { return views.Plural(int64(n), noun) }
+
+// ProblemLabel names a kind of problem in the overview's list, in two or three words.
+func ProblemLabel(k views.ProblemKind) string {
+	switch k {
+	case views.ProblemDeadLetter:
+		return "dead letters"
+	case views.ProblemBlocked:
+		return "blocked session"
+	case views.ProblemSight:
+		return "cannot see"
+	case views.ProblemStale:
+		return "no fresh data"
+	case views.ProblemOldest:
+		return "old message"
+	case views.ProblemNearMax:
+		return "near maxReceiveCount"
+	case views.ProblemErrors:
+		return "collector errors"
+	case views.ProblemRetention:
+		return "retention"
+	case views.ProblemGone:
+		return "gone"
+	}
+	return string(k)
 }

@@ -70,7 +70,7 @@ func SampleSection(ref, queueName string, m views.MessagePage, t views.Triage, n
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = Coverage(m.SampledAt, m.Seen, m.ApproxVisible, m.Coverage, now).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Coverage(m.SampledAt, m.Seen, m.ApproxVisible, m.Coverage, m.Next, now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1306,7 +1306,7 @@ func MessageList(p MessagesProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = Coverage(p.Messages.SampledAt, p.Messages.Seen, p.Messages.ApproxVisible, p.Messages.Coverage, p.Now).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Coverage(p.Messages.SampledAt, p.Messages.Seen, p.Messages.ApproxVisible, p.Messages.Coverage, p.Messages.Next, p.Now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -22,6 +22,10 @@ import (
 type Nav struct {
 	Embed      bool
 	EmbedToken string
+	// Theme ("light", "dark" or "" for the reader's system) and Colors (ParseEmbedColors' form)
+	// are the portal's look for an embedded page.
+	Theme  string
+	Colors string
 }
 
 // Values returns the query parameters Nav adds to links.
@@ -32,6 +36,12 @@ func (n Nav) Values() url.Values {
 	}
 	if n.EmbedToken != "" {
 		v.Set("embed_token", n.EmbedToken)
+	}
+	if n.Embed && n.Theme != "" {
+		v.Set("theme", n.Theme)
+	}
+	if n.Embed && n.Colors != "" {
+		v.Set("colors", n.Colors)
 	}
 	return v
 }
@@ -108,6 +118,8 @@ type Page struct {
 	// StaleAfter is the server's threshold past which data is stale: the page counts the age of
 	// its freshness line up to it on its own while no push comes.
 	StaleAfter time.Duration
+	// EmbedOrigins are the origins an embedded page posts its height to (EmbedOrigins).
+	EmbedOrigins []string
 	// Bare drops the navigation and the freshness: the sign-in page shows neither to strangers.
 	Bare bool
 	// Notice is the outcome of the action that led here ("Move task started"), and Alert an
@@ -129,14 +141,20 @@ func (p Page) CSRFHeaders() string {
 // responses; and it swaps error answers too, so that a refused action shows its reason.
 const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":true}]}`
 
+// OtherDestination is the redrive form's "Other queue…" choice: the destination is then the
+// queue typed in destination_other.
+const OtherDestination = "other…"
+
 // OverviewRow is one queue of the overview; its links name it by QueueSummary.Ref.
 type OverviewRow struct {
 	views.QueueSummary
+	// SparkTop is the top of the sparkline's scale when the rows share one; 0: its own.
+	SparkTop float64
 }
 
 // OverviewParts says which parts of the overview besides its rows a push carries.
 type OverviewParts struct {
-	Sight, Totals, Cost bool
+	Attention, Sight, Totals, Cost bool
 }
 
 // SortColumn is one sortable column of the overview.
@@ -163,6 +181,28 @@ type OverviewProps struct {
 	Misconfigured bool
 	// Account and Region keep the queues of one account (name or id) and one region; "": all.
 	Account, Region string
+	// SharedScale draws every row's sparkline on one scale (?scale=shared), so that 1→3 and
+	// 7→28 no longer look alike; each row's min and max are written beside it either way.
+	SharedScale bool
+}
+
+// scaleParam is the overview's sparkline scale as a query value.
+func (p OverviewProps) scaleParam() string {
+	if p.SharedScale {
+		return "shared"
+	}
+	return ""
+}
+
+// ScaleURL returns the link that shares one scale across the sparklines, or gives each its own.
+func (p OverviewProps) ScaleURL() string {
+	v := p.View()
+	if p.SharedScale {
+		v.Del("scale")
+	} else {
+		v.Set("scale", "shared")
+	}
+	return p.Nav.URL("/", v)
 }
 
 // ScopeURL returns the overview's link to one account's region ("" and "": all), the other
@@ -219,12 +259,12 @@ func (p OverviewProps) SortURL(key string) string {
 		dir = "desc"
 	}
 	return p.Nav.URL("/", url.Values{"sort": {key}, "dir": {dir}, "q": {p.Query}, "misconfigured": {p.misconfiguredParam()},
-		"account": {p.Account}, "region": {p.Region}})
+		"account": {p.Account}, "region": {p.Region}, "scale": {p.scaleParam()}})
 }
 
 // HealthSortURL returns the link of the health column: the default order, filters kept.
 func (p OverviewProps) HealthSortURL() string {
-	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}, "account": {p.Account}, "region": {p.Region}})
+	return p.Nav.URL("/", url.Values{"q": {p.Query}, "misconfigured": {p.misconfiguredParam()}, "account": {p.Account}, "region": {p.Region}, "scale": {p.scaleParam()}})
 }
 
 // MisconfiguredURL returns the link that turns the "misconfigured" filter on, or off when on.
@@ -253,6 +293,9 @@ func (p OverviewProps) View() url.Values {
 	}
 	if p.Region != "" {
 		v.Set("region", p.Region)
+	}
+	if p.SharedScale {
+		v.Set("scale", "shared")
 	}
 	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
 		v.Set("sort", p.Sort)
@@ -335,8 +378,10 @@ type RedriveProps struct {
 	// TierSources are the sources that are themselves dead-letter queues (tiers): a redrive's
 	// default destination sends messages back there, one step along the chain.
 	TierSources []string
-	// Destinations are the watched queues of the same type a redrive may target.
+	// Destinations are the watched queues of the same type a redrive is likely meant for (the
+	// sources first); Others the rest, behind "Other queue…" (views.RedriveTargets).
 	Destinations []string
+	Others       []string
 	Running      *views.Redrive
 	History      []views.Redrive
 	// Disabled is why the panel cannot start or cancel anything; empty when it can.

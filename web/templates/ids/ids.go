@@ -38,6 +38,9 @@ func Sight() string { return "sight" }
 // link keeps its id, so that keyboard focus on it survives them.
 func QueueLink(queueID int64) string { return "queue-link-" + strconv.FormatInt(queueID, 10) }
 
+// Attention is the overview's list of what needs a person, above the table.
+func Attention() string { return "attention" }
+
 // Totals is the overview's totals line.
 func Totals() string { return "totals" }
 

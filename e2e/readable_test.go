@@ -1,0 +1,198 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// readoutJS reads a chart's readout, by metric.
+func readoutJS(metric string) string {
+	return fmt.Sprintf(`(document.querySelector('figure.chart[data-metric=%s] .readout') || {}).textContent || ''`, jsString(metric))
+}
+
+// TestChartsAreReadable: the queue page's charts label their y axis with units, draw gridlines
+// and time ticks, and say a bucket's value when the pointer is over it and when the keyboard
+// moves through it.
+func TestChartsAreReadable(t *testing.T) {
+	d := needDemo(t)
+	p := newTab(t)
+	p.do("set the viewport", 10*time.Second, chromedp.EmulateViewport(1280, 900))
+	p.open(d.page("/queues/web-search"))
+	const metric = "ApproximateNumberOfMessagesVisible"
+	sel := `figure.chart[data-metric="` + metric + `"]`
+	waitJS(p, 60*time.Second, "the visible-messages chart with its axes", `(() => {
+		const f = document.querySelector('`+sel+`');
+		return f ? {ticks: f.querySelectorAll('.y-axis span').length, grid: f.querySelectorAll('svg line.grid').length,
+			times: f.querySelectorAll('.x-axis time').length, hits: f.querySelectorAll('rect.hit').length} : null;
+	})()`, func(v *struct{ Ticks, Grid, Times, Hits int }) bool {
+		return v != nil && v.Ticks >= 2 && v.Grid >= 2 && v.Times >= 3 && v.Hits >= 2
+	})
+	units := mustEval[[]string](p, `[...document.querySelectorAll('figure.chart .chart-title .unit')].map(u => u.textContent.trim())`)
+	for _, want := range []string{"messages", "messages/min", "seconds"} {
+		if !strings.Contains(strings.Join(units, "|")+"|", want+"|") {
+			t.Errorf("no chart counts in %q; units: %q", want, units)
+		}
+	}
+
+	// Hover: the pointer over the newest bucket shows its value.
+	box := mustEval[struct{ X, Y float64 }](p, `(() => {
+		const hits = document.querySelectorAll('`+sel+` rect.hit'); const r = hits[hits.length - 1].getBoundingClientRect();
+		return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+	})()`)
+	p.do("hover the newest bucket", 10*time.Second, chromedp.MouseEvent(chromedp.MouseMoved, box.X, box.Y))
+	hovered := waitJS(p, 10*time.Second, "the hovered value in the readout", readoutJS(metric), func(s string) bool { return strings.Contains(s, "UTC: ") })
+
+	// Keyboard: focus the chart, step left, and the readout moves to the bucket before.
+	p.do("focus the chart", 10*time.Second, chromedp.Focus(chromedp.CSS(sel+" svg.chart-svg")))
+	p.do("step left", 10*time.Second, chromedp.KeyEvent(kb.ArrowLeft))
+	waitJS(p, 10*time.Second, "the readout to follow the keyboard", readoutJS(metric), func(s string) bool {
+		return strings.Contains(s, "UTC: ") && s != hovered
+	})
+}
+
+// narrowJS reports how far a page, or any box in it that scrolls sideways, is wider than the
+// window: at 390 px nothing may scroll sideways.
+const narrowJS = `(() => {
+	const width = document.documentElement.clientWidth;
+	const boxes = [...document.querySelectorAll('body *')].filter(el => {
+		const o = getComputedStyle(el).overflowX;
+		return (o === 'auto' || o === 'scroll') && el.scrollWidth > el.clientWidth + 1;
+	}).slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className + ' ' + el.scrollWidth + '>' + el.clientWidth);
+	return {excess: document.documentElement.scrollWidth - width, culprits: boxes};
+})()`
+
+// TestNothingScrollsSidewaysAt390: on a 390-px phone the overview, a queue, a DLQ, its messages,
+// the FIFO queue and the audit log fit the screen, tables as cards, nothing scrolling sideways.
+func TestNothingScrollsSidewaysAt390(t *testing.T) {
+	d := needDemo(t)
+	for _, path := range []string{"/", "/queues/web-search", "/queues/web-search-dlq", "/queues/web-search-dlq/messages",
+		"/queues/tool-calls.fifo", "/audit"} {
+		t.Run(path, func(t *testing.T) {
+			p := newTab(t)
+			p.do("set a phone's viewport", 10*time.Second, chromedp.EmulateViewport(390, 844))
+			p.open(d.page(path))
+			waitJS(p, 20*time.Second, "the page", `document.readyState`, func(s string) bool { return s == "complete" })
+			got := mustEval[overflow](p, narrowJS)
+			if got.Excess > 0 || len(got.Culprits) > 0 {
+				t.Errorf("at 390 px the page is %d px too wide; boxes scrolling sideways: %v; sticking out: %v",
+					got.Excess, got.Culprits, mustEval[overflow](p, overflowJS).Culprits)
+			}
+		})
+	}
+}
+
+// TestEmbedPostsItsHeight: an embedded page posts its height to the portal that frames it, an
+// origin --frame-ancestors allows, and names no wildcard target.
+func TestEmbedPostsItsHeight(t *testing.T) {
+	d := needDemo(t)
+	embedURL := d.page("/?embed=1&theme=dark")
+	p := newTab(t)
+	p.open(suite.embedder.URL + "/?src=" + url.QueryEscape(embedURL))
+	frame := waitChildFrame(p, 30*time.Second)
+	if frame.URL != embedURL {
+		t.Fatalf("iframe ended on %q, want %q", frame.URL, embedURL)
+	}
+	got := waitJS(p, 30*time.Second, "a height message from the iframe", `window.toolqMessages || []`, func(ms []struct {
+		Origin string
+		Data   struct {
+			Type   string
+			Height float64
+		}
+	}) bool {
+		return len(ms) > 0
+	})
+	for _, m := range got {
+		if m.Origin != d.URL || m.Data.Type != "toolq:height" || m.Data.Height < 50 {
+			t.Errorf("message %+v: want toolq:height from %s", m, d.URL)
+		}
+	}
+	origins := frameEval[string](p, frame, `document.documentElement.getAttribute('data-embed-origins')`)
+	if strings.Contains(origins, "*") || !strings.Contains(origins, suite.embedder.origin()) {
+		t.Errorf("data-embed-origins = %q: want the allowed portal's origin and no wildcard", origins)
+	}
+	if theme := frameEval[string](p, frame, `document.documentElement.dataset.theme`); theme != "dark" {
+		t.Errorf("embedded theme = %q, want dark", theme)
+	}
+}
+
+// TestDemoShowsABlockedSessionWithinTwoMinutes runs the demo as `make run` does (its own
+// cadences, traffic and collector) and waits, from its start, for the FIFO page to show a blocked
+// session and a message one receive from the dead-letter queue.
+func TestDemoShowsABlockedSessionWithinTwoMinutes(t *testing.T) {
+	needBrowser(t)
+	t.Parallel()
+	started := time.Now()
+	d, err := startDemo(suite.binary, filepath.Join(suite.dir, "fifo-demo"))
+	if err != nil {
+		t.Fatalf("start the demo: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("demo log (last lines):\n%s", d.logTail(30))
+		}
+	})
+	var blocked, nearMax bool
+	deadline := started.Add(2 * time.Minute)
+	eventually(t, time.Until(deadline), "a blocked session and a message near maxReceiveCount in tool-calls.fifo's sample", func() (bool, string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var groups struct {
+			Groups []struct {
+				GroupID string `json:"groupId"`
+				Blocked bool   `json:"blocked"`
+				State   string `json:"state"`
+			} `json:"groups"`
+		}
+		var msgs struct {
+			Messages []struct {
+				NearMax bool `json:"nearMaxReceive"`
+			} `json:"messages"`
+		}
+		for path, into := range map[string]any{"/api/v1/queues/tool-calls.fifo/groups": &groups,
+			"/api/v1/queues/tool-calls.fifo/messages?nearMax=true": &msgs} {
+			status, body, err := httpGet(ctx, d.page(path))
+			if err != nil || status != http.StatusOK {
+				return false, fmt.Sprintf("GET %s: %d", path, status), err
+			}
+			if err := json.Unmarshal(body, into); err != nil {
+				return false, "", err
+			}
+		}
+		for _, g := range groups.Groups {
+			blocked = blocked || (g.Blocked && g.State == "blocked")
+		}
+		for _, m := range msgs.Messages {
+			nearMax = nearMax || m.NearMax
+		}
+		return blocked && nearMax, fmt.Sprintf("blocked %v, near max %v after %s", blocked, nearMax, time.Since(started).Round(time.Second)), nil
+	})
+	t.Logf("a blocked session and a message near maxReceiveCount %s after the demo started", time.Since(started).Round(time.Second))
+
+	p := newTab(t)
+	p.open(d.page("/queues/tool-calls.fifo"))
+	waitJS(p, 10*time.Second, "the FIFO page's blocked group and near-max section", `({
+		blocked: document.querySelectorAll('#groups tr.blocked').length,
+		nearMax: document.querySelectorAll('#nearmax-h').length,
+		next: (document.querySelector('#groups .next-sample') || {}).textContent || '',
+		legend: document.querySelectorAll('#groups dl.legend dt').length,
+	})`, func(v struct {
+		Blocked, NearMax int
+		Next             string
+		Legend           int
+	}) bool {
+		return v.Blocked > 0 && v.NearMax > 0 && v.Next != "" && v.Legend == 3
+	})
+}

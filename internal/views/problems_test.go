@@ -1,0 +1,41 @@
+package views
+
+import "testing"
+
+func TestProblemsCountEachOnce(t *testing.T) {
+	dlq := QueueSummary{Name: "web-search-dlq", Region: "us-east-1", SourceQueues: []string{"web-search"}, Health: Health{Findings: []Finding{
+		{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: "3 messages in the dead-letter queue"},
+		{Kind: ProblemDeadLetter, Status: HealthCritical, Reason: "growing: 1 → 3 messages in 5 min"},
+	}}}
+	fifo := QueueSummary{Name: "tool-calls.fifo", Region: "us-east-1", Health: Health{Findings: []Finding{
+		{Kind: ProblemBlocked, Status: HealthWarning, Reason: "group a blocked: head received 2 times"},
+		{Kind: ProblemBlocked, Status: HealthWarning, Reason: "group b blocked: head received 3 times"},
+		{Kind: ProblemUnknown, Status: HealthUnknown, Reason: "oldest message age unknown: no CloudWatch datapoint yet"},
+	}}}
+	ok := QueueSummary{Name: "web-search", Health: Health{Notes: []string{"3 messages in its dead-letter queue web-search-dlq"}}}
+	sight := []SightProblem{{Region: "eu-west-1", Blind: true, Problem: "eu-west-1: ListQueues fails with AccessDenied"}}
+
+	got := problems([]QueueSummary{ok, fifo, dlq}, sight)
+	want := []struct {
+		kind     ProblemKind
+		queue    string
+		severity HealthStatus
+		text     string
+	}{
+		{ProblemDeadLetter, "web-search-dlq", HealthCritical, "3 messages in the dead-letter queue; growing: 1 → 3 messages in 5 min (from web-search)"},
+		{ProblemSight, "", HealthCritical, "eu-west-1: ListQueues fails with AccessDenied"},
+		{ProblemBlocked, "tool-calls.fifo", HealthWarning, "group a blocked: head received 2 times; group b blocked: head received 3 times"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems = %+v, want %d", got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Kind != w.kind || g.Queue != w.queue || g.Severity != w.severity || g.Text != w.text {
+			t.Errorf("problem %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if c, w := ProblemCounts(got); c != 2 || w != 1 {
+		t.Errorf("counts = %d critical, %d warning; want 2, 1", c, w)
+	}
+}
