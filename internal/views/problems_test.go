@@ -1,6 +1,10 @@
 package views
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+	"time"
+)
 
 func TestProblemsCountEachOnce(t *testing.T) {
 	dlq := QueueSummary{Name: "web-search-dlq", Region: "us-east-1", SourceQueues: []string{"web-search"}, Health: Health{Findings: []Finding{
@@ -37,5 +41,25 @@ func TestProblemsCountEachOnce(t *testing.T) {
 	}
 	if c, w := ProblemCounts(got); c != 2 || w != 1 {
 		t.Errorf("counts = %d critical, %d warning; want 2, 1", c, w)
+	}
+}
+
+// TestSummaryProblemsAreTheOverviews: the summary a bot posts and the overview a person reads list
+// the same problems, in the same order, with the same words.
+func TestSummaryProblemsAreTheOverviews(t *testing.T) {
+	f := newFixture(t)
+	f.queue("jobs-dlq")
+	f.queue("jobs")
+	f.attrs("jobs", "jobs-dlq", 3, 345600, now.Add(-5*time.Second), 2)
+	f.attrs("jobs-dlq", "", 0, 1209600, now.Add(-5*time.Second), 4)
+	ov, err := f.svc.Overview(f.ctx)
+	f.must(err)
+	sum, err := f.svc.Summary(f.ctx)
+	f.must(err)
+	if len(ov.Problems) == 0 {
+		t.Fatal("the overview lists no problem; the fixture's DLQ holds 4 messages")
+	}
+	if !reflect.DeepEqual(sum.Problems, ov.Problems) {
+		t.Errorf("summary problems %+v\noverview problems %+v", sum.Problems, ov.Problems)
 	}
 }

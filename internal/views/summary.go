@@ -34,6 +34,7 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 		RunningRedrives:  []Redrive{},
 		Sight:            snap.sight.problems(),
 	}
+	sum.Problems = problems(qs, sum.Sight)
 	if sum.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Summary{}, err
 	}

@@ -582,6 +582,8 @@ type Summary struct {
 	Cost Cost `json:"cost"`
 	// Sight is what toolq could not read in its last cycles; never nil.
 	Sight []SightProblem `json:"sight"`
+	// Problems is what needs a person, each problem once, critical first: the overview's list.
+	Problems []Problem `json:"problems"`
 }
 
 // DLQDepth is one dead-letter queue's depth for the summary, with what its newest sample says.
