@@ -195,12 +195,15 @@ func (p OverviewProps) scaleParam() string {
 }
 
 // ScaleURL returns the link that shares one scale across the sparklines, or gives each its own.
-func (p OverviewProps) ScaleURL() string {
+func (p OverviewProps) ScaleURL() string { return p.toggleURL("scale", "shared", p.SharedScale) }
+
+// toggleURL returns the overview's link with the filter key set to value, or without it when on.
+func (p OverviewProps) toggleURL(key, value string, on bool) string {
 	v := p.View()
-	if p.SharedScale {
-		v.Del("scale")
+	if on {
+		v.Del(key)
 	} else {
-		v.Set("scale", "shared")
+		v.Set(key, value)
 	}
 	return p.Nav.URL("/", v)
 }
@@ -269,13 +272,7 @@ func (p OverviewProps) HealthSortURL() string {
 
 // MisconfiguredURL returns the link that turns the "misconfigured" filter on, or off when on.
 func (p OverviewProps) MisconfiguredURL() string {
-	v := p.View()
-	if p.Misconfigured {
-		v.Del("misconfigured")
-	} else {
-		v.Set("misconfigured", "1")
-	}
-	return p.Nav.URL("/", v)
+	return p.toggleURL("misconfigured", "1", p.Misconfigured)
 }
 
 // View returns the filter and sort as query parameters, without the default order: what the
