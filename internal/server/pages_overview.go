@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -22,34 +23,16 @@ import (
 // (by name, to those the advisor found something on, to one account and one region) and sorted on the server so that the links work without
 // JavaScript; an HTMX request gets the table alone.
 func (s *Server) overviewPage(c echo.Context) error {
-	q, err := textParam(c, "q", 200)
+	view, err := overviewView(c)
 	if err != nil {
 		return err
 	}
-	account, region, err := scopeParams(c)
-	if err != nil {
-		return err
-	}
-	sortKey, dir := sortParams(c)
 	ov, err := s.opts.Views.Overview(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	misconfigured := c.QueryParam("misconfigured") == "1"
-	p := templates.OverviewProps{
-		Page:          s.page(c, "Queues", "overview", live.Overview().String()),
-		Overview:      ov,
-		Rows:          overviewRows(ov.Queues, q, misconfigured, account, region, sortKey, dir),
-		Sort:          sortKey,
-		Dir:           dir,
-		Query:         q,
-		Misconfigured: misconfigured,
-		Account:       account,
-		Region:        region,
-		SharedScale:   c.QueryParam("scale") == "shared",
-	}
-	shareScale(p.Rows, p.SharedScale)
-	p.Freshness = ov.Freshness
+	p := overviewProps(view, ov)
+	p.Page = s.page(c, "Queues", "overview", live.Overview().String())
 	p.TopicInside = true // the table opens the websocket with its filter and sort
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.OverviewTable(p))
@@ -57,17 +40,47 @@ func (s *Server) overviewPage(c echo.Context) error {
 	return render(c, http.StatusOK, templates.OverviewPage(p))
 }
 
+// overviewView reads what an overview request shows (filters, sort, sparkline scale), for the
+// page and its websocket alike; a filter that is too long or holds control characters is a 400.
+func overviewView(c echo.Context) (templates.OverviewProps, error) {
+	if _, err := textParam(c, "q", 200); err != nil {
+		return templates.OverviewProps{}, err
+	}
+	if _, _, err := scopeParams(c); err != nil {
+		return templates.OverviewProps{}, err
+	}
+	return overviewViewOf(c.QueryParams()), nil
+}
+
+// overviewViewOf is the overview's view in query values (a request's, or a subscription's as
+// overviewView checked and OverviewProps.View wrote them).
+func overviewViewOf(v url.Values) templates.OverviewProps {
+	key, dir := sortParams(v)
+	return templates.OverviewProps{Query: v.Get("q"), Misconfigured: v.Get("misconfigured") == "1",
+		Account: v.Get("account"), Region: v.Get("region"), Sort: key, Dir: dir, SharedScale: v.Get("scale") == "shared"}
+}
+
+// overviewProps fills a view with the overview's queues, filtered, sorted and scaled as it says.
+func overviewProps(view templates.OverviewProps, ov views.Overview) templates.OverviewProps {
+	p := view
+	p.Overview = ov
+	p.Rows = overviewRows(ov.Queues, p.Query, p.Misconfigured, p.Account, p.Region, p.Sort, p.Dir)
+	shareScale(p.Rows, p.SharedScale)
+	p.Freshness = ov.Freshness
+	return p
+}
+
 // sortParams returns the overview's sort column and direction, defaulting to the views' order
 // (unhealthy first) for anything it does not know.
-func sortParams(c echo.Context) (key, dir string) {
+func sortParams(v url.Values) (key, dir string) {
 	key = "health"
 	for _, col := range templates.OverviewColumns {
-		if c.QueryParam("sort") == col.Key {
+		if v.Get("sort") == col.Key {
 			key = col.Key
 		}
 	}
 	dir = "asc"
-	if c.QueryParam("dir") == "desc" {
+	if v.Get("dir") == "desc" {
 		dir = "desc"
 	}
 	return key, dir
@@ -171,20 +184,10 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	if err != nil {
 		return live.Push{}, err
 	}
-	query := view.query()
-	sortKey, dir := query.Get("sort"), query.Get("dir")
-	if sortKey == "" {
-		sortKey, dir = "health", "asc"
-	}
-	q, misconfigured := query.Get("q"), query.Get("misconfigured") == "1"
-	account, region := query.Get("account"), query.Get("region")
-	p := templates.OverviewProps{Overview: ov, Rows: overviewRows(ov.Queues, q, misconfigured, account, region, sortKey, dir),
-		Sort: sortKey, Dir: dir, Query: q, Misconfigured: misconfigured, Account: account, Region: region,
-		SharedScale: query.Get("scale") == "shared"}
-	shareScale(p.Rows, p.SharedScale)
+	p := overviewProps(overviewViewOf(view.query()), ov)
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
-	p.Freshness, p.StaleAfter = ov.Freshness, s.staleAfter()
+	p.StaleAfter = s.staleAfter()
 
 	// Each row rendered alone, to see which changed.
 	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]uint64, len(p.Rows))}

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"github.com/toolq/toolq/internal/store"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 )
@@ -85,6 +89,21 @@ func TestOverviewOpensWithProblems(t *testing.T) {
 // kept by the websocket and the sort links.
 func TestOverviewSparklineScale(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
+	// Ten minutes of depth, 1→3 on one queue and 7→28 on another.
+	var samples []store.AttributeSample
+	for i, name := range []string{"web-search", "tool-calls.fifo"} {
+		q, err := pw.Views.ResolveQueue(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range 10 {
+			samples = append(samples, store.AttributeSample{QueueID: q.ID, At: pw.Now().Add(time.Duration(m-10) * time.Minute),
+				Visible: int64((1 + m/4) * (1 + 6*i))})
+		}
+	}
+	if err := pw.Store.SaveAttributeSamples(t.Context(), samples); err != nil {
+		t.Fatal(err)
+	}
 	doc, _ := pw.page(t, request{path: "/?scale=shared"}, http.StatusOK)
 	if ws := doc.Find("#overview-table").AttrOr("ws-connect", ""); !strings.Contains(ws, "scale=shared") {
 		t.Errorf("ws-connect = %q, want the shared scale in the view", ws)
@@ -94,6 +113,27 @@ func TestOverviewSparklineScale(t *testing.T) {
 	}
 	if got := doc.Find("a.scale-toggle").Text(); !strings.Contains(got, "own scale") {
 		t.Errorf("scale toggle = %q", got)
+	}
+	// The websocket's pushes are drawn to the same shared scale as the page.
+	srv := httptest.NewServer(pw.handler)
+	defer srv.Close()
+	ws := doc.Find("#overview-table").AttrOr("ws-connect", "")
+	conn, _, err := dial(t, srv, strings.TrimPrefix(ws, "/ws?"), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sparks := func(d *goquery.Document) []string {
+		var out []string
+		d.Find("#overview-rows svg.spark").Each(func(_ int, s *goquery.Selection) {
+			h, _ := goquery.OuterHtml(s)
+			out = append(out, h)
+		})
+		return out
+	}
+	pushed := nextWith(t, conn, "#overview-rows")
+	if got, want := sparks(pushed), sparks(doc); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("pushed sparklines differ from the shared-scale page's (%d, %d):\n%q\n---\n%q", len(got), len(want), got, want)
 	}
 	own, _ := pw.page(t, request{path: "/"}, http.StatusOK)
 	if own.Find("svg.spark").Length() > 0 && own.Find(".spark-range").Length() != own.Find("svg.spark").Length() {

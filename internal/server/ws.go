@@ -98,17 +98,11 @@ func (s *Server) websocketSubscription(c echo.Context) (subscription, error) {
 		if id.Kind == auth.KindEmbed && id.Scope != auth.EmbedOverview {
 			return sub, errOutOfScope
 		}
-		q, err := textParam(c, "q", 200)
+		view, err := overviewView(c)
 		if err != nil {
 			return sub, err
 		}
-		account, region, err := scopeParams(c)
-		if err != nil {
-			return sub, err
-		}
-		sortKey, dir := sortParams(c)
-		sub.View.Query = templates.OverviewProps{Query: q, Misconfigured: c.QueryParam("misconfigured") == "1",
-			Account: account, Region: region, Sort: sortKey, Dir: dir}.View().Encode()
+		sub.View.Query = view.View().Encode()
 	case live.AuditTopic:
 		if id.Kind == auth.KindEmbed { // no embed link opens the audit log
 			return sub, errOutOfScope
