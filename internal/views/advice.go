@@ -25,24 +25,16 @@ import (
 // lost, tool calls run twice or someone should be looking now, warning where failures hide or
 // cost more than they should, info where a setting only weakens a safety net (no rule is info
 // today; the level is there for rules to come and for the API's consumers to switch on).
-type AdviceSeverity string
+//
+// It is the alerts' severity (AlertSeverity, ordered by Rank): one scale for both.
+type AdviceSeverity = AlertSeverity
 
 // Advice severities, worst last.
 const (
-	AdviceInfo     AdviceSeverity = "info"
-	AdviceWarning  AdviceSeverity = "warning"
-	AdviceCritical AdviceSeverity = "critical"
+	AdviceInfo     = SeverityInfo
+	AdviceWarning  = SeverityWarning
+	AdviceCritical = SeverityCritical
 )
-
-func (s AdviceSeverity) rank() int {
-	switch s {
-	case AdviceCritical:
-		return 2
-	case AdviceWarning:
-		return 1
-	}
-	return 0
-}
 
 // AdviceRule is one rule of the advisor: its stable id (what --advice-off, the API and the
 // Prometheus label use), its severity, why it matters in one line, and where the seeds teach it.
@@ -257,7 +249,7 @@ func advise(f adviceFacts, th Thresholds, off map[string]bool) []Advice {
 			Finding: finding, Why: r.Why, Fix: fix, Source: r.Source,
 		})
 	}
-	slices.SortStableFunc(out, func(a, b Advice) int { return cmp.Compare(b.Severity.rank(), a.Severity.rank()) })
+	slices.SortStableFunc(out, func(a, b Advice) int { return cmp.Compare(b.Severity.Rank(), a.Severity.Rank()) })
 	return out
 }
 

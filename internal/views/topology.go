@@ -344,7 +344,7 @@ func (s *Service) Advice(ctx context.Context, aq AdviceQuery) (AdviceList, error
 		}
 	}
 	slices.SortStableFunc(out.Advice, func(a, b Advice) int {
-		return cmp.Or(cmp.Compare(b.Severity.rank(), a.Severity.rank()), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Region, b.Region))
+		return cmp.Or(cmp.Compare(b.Severity.Rank(), a.Severity.Rank()), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Region, b.Region))
 	})
 	return out, nil
 }
