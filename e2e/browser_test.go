@@ -156,10 +156,31 @@ func (p *tab) do(what string, timeout time.Duration, steps ...chromedp.Action[ch
 	}
 }
 
-// click clicks the first element that matches a CSS selector once it is visible.
+// click clicks the first element that matches a CSS selector once it is visible. A live push
+// may swap the element out between its lookup and the click (Chromium then no longer knows the
+// node): the click is tried again on the element that replaced it. That error comes before any
+// mouse event is sent, so the element is never clicked twice.
 func (p *tab) click(selector string) {
 	p.t.Helper()
-	p.do("click "+selector, 15*time.Second, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector), chromedp.NodeVisible))
+		if err == nil {
+			return
+		}
+		if !nodeSwapped(err) || ctx.Err() != nil {
+			p.t.Fatalf("click %s: %v", selector, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// nodeSwapped tells the errors of an element that left the document under an action.
+func nodeSwapped(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") || strings.Contains(msg, "Node is detached") ||
+		strings.Contains(msg, "No node with given id")
 }
 
 // eval evaluates a JavaScript expression in the page and decodes its value into T.
