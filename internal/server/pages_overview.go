@@ -31,7 +31,7 @@ func (s *Server) overviewPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := overviewProps(view, ov)
+	p := s.overviewProps(view, ov)
 	p.Page = s.page(c, "Queues", "overview", live.Overview().String())
 	p.TopicInside = true // the table opens the websocket with its filter and sort
 	if isHTMX(c) {
@@ -60,10 +60,13 @@ func overviewViewOf(v url.Values) templates.OverviewProps {
 		Account: v.Get("account"), Region: v.Get("region"), Sort: key, Dir: dir, SharedScale: v.Get("scale") == "shared"}
 }
 
-// overviewProps fills a view with the overview's queues, filtered, sorted and scaled as it says.
-func overviewProps(view templates.OverviewProps, ov views.Overview) templates.OverviewProps {
+// overviewProps fills a view with the overview's queues, filtered, sorted and scaled as it says,
+// their rows rendered through the server's row cache.
+func (s *Server) overviewProps(view templates.OverviewProps, ov views.Overview) templates.OverviewProps {
 	p := view
 	p.Overview = ov
+	s.rows.Fit(len(ov.Queues))
+	p.RowCache = s.rows
 	p.Rows = overviewRows(ov.Queues, p.Query, p.Misconfigured, p.Account, p.Region, p.Sort, p.Dir)
 	shareScale(p.Rows, p.SharedScale)
 	p.Freshness = ov.Freshness
@@ -166,8 +169,8 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 	return cmp.Compare(*a, *b)
 }
 
-// overviewMemo is what the previous push of one overview view showed: the rows in their order and
-// a hash of each row's and each part's rendering.
+// overviewMemo is what the previous push of one overview view showed: the rows in their order,
+// each row's fingerprint (templates.RowPrint) and a hash of each part's rendering.
 type overviewMemo struct {
 	order []int64
 	rows  map[int64]uint64
@@ -184,13 +187,22 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	if err != nil {
 		return live.Push{}, err
 	}
-	p := overviewProps(overviewViewOf(view.query()), ov)
+	p := s.overviewProps(overviewViewOf(view.query()), ov)
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.StaleAfter = s.staleAfter()
 
-	// Each row rendered alone, to see which changed.
+	// A row changed when what it renders from did: its fingerprint, not a rendering of it.
 	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]uint64, len(p.Rows))}
+	var changed []templates.OverviewRow
+	prev, _ := memo.(*overviewMemo)
+	for i, r := range p.Rows {
+		fp := templates.RowPrint(r, p.Nav, true)
+		next.order[i], next.rows[r.ID] = r.ID, fp
+		if prev == nil || prev.rows[r.ID] != fp {
+			changed = append(changed, r)
+		}
+	}
 	var buf bytes.Buffer
 	hash := func(c templ.Component) (uint64, error) {
 		buf.Reset()
@@ -198,18 +210,6 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 			return 0, fmt.Errorf("render: %w", err)
 		}
 		return maphash.Bytes(pushSeed, buf.Bytes()), nil
-	}
-	var changed []templates.OverviewRow
-	prev, _ := memo.(*overviewMemo)
-	for i, r := range p.Rows {
-		h, err := hash(templates.QueueRow(r, p.Nav, true))
-		if err != nil {
-			return live.Push{}, err
-		}
-		next.order[i], next.rows[r.ID] = r.ID, h
-		if prev == nil || prev.rows[r.ID] != h {
-			changed = append(changed, r)
-		}
 	}
 	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true),
 		templates.Attention(ov.Problems, p.Nav, true)} {

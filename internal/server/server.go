@@ -89,8 +89,10 @@ type Server struct {
 	// embedOrigins are the --frame-ancestors origins an embedded page posts its height to.
 	embedOrigins []string
 
-	hub     *live.Hub[pageView] // the websockets of the live pages
-	wsQuota websocketQuota      // live websockets per identity
+	hub *live.Hub[pageView] // the websockets of the live pages
+	// rows keeps the overview rows' renderings for the page and its pushes alike.
+	rows    *templates.RowCache
+	wsQuota websocketQuota // live websockets per identity
 
 	streamsDone chan struct{} // closed by EndStreams: every event stream ends
 	streamsOnce sync.Once
@@ -149,6 +151,7 @@ func New(opts Options) (*Server, error) {
 		auth:         opts.Auth,
 		limiter:      newRateLimiter(opts.RateLimit, opts.RateBurst),
 		streamsDone:  make(chan struct{}),
+		rows:         templates.NewRowCache(),
 		// Sign-in attempts are throttled whatever RateLimit says: they guess at credentials.
 		loginByAddr:   newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
 		loginByPrefix: newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),

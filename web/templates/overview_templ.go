@@ -1050,7 +1050,7 @@ func OverviewRows(p OverviewProps, oob bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		for _, r := range p.Rows {
-			templ_7745c5c3_Err = QueueRow(r, p.Nav, false).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = p.RowCache.Row(r, p.Nav, false).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -2482,7 +2482,7 @@ func OverviewChanges(p OverviewProps, rows []OverviewRow, parts OverviewParts) t
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		for _, r := range rows {
-			templ_7745c5c3_Err = QueueRow(r, p.Nav, true).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = p.RowCache.Row(r, p.Nav, true).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

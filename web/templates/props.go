@@ -184,6 +184,8 @@ type OverviewProps struct {
 	// SharedScale draws every row's sparkline on one scale (?scale=shared), so that 1→3 and
 	// 7→28 no longer look alike; each row's min and max are written beside it either way.
 	SharedScale bool
+	// RowCache keeps the rows' renderings between renderings; nil renders every row.
+	RowCache *RowCache
 }
 
 // scaleParam is the overview's sparkline scale as a query value.

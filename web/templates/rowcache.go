@@ -1,0 +1,264 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/toolq/toolq/internal/views"
+)
+
+// RowCache keeps overview rows' renderings from one rendering to the next. A thousand rows take
+// most of an overview page's or push's time to render, yet between two attribute cycles only the
+// queues whose numbers moved render differently; a row is rendered again only when what it shows
+// changed. A row's key is the queue's id and a fingerprint of everything QueueRow reads (the row,
+// the links' context, whether it swaps out of band), so a changed row can never be served from
+// the cache. Safe for concurrent use; the zero value is not ready, use NewRowCache. A nil
+// *RowCache renders every row afresh.
+//
+// Renderings are kept in two generations: the current one, and the one before, whose renderings
+// move back to the current one when asked for. When the current one is full the previous one is
+// dropped: memory stays within two generations while every row still shown stays kept.
+type RowCache struct {
+	mu        sync.Mutex
+	cur, prev map[rowKey][]byte
+	limit     int // renderings per generation
+}
+
+// minRowCacheLimit is the smallest generation: a page and a push of a few hundred queues, with
+// room for the few link contexts (embeds) that view them at once.
+const minRowCacheLimit = 4096
+
+type rowKey struct {
+	id    int64
+	print uint64
+}
+
+// NewRowCache returns an empty cache.
+func NewRowCache() *RowCache {
+	return &RowCache{cur: map[rowKey][]byte{}, limit: minRowCacheLimit}
+}
+
+// Fit sizes the cache's generations for an overview of rows queues: room for four renderings of
+// each (the page's and the push's, for a few link contexts).
+func (c *RowCache) Fit(rows int) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.limit = max(minRowCacheLimit, 4*rows)
+	c.mu.Unlock()
+}
+
+// Row is QueueRow(r, nav, oob), rendered once for as long as the row shows the same.
+func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
+	if c == nil {
+		return QueueRow(r, nav, oob)
+	}
+	key := rowKey{id: r.ID, print: RowPrint(r, nav, oob)}
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		html, ok := c.get(key)
+		if !ok {
+			var buf bytes.Buffer
+			if err := QueueRow(r, nav, oob).Render(ctx, &buf); err != nil {
+				return err
+			}
+			html = buf.Bytes()
+			c.put(key, html)
+		}
+		_, err := w.Write(html)
+		return err
+	})
+}
+
+func (c *RowCache) get(key rowKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if html, ok := c.cur[key]; ok {
+		return html, true
+	}
+	html, ok := c.prev[key]
+	if ok {
+		c.store(key, html)
+	}
+	return html, ok
+}
+
+func (c *RowCache) put(key rowKey, html []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.store(key, html)
+}
+
+// store adds a rendering to the current generation, starting a new one when it is full.
+func (c *RowCache) store(key rowKey, html []byte) {
+	if len(c.cur) >= c.limit {
+		c.prev, c.cur = c.cur, make(map[rowKey][]byte, c.limit)
+	}
+	c.cur[key] = html
+}
+
+// RowPrint fingerprints what QueueRow(r, nav, oob) renders from: every field of the row and of
+// the links' context but those in unrendered, read by reflection so that a field added later is
+// covered without anyone remembering to. Two rows with the same print render the same (with a
+// 2⁻⁶⁴ chance of a clash between two renderings of one queue).
+func RowPrint(r OverviewRow, nav Nav, oob bool) uint64 {
+	buf := printBuffers.Get().(*[]byte)
+	b := rowPrinter((*buf)[:0], reflect.ValueOf(&r).Elem())
+	b = navPrinter(b, reflect.ValueOf(&nav).Elem())
+	b = printBool(b, oob)
+	sum := maphash.Bytes(printSeed, b)
+	*buf = b
+	printBuffers.Put(buf)
+	return sum
+}
+
+// printBuffers hold what a print hashes: hashing it in one go is several times faster than
+// feeding the hash eight bytes at a time.
+var printBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// printSeed is one seed for the process, so that equal rows print equal from one rendering to
+// the next.
+var printSeed = maphash.MakeSeed()
+
+// unrendered are the fields of a row QueueRow does not show and that change without anything it
+// shows changing: the newest sample's time moves on every attribute cycle, so printing it would
+// render every row of a quiet fleet again each cycle. TestRowPrintCoversEveryField checks that
+// changing them changes no rendering.
+var unrendered = map[reflect.Type][]string{
+	reflect.TypeFor[views.QueueSummary](): {"SampledAt"},
+}
+
+var (
+	rowPrinter = printerOf(reflect.TypeFor[OverviewRow]())
+	navPrinter = printerOf(reflect.TypeFor[Nav]())
+)
+
+// printer appends a value of one type to what is hashed: lengths before contents and a mark for
+// nil, so that two different values never append the same bytes.
+type printer func(b []byte, v reflect.Value) []byte
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// printerOf builds the printer of a type once, so that printing a row is a walk of closures,
+// not of type switches. It panics on a kind a row has no business holding (maps, funcs,
+// channels, interfaces), which TestRowPrintCoversEveryField would show at once.
+func printerOf(t reflect.Type) printer { return buildPrinter(t, map[reflect.Type]*printer{}) }
+
+// buildPrinter is printerOf with the printers of the types being built, so that a type that
+// refers to itself (through a pointer or a slice) prints through its own printer.
+func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
+	if p, ok := building[t]; ok {
+		return func(b []byte, v reflect.Value) []byte { return (*p)(b, v) }
+	}
+	if t == timeType {
+		return func(b []byte, v reflect.Value) []byte {
+			tv := addressOf[time.Time](v)
+			return append(printInt(b, tv.UnixNano()), tv.Location().String()...)
+		}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return func(b []byte, v reflect.Value) []byte { return printBool(b, v.Bool()) }
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return func(b []byte, v reflect.Value) []byte { return printInt(b, v.Int()) }
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return func(b []byte, v reflect.Value) []byte { return printInt(b, int64(v.Uint())) }
+	case reflect.Float32, reflect.Float64:
+		return func(b []byte, v reflect.Value) []byte { return printInt(b, int64(math.Float64bits(v.Float()))) }
+	case reflect.String:
+		return func(b []byte, v reflect.Value) []byte {
+			s := v.String()
+			return append(printInt(b, int64(len(s))), s...)
+		}
+	}
+	p := new(printer)
+	building[t] = p
+	defer delete(building, t)
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := buildPrinter(t.Elem(), building)
+		*p = func(b []byte, v reflect.Value) []byte {
+			if v.IsNil() {
+				return printBool(b, false)
+			}
+			return elem(printBool(b, true), v.Elem())
+		}
+	case reflect.Slice:
+		if t == reflect.TypeFor[[]float64]() { // a sparkline: sixty numbers a row
+			*p = func(b []byte, v reflect.Value) []byte {
+				fs := *addressOf[[]float64](v)
+				b = printInt(b, int64(len(fs)))
+				for _, f := range fs {
+					b = printInt(b, int64(math.Float64bits(f)))
+				}
+				return b
+			}
+			break
+		}
+		elem := buildPrinter(t.Elem(), building)
+		*p = func(b []byte, v reflect.Value) []byte {
+			b = printInt(b, int64(v.Len()))
+			for i := range v.Len() {
+				b = elem(b, v.Index(i))
+			}
+			return b
+		}
+	case reflect.Array:
+		elem := buildPrinter(t.Elem(), building)
+		*p = func(b []byte, v reflect.Value) []byte {
+			for i := range v.Len() {
+				b = elem(b, v.Index(i))
+			}
+			return b
+		}
+	case reflect.Struct:
+		type field struct {
+			index int
+			print printer
+		}
+		var fields []field
+		for i := range t.NumField() {
+			if !slices.Contains(unrendered[t], t.Field(i).Name) {
+				fields = append(fields, field{i, buildPrinter(t.Field(i).Type, building)})
+			}
+		}
+		*p = func(b []byte, v reflect.Value) []byte {
+			for _, f := range fields {
+				b = f.print(b, v.Field(f.index))
+			}
+			return b
+		}
+	default:
+		panic(fmt.Sprintf("templates: a row cannot be fingerprinted: %s holds a %s", t, t.Kind()))
+	}
+	return *p
+}
+
+// addressOf returns a pointer to v's value without boxing a copy of it, as v.Interface would.
+func addressOf[T any](v reflect.Value) *T {
+	if v.CanAddr() {
+		return v.Addr().Interface().(*T)
+	}
+	t := v.Interface().(T)
+	return &t
+}
+
+func printInt(b []byte, n int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(n)) }
+
+func printBool(b []byte, on bool) []byte {
+	if on {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}

@@ -1,0 +1,234 @@
+package templates
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/toolq/toolq/internal/views"
+)
+
+// filled sets every field of v, recursively, to a value other than its zero: each pointer to a
+// filled value, each slice to one filled element. Unexported fields are left as they are.
+func filled(v reflect.Value) {
+	if v.Type() == timeType {
+		v.Set(reflect.ValueOf(time.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(3)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(3)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(3)
+	case reflect.String:
+		v.SetString("warning")
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		filled(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		filled(v.Index(0))
+	case reflect.Array:
+		for i := range v.Len() {
+			filled(v.Index(i))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				filled(v.Field(i))
+			}
+		}
+	}
+}
+
+// eachChange calls change once for every way of changing v a step at a time: each leaf (a
+// number, a string, a flag, a time) altered, each pointer made nil, each slice made longer and
+// emptied. change gets the field's path and a function that undoes the change.
+func eachChange(v reflect.Value, path string, change func(path string, undo func())) {
+	set := func(path string, to reflect.Value) {
+		was := reflect.New(v.Type()).Elem()
+		was.Set(v)
+		v.Set(to)
+		change(path, func() { v.Set(was) })
+	}
+	if v.Type() == timeType {
+		set(path, reflect.ValueOf(v.Interface().(time.Time).Add(time.Second)))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		set(path, reflect.ValueOf(!v.Bool()).Convert(v.Type()))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		set(path, reflect.ValueOf(v.Int()+1).Convert(v.Type()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		set(path, reflect.ValueOf(v.Uint()+1).Convert(v.Type()))
+	case reflect.Float32, reflect.Float64:
+		set(path, reflect.ValueOf(v.Float()+0.5).Convert(v.Type()))
+	case reflect.String:
+		set(path, reflect.ValueOf(v.String()+"x").Convert(v.Type()))
+	case reflect.Pointer:
+		if !v.IsNil() {
+			eachChange(v.Elem(), path, change)
+			set(path+"=nil", reflect.Zero(v.Type()))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			eachChange(v.Index(i), path+"[]", change)
+		}
+		set(path+" emptied", reflect.MakeSlice(v.Type(), 0, 0))
+		set(path+" longer", reflect.Append(v, v.Index(0)))
+	case reflect.Array:
+		for i := range v.Len() {
+			eachChange(v.Index(i), path+"[]", change)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() {
+				eachChange(v.Field(i), path+"."+f.Name, change)
+			}
+		}
+	}
+}
+
+// TestRowPrintCoversEveryField changes every field of a row and of its links' context, one at a
+// time, and wants the row's fingerprint to change each time, but for the fields the print leaves
+// out, whose change must then change no rendering: a field the print missed would let the row
+// cache serve a stale row.
+func TestRowPrintCoversEveryField(t *testing.T) {
+	var row OverviewRow
+	filled(reflect.ValueOf(&row).Elem())
+	var nav Nav
+	filled(reflect.ValueOf(&nav).Elem())
+	base := RowPrint(row, nav, true)
+	rendered := renderString(t, QueueRow(row, nav, true))
+	changes := 0
+	check := func(path string, undo func()) {
+		changes++
+		if RowPrint(row, nav, true) == base {
+			left := false
+			for _, name := range unrendered[reflect.TypeFor[views.QueueSummary]()] {
+				field := "row.QueueSummary." + name
+				left = left || path == field || path == field+"=nil"
+			}
+			switch {
+			case !left:
+				t.Errorf("changing %s leaves the row's print as it was", path)
+			case renderString(t, QueueRow(row, nav, true)) != rendered:
+				t.Errorf("%s is left out of the print, yet changing it changes the rendering", path)
+			}
+		}
+		undo()
+		if RowPrint(row, nav, true) != base {
+			t.Fatalf("undoing the change of %s did not restore the print", path)
+		}
+	}
+	eachChange(reflect.ValueOf(&row).Elem(), "row", check)
+	eachChange(reflect.ValueOf(&nav).Elem(), "nav", check)
+	if RowPrint(row, nav, false) == base {
+		t.Error("the out-of-band flag leaves the row's print as it was")
+	}
+	// The walk reached the fields that matter most, not just a few.
+	if changes < 60 {
+		t.Errorf("only %d changes tried; the walk missed fields", changes)
+	}
+	// Two equal rows built apart print the same.
+	var again OverviewRow
+	filled(reflect.ValueOf(&again).Elem())
+	if RowPrint(again, nav, true) != base {
+		t.Error("two equal rows print differently")
+	}
+}
+
+func renderString(t *testing.T, c templ.Component) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// TestRowCacheRendersWhatQueueRowDoes renders rows through the cache as they change and wants
+// each time exactly what QueueRow renders.
+func TestRowCacheRendersWhatQueueRowDoes(t *testing.T) {
+	c := NewRowCache()
+	age := 42.0
+	row := OverviewRow{QueueSummary: views.QueueSummary{ID: 7, Ref: "calls", Name: "calls", Region: "us-east-1", Visible: 5,
+		OldestMessageAgeSeconds: &age, Sparkline: []float64{1, 3, 2},
+		Health: views.Health{Status: views.HealthWarning, Reasons: []string{"growing"}}}}
+	embed := Nav{Embed: true, EmbedToken: "tok"}
+	steps := []struct {
+		name string
+		edit func(r *OverviewRow)
+		nav  Nav
+	}{
+		{"first rendering", func(r *OverviewRow) {}, Nav{}},
+		{"the same again, from the cache", func(r *OverviewRow) {}, Nav{}},
+		{"depth changed", func(r *OverviewRow) { r.Visible = 6 }, Nav{}},
+		{"sparkline moved on", func(r *OverviewRow) { r.Sparkline = []float64{3, 2, 6} }, Nav{}},
+		{"health changed", func(r *OverviewRow) { r.Health = views.Health{Status: views.HealthOK} }, Nav{}},
+		{"back to a cached rendering", func(r *OverviewRow) { r.Visible = 5 }, Nav{}},
+		{"an embed's links", func(r *OverviewRow) {}, embed},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.edit(&row)
+			for _, oob := range []bool{false, true} {
+				got, want := renderString(t, c.Row(row, s.nav, oob)), renderString(t, QueueRow(row, s.nav, oob))
+				if got != want {
+					t.Errorf("oob=%v: cached\n%s\nwant\n%s", oob, got, want)
+				}
+			}
+		})
+	}
+	if !strings.Contains(renderString(t, c.Row(row, embed, false)), `target="_blank"`) {
+		t.Error("the embed's row is the page's: its links do not leave the frame")
+	}
+	var none *RowCache
+	if got, want := renderString(t, none.Row(row, Nav{}, false)), renderString(t, QueueRow(row, Nav{}, false)); got != want {
+		t.Error("a nil cache renders otherwise than QueueRow")
+	}
+}
+
+// TestRowCacheStaysWithinTwoGenerations fills the cache with more distinct rows than a
+// generation holds and wants it to keep at most two generations, and the rows of the newest.
+func TestRowCacheStaysWithinTwoGenerations(t *testing.T) {
+	c := NewRowCache()
+	c.Fit(10) // the smallest generation
+	for id := range int64(3*minRowCacheLimit + 5) {
+		row := OverviewRow{QueueSummary: views.QueueSummary{ID: id, Name: "q", Ref: "q"}}
+		renderString(t, c.Row(row, Nav{}, false))
+	}
+	if n := len(c.cur) + len(c.prev); n > 2*minRowCacheLimit {
+		t.Errorf("%d renderings kept, want at most %d", n, 2*minRowCacheLimit)
+	}
+	last := rowKey{id: 3*minRowCacheLimit + 4, print: RowPrint(OverviewRow{QueueSummary: views.QueueSummary{ID: 3*minRowCacheLimit + 4, Name: "q", Ref: "q"}}, Nav{}, false)}
+	if _, ok := c.get(last); !ok {
+		t.Error("the newest rendering is not kept")
+	}
+	c.Fit(5000)
+	if c.limit != 20000 {
+		t.Errorf("limit for 5,000 queues = %d, want 20,000", c.limit)
+	}
+}
+
+// BenchmarkRowPrint fingerprints one overview row with an hour's sparkline and two pieces of
+// advice, as the overview does for each of its rows on every page and push.
+func BenchmarkRowPrint(b *testing.B) {
+	var row OverviewRow
+	filled(reflect.ValueOf(&row).Elem())
+	row.Sparkline = make([]float64, 60)
+	row.Advice = append(row.Advice, row.Advice[0])
+	for b.Loop() {
+		RowPrint(row, Nav{}, false)
+	}
+}
