@@ -134,8 +134,8 @@ func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until ti
 	// the one that holds until, which counts only the samples up to it.
 	byMinute := widthMS == minuteMS && from%minuteMS == 0
 	minutePeaks := func(id int64, ring []depthSample, minutes []minutePeak) {
-		var list []DepthPeak
 		i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
+		list := make([]DepthPeak, 0, len(minutes)-i) // one allocation a queue, not one per doubling
 		for _, p := range minutes[i:] {
 			if p.start > to {
 				break
