@@ -432,7 +432,7 @@ var readChunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 // readForRows reads one message whole and reports whether it carries overview rows. It reads in
 // chunks, as a browser would on a machine of its own: the benchmark's thousand clients share the
 // server's two cores and its memory, and a buffer of each message per client would have them
-// measure their own allocations (a push of 100 rows is about 120 KB, the whole table 1.2 MB).
+// measure their own allocations (a push of 100 rows is about 105 KB, the whole table 1.2 MB).
 func readForRows(conn *websocket.Conn) (bool, error) {
 	_, r, err := conn.NextReader()
 	if err != nil {
