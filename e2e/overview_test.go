@@ -1,12 +1,16 @@
 package e2e_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
 )
 
 // demoQueues are the queues internal/traffic creates.
@@ -157,5 +161,54 @@ func TestOverviewUpdatesLive(t *testing.T) {
 	}
 	if nav := mustEval[int](p, `performance.getEntriesByType('navigation').length`); nav != 1 {
 		t.Errorf("navigations in the tab: %d, want 1", nav)
+	}
+}
+
+// TestCellPushSwapsOneCell: a push that carries one cell of a row (what the server sends when a
+// row changed only there) replaces that cell alone, through the page's own websocket handling:
+// the row stays the same element, its other cells as they were, and the new cell gets its
+// column's label. The cell is rendered by the templates the server renders pushes with.
+func TestCellPushSwapsOneCell(t *testing.T) {
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(d.page("/"))
+	row := overviewRows(p, 60*time.Second, "notifications")["notifications"]
+	id, err := strconv.ParseInt(strings.TrimPrefix(row["id"], "queue-row-"), 10, 64)
+	if err != nil {
+		t.Fatalf("row id %q: %v", row["id"], err)
+	}
+	const delayed = 987654
+	cells := templates.QueueCells(templates.OverviewRow{QueueSummary: views.QueueSummary{ID: id, Delayed: delayed}}, templates.Nav{})
+	var push strings.Builder
+	if err := cells[4](templates.CellSwap(id, 4)).Render(t.Context(), &push); err != nil {
+		t.Fatal(err)
+	}
+	// Delivered as the websocket delivers a message, to the handlers the page set on it.
+	got := mustEval[struct {
+		Same     bool
+		Cells    int
+		Delayed  string
+		Label    string
+		Name     string
+		Leftover bool
+	}](p, fmt.Sprintf(`(() => {
+		const tr = document.getElementById(%[1]s);
+		tr.__kept = true;
+		const socket = document.querySelector('[ws-connect]')['htmx-internal-data'].webSocket.socket;
+		socket.dispatchEvent(new MessageEvent('message', {data: %[2]s}));
+		const now = document.getElementById(%[1]s);
+		return {same: now.__kept === true, cells: now.children.length, delayed: now.children[4].textContent.trim(),
+			label: now.children[4].getAttribute('data-label') ?? '', name: now.querySelector('th a').textContent.trim(),
+			leftover: document.querySelector('[hx-swap-oob]') !== null};
+	})()`, jsString(row["id"]), jsString(push.String())))
+	if !got.Same || got.Cells != 9 || count(got.Delayed) != delayed || got.Name != "notifications" {
+		t.Errorf("after the cell push: row kept %v, %d cells, Delayed %q, name %q; want the same row, 9 cells, %d, notifications",
+			got.Same, got.Cells, got.Delayed, got.Name, delayed)
+	}
+	if got.Label != "Delayed" {
+		t.Errorf("the pushed cell is labelled %q, want its column's header, Delayed", got.Label)
+	}
+	if got.Leftover {
+		t.Error("an element of the page kept its hx-swap-oob attribute")
 	}
 }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/live"
@@ -14,9 +17,10 @@ import (
 )
 
 // TestOverviewPushCarriesWhatChanged: the overview's first push is the whole table; the next,
-// given its memo, carries the rows whose rendering changed, each swapped by its id, the parts
-// that changed and the freshness; the whole body again when the order of the rows changed; and a
-// connect push carries the whole table for the page that joined.
+// given its memo, carries the rows whose rendering changed, each swapped by its id (the cells
+// that changed, once a row has changed before), the parts that changed and the freshness; the
+// whole body again when the order of the rows changed; and a connect push carries the whole
+// table for the page that joined.
 func TestOverviewPushCarriesWhatChanged(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
@@ -83,8 +87,34 @@ func TestOverviewPushCarriesWhatChanged(t *testing.T) {
 		t.Error("the totals changed and were not pushed")
 	}
 
+	// Its second change sends the cells that changed, not the row: the visible count (third
+	// column) and its sparkline, swapped by the row's id and their column.
+	setDepth("notifications", 9)
+	cells := push(queues, one.Memo)
+	doc = parseFragment(t, cells.Update)
+	row := ids.QueueRow(idOf("notifications"))
+	visible := doc.Find(`template > td[hx-swap-oob="outerHTML:#` + row + `>:nth-child(3)"]`)
+	if doc.Find("tr").Length() != 0 || visible.Length() != 1 || strings.TrimSpace(visible.Text()) != "9" {
+		t.Fatalf("a second change of one row: want its visible cell alone (9), no row:\n%s", clip(string(cells.Update)))
+	}
+	page, _ := pw.page(t, request{path: "/"}, http.StatusOK)
+	doc.Find("template > td, template > th").Each(func(_ int, cell *goquery.Selection) {
+		swap := cell.AttrOr("hx-swap-oob", "")
+		if !strings.HasPrefix(swap, "outerHTML:#"+row+">:nth-child(") {
+			t.Errorf("a pushed cell swaps %q, not a cell of notifications' row", swap)
+		}
+		// htmx swaps what the selector finds: in the page, one cell of the same kind.
+		target := page.Find(strings.TrimPrefix(swap, "outerHTML:"))
+		if target.Length() != 1 || goquery.NodeName(target) != goquery.NodeName(cell) || target.AttrOr("class", "") != cell.AttrOr("class", "") {
+			t.Errorf("%q finds %d elements in the page (%s), want the one cell it replaces (%s)", swap, target.Length(), outer(target), outer(cell))
+		}
+		if swap == "outerHTML:#"+row+">:nth-child(1)" || swap == "outerHTML:#"+row+">:nth-child(2)" {
+			t.Errorf("the name or the type of notifications did not change, yet %q was pushed", swap)
+		}
+	})
+
 	setDepth("web-search-dlq", 500) // critical: it moves up
-	moved := push(queues, one.Memo)
+	moved := push(queues, cells.Memo)
 	if !strings.Contains(string(moved.Update), `id="`+ids.OverviewRows()+`"`) {
 		t.Errorf("the order changed and the push does not swap the whole body:\n%s", clip(string(moved.Update)))
 	}

@@ -170,18 +170,29 @@ func compareOpt[T cmp.Ordered](a, b *T) int {
 }
 
 // overviewMemo is what the previous push of one overview view showed: the rows in their order,
-// each row's fingerprint (templates.RowPrint) and a hash of each part's rendering.
+// what each row showed, and a hash of each part's rendering.
 type overviewMemo struct {
 	order []int64
-	rows  map[int64]uint64
+	rows  map[int64]rowMemo
 	parts [4]uint64 // sight, totals, cost, attention
+}
+
+// rowMemo is what one row of the overview showed: its fingerprint (templates.RowPrint) and,
+// once the row has changed in a push, its class and a hash of each cell's rendering, so that the
+// next change sends the cells that changed instead of the row.
+type rowMemo struct {
+	print uint64
+	class string
+	cells []uint64 // nil until the row's first change
 }
 
 // overviewPush renders what the hub sends the overview subscribers of one view, filtered and
 // sorted as their URL says (one rendering for all of them). Pages that have the previous push
-// (memo) get the rows whose rendering changed, each swapped by its id, the parts among sight,
-// totals and cost that changed, and the freshness; the whole table body when the set or the
-// order of the rows changed. Pages that just subscribed get everything.
+// (memo) get what changed: of a row whose class changed (or that changed for the first time
+// since they subscribed) the row, swapped by its id; of the others the cells that changed, each
+// swapped by its row's id and its column; the parts among sight, totals and cost that changed,
+// and the freshness. They get the whole table body when the set or the order of the rows
+// changed. Pages that just subscribed get everything.
 func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.Changes, memo any) (live.Push, error) {
 	ov, err := s.opts.Views.Overview(ctx)
 	if err != nil {
@@ -192,17 +203,6 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	p.Now = s.opts.Now().UTC()
 	p.StaleAfter = s.staleAfter()
 
-	// A row changed when what it renders from did: its fingerprint, not a rendering of it.
-	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]uint64, len(p.Rows))}
-	var changed []templates.OverviewRow
-	prev, _ := memo.(*overviewMemo)
-	for i, r := range p.Rows {
-		fp := templates.RowPrint(r, p.Nav, true)
-		next.order[i], next.rows[r.ID] = r.ID, fp
-		if prev == nil || prev.rows[r.ID] != fp {
-			changed = append(changed, r)
-		}
-	}
 	var buf bytes.Buffer
 	hash := func(c templ.Component) (uint64, error) {
 		buf.Reset()
@@ -210,6 +210,44 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 			return 0, fmt.Errorf("render: %w", err)
 		}
 		return maphash.Bytes(pushSeed, buf.Bytes()), nil
+	}
+	// A row changed when what it renders from did: its fingerprint tells, without rendering it.
+	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]rowMemo, len(p.Rows))}
+	var changedRows []templates.OverviewRow
+	var changedCells []templ.Component
+	prev, _ := memo.(*overviewMemo)
+	for i, r := range p.Rows {
+		next.order[i] = r.ID
+		m := rowMemo{print: templates.RowPrint(r, p.Nav, true)}
+		was, known := rowMemo{}, false
+		if prev != nil {
+			was, known = prev.rows[r.ID]
+		}
+		switch {
+		case known && was.print == m.print:
+			m = was
+		case known:
+			m.class = templates.RowClass(r)
+			cells := templates.QueueCells(r, p.Nav)
+			m.cells = make([]uint64, len(cells))
+			for j, cell := range cells {
+				if m.cells[j], err = hash(cell(nil)); err != nil {
+					return live.Push{}, err
+				}
+			}
+			if was.cells == nil || was.class != m.class || len(was.cells) != len(m.cells) {
+				changedRows = append(changedRows, r)
+				break
+			}
+			for j, cell := range cells {
+				if m.cells[j] != was.cells[j] {
+					changedCells = append(changedCells, cell(templates.CellSwap(r.ID, j)))
+				}
+			}
+		case prev != nil:
+			changedRows = append(changedRows, r)
+		}
+		next.rows[r.ID] = m
 	}
 	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true),
 		templates.Attention(ov.Problems, p.Nav, true)} {
@@ -232,7 +270,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		Sight: prev.parts[0] != next.parts[0], Totals: prev.parts[1] != next.parts[1], Cost: prev.parts[2] != next.parts[2],
 		Attention: prev.parts[3] != next.parts[3],
 	}
-	if push.Update, err = renderBytes(ctx, templates.OverviewChanges(p, changed, parts)); err != nil {
+	if push.Update, err = renderBytes(ctx, templates.OverviewChanges(p, changedRows, changedCells, parts)); err != nil {
 		return live.Push{}, err
 	}
 	return push, nil
