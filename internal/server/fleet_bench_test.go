@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -313,8 +315,9 @@ func BenchmarkFleetOverviewPush(b *testing.B) {
 // client got the push: its delivery (from the first client's receipt to each client's: the
 // hub's send to all) and from the event (with the hub's 250-ms coalescing and the rendering).
 // Once a minute every moving sparkline moves on and the push carries most rows; those cycles
-// are stored between the measured ones. The clients run in this process, on the same two
-// cores, and decompress what they get; the RSS reported is the process's, clients included.
+// are stored between the measured ones. The clients run in a process of their own on the same
+// two cores, and decompress what they get; the RSS reported is the server's process's, and the
+// clients' apart.
 func BenchmarkFleetPushTo1000Websockets(b *testing.B) {
 	for _, deflate := range []bool{true, false} {
 		b.Run(fmt.Sprintf("deflate=%v", deflate), func(b *testing.B) { benchmarkPushToWebsockets(b, 1000, deflate) })
@@ -325,45 +328,8 @@ func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
 	fw := newFleetWorld(b, benchPairs1000)
 	srv := httptest.NewServer(fw.handler)
 	b.Cleanup(srv.Close)
-	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws?topic=overview"
-	host := strings.TrimPrefix(srv.URL, "http://")
 	// Each client notes when it got a push with rows; the benchmark waits for one note of each.
-	notes := make([]chan time.Time, clients)
-	var conns []*websocket.Conn
-	for i := range clients {
-		local := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/25), byte(1+i%25))}
-		d := websocket.Dialer{
-			EnableCompression: deflate,
-			NetDialContext:    (&net.Dialer{LocalAddr: local}).DialContext,
-		}
-		conn, _, err := d.Dial(u, http.Header{"Origin": {"http://" + host}})
-		if err != nil {
-			b.Fatalf("client %d: %v", i, err)
-		}
-		conns = append(conns, conn)
-		note := make(chan time.Time, 64)
-		notes[i] = note
-		go func() {
-			for {
-				hasRows, err := readForRows(conn)
-				if err != nil {
-					close(note)
-					return
-				}
-				if hasRows {
-					select {
-					case note <- time.Now():
-					default: // the benchmark reads every note; never block the reads
-					}
-				}
-			}
-		}()
-	}
-	b.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	notes, clientsPID := startWebsocketClients(b, srv.URL, clients, deflate)
 	wait := func(i int) time.Time {
 		select {
 		case at, ok := <-notes[i]:
@@ -421,9 +387,139 @@ func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
 	}
 	reportPercentiles(b, "delivery", delivery)
 	reportPercentiles(b, "from-event", fromEvent)
-	if rss, ok := residentMB(); ok {
+	if rss, ok := residentMB("self"); ok {
 		b.ReportMetric(rss, "rss-MB")
 	}
+	if rss, ok := residentMB(strconv.Itoa(clientsPID)); ok {
+		b.ReportMetric(rss, "clients-rss-MB")
+	}
+}
+
+// wsClientsEnv, set, makes this test binary the benchmark's websocket clients (see TestMain):
+// "URL COUNT DEFLATE".
+const wsClientsEnv = "TOOLQ_BENCH_WEBSOCKET_CLIENTS"
+
+// startWebsocketClients starts count websocket clients of the overview at serverURL in a process
+// of their own (this test binary again, as TestMain's client fleet), so that the server's memory
+// and garbage collection are its own; they still share its two cores. It returns a channel per
+// client that gets the time at which the client got each push with rows (closed when the client
+// is disconnected) once every client is connected, and the process's id.
+func startWebsocketClients(b *testing.B, serverURL string, count int, deflate bool) ([]chan time.Time, int) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %t", wsClientsEnv, serverURL, count, deflate))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close() // the clients end when their input does
+		_ = cmd.Wait()
+	})
+	notes := make([]chan time.Time, count)
+	for i := range notes {
+		notes[i] = make(chan time.Time, 64)
+	}
+	connected := make(chan struct{})
+	go func() {
+		closed := make([]bool, count)
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			var i int
+			var at int64
+			switch line := lines.Text(); {
+			case line == "connected":
+				close(connected)
+			case strings.HasPrefix(line, "closed "):
+				if _, err := fmt.Sscanf(line, "closed %d", &i); err == nil && !closed[i] {
+					closed[i] = true
+					close(notes[i])
+				}
+			default:
+				if _, err := fmt.Sscanf(line, "%d %d", &i, &at); err == nil && !closed[i] {
+					select {
+					case notes[i] <- time.Unix(0, at):
+					default: // the benchmark reads every note; never block the reads
+					}
+				}
+			}
+		}
+		for i, done := range closed {
+			if !done {
+				close(notes[i])
+			}
+		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(2 * time.Minute):
+		b.Fatal("the websocket clients did not connect within 2 minutes")
+	}
+	return notes, cmd.Process.Pid
+}
+
+// runWebsocketClients is the benchmark's client fleet: it connects the clients spec says, from
+// 127.0.x.y addresses so that the server's per-address quota of websockets admits them all,
+// prints "connected", then "CLIENT UNIXNANO" for each push with rows a client gets ("closed
+// CLIENT" when one is disconnected), until its standard input ends.
+func runWebsocketClients(spec string) error {
+	var serverURL string
+	var count int
+	var deflate bool
+	if _, err := fmt.Sscanf(spec, "%s %d %t", &serverURL, &count, &deflate); err != nil {
+		return fmt.Errorf("%s=%q: %w", wsClientsEnv, spec, err)
+	}
+	u := "ws" + strings.TrimPrefix(serverURL, "http") + "/ws?topic=overview"
+	host := strings.TrimPrefix(serverURL, "http://")
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	emit := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		_ = out.Flush()
+	}
+	var conns []*websocket.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for i := range count {
+		local := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/25), byte(1+i%25))}
+		d := websocket.Dialer{
+			EnableCompression: deflate,
+			NetDialContext:    (&net.Dialer{LocalAddr: local}).DialContext,
+		}
+		conn, _, err := d.Dial(u, http.Header{"Origin": {"http://" + host}})
+		if err != nil {
+			return fmt.Errorf("client %d: %w", i, err)
+		}
+		conns = append(conns, conn)
+		go func() {
+			for {
+				hasRows, err := readForRows(conn)
+				if err != nil {
+					emit("closed %d", i)
+					return
+				}
+				if hasRows {
+					emit("%d %d", i, time.Now().UnixNano())
+				}
+			}
+		}()
+	}
+	emit("connected")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return nil
 }
 
 // readChunks lend the benchmark's clients what they read messages into.
@@ -431,8 +527,8 @@ var readChunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 
 // readForRows reads one message whole and reports whether it carries overview rows. It reads in
 // chunks, as a browser would on a machine of its own: the benchmark's thousand clients share the
-// server's two cores and its memory, and a buffer of each message per client would have them
-// measure their own allocations (a push of 100 rows is about 105 KB, the whole table 1.2 MB).
+// server's two cores, and a buffer of each message per client would have them spend those on
+// allocations (the whole table is 1.2 MB).
 func readForRows(conn *websocket.Conn) (bool, error) {
 	_, r, err := conn.NextReader()
 	if err != nil {
@@ -460,9 +556,9 @@ func readForRows(conn *websocket.Conn) (bool, error) {
 	}
 }
 
-// residentMB reads the process's resident set size.
-func residentMB() (float64, bool) {
-	status, err := os.ReadFile("/proc/self/status")
+// residentMB reads a process's resident set size ("self", or a process id).
+func residentMB(pid string) (float64, bool) {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, false
 	}
