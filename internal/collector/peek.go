@@ -276,7 +276,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	case pass.stopped != "":
 		sample.Error = pass.stopped
 	}
-	c.tel.peekReceives.WithLabelValues(q.name).Add(float64(pass.receives))
+	c.tel.peekReceives.WithLabelValues(q.name, q.region.key).Add(float64(pass.receives))
 
 	own := q.noteSeen(pass, sample.At, approx, inFlight, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
 	q.setPeeked(sample.At, approx, pass.receives)

@@ -441,6 +441,8 @@ func (c *Collector) markGone(ctx context.Context, q *watchedQueue) {
 	c.mu.Unlock()
 	if watched {
 		c.storeGone(ctx, q)
+		// Its series would otherwise stay in /metrics for as long as the process runs.
+		c.tel.peekReceives.DeleteLabelValues(q.name, q.region.key)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/events"
@@ -270,5 +272,48 @@ func TestRestartWhileEndpointDown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPeekReceivesSeriesEndsWithItsQueue: the receives a peek spends count under the queue's name
+// and region, and a queue that is gone leaves /metrics, so that a fleet whose queues come and go
+// does not grow the scrape without end.
+func TestPeekReceivesSeriesEndsWithItsQueue(t *testing.T) {
+	e := newEnv(t)
+	srcURL, dlqURL := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 3)
+	reg := prometheus.NewRegistry()
+	c := e.collector(func(o *Options) { o.Registerer = reg })
+	must(t, c.Discover(e.ctx))
+	must(t, c.PeekDue(e.ctx))
+	series := func() map[string]float64 {
+		families, err := reg.Gather()
+		must(t, err)
+		out := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "toolq_peek_receives_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				out[labels["queue"]+"@"+labels["region"]] = m.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	if n := series()["web-search-dlq@us-east-1"]; n < 1 {
+		t.Fatalf("toolq_peek_receives_total = %v, want web-search-dlq in us-east-1 counted", series())
+	}
+	_, err := e.sqs.DeleteQueue(e.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlqURL)})
+	must(t, err)
+	must(t, c.CycleAttributes(e.ctx))
+	if !e.queueNamed("web-search-dlq").Gone() {
+		t.Fatal("web-search-dlq not gone after the attribute cycle found it missing")
+	}
+	if got := series(); len(got) != 0 {
+		t.Errorf("toolq_peek_receives_total after the queue went = %v, want no series", got)
 	}
 }

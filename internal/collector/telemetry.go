@@ -34,8 +34,8 @@ func newTelemetry(reg prometheus.Registerer) (*telemetry, error) {
 		}, []string{"kind"}),
 		peekReceives: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolq_peek_receives_total",
-			Help: "ReceiveMessage calls the collector's peeks made, by queue: each raises the receive count of what it returns.",
-		}, []string{"queue"}),
+			Help: "ReceiveMessage calls the collector's peeks made, by queue and region (account/region with several accounts): each raises the receive count of what it returns. A gone queue's series ends.",
+		}, []string{"queue", "region"}),
 	}
 	t.lastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolq_collector_last_success_timestamp_seconds",
