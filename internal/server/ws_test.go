@@ -19,7 +19,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/web/templates"
+	"github.com/toolq/toolq/web/templates/ids"
 )
 
 // dial opens a websocket to the test server as a browser on origin would.
@@ -499,5 +501,62 @@ func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
 	waiting := parseFragment(t, msg).Find(`#redrive-waiting[hx-swap-oob="true"] strong`)
 	if waiting.Length() != 1 || waiting.Text() != templates.Count(q.Visible) {
 		t.Errorf("pushed waiting count = %q (%d elements), want %q", waiting.Text(), waiting.Length(), templates.Count(q.Visible))
+	}
+}
+
+// TestQueuePushKeepsSamplingCurrent: a queue page's sampling account, its messages nearing
+// maxReceiveCount and its collector errors come with every push, so that a new sample or a new
+// error shows on a page left open, and the sampling card never disagrees with the sample above it.
+func TestQueuePushKeepsSamplingCurrent(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	ctx := context.Background()
+	key, err := pw.Views.ResolveQueue(ctx, "tool-calls.fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := pw.page(t, request{path: "/queues/tool-calls.fifo"}, http.StatusOK)
+	for _, id := range []string{ids.Peek(), ids.NearMax(), ids.CollectorErrors()} {
+		if page.Find("#"+id).Length() != 1 {
+			t.Fatalf("the queue page has no #%s for pushes to fill", id)
+		}
+	}
+	if page.Find("#"+ids.NearMax()+" tr").Length() != 0 || page.Find("#"+ids.CollectorErrors()+" li").Length() != 0 {
+		t.Fatal("the page lists near-max messages or errors before there are any")
+	}
+
+	// A new sample finds a message with one delivery left, and an attribute read fails.
+	pw.Advance(time.Minute)
+	now := pw.Now()
+	near := store.SampledMessage{MessageID: "m-near", ReceiveCount: 1, NearMaxReceive: true, SentAt: now.Add(-time.Minute),
+		Body: `{"toolName":"create_document"}`, BodySize: 30, ToolName: "create_document", GroupID: "sess_ok", Attributes: []store.MessageAttribute{}}
+	if _, err := pw.Store.SaveSample(ctx, store.Sample{QueueID: key.ID, Kind: store.SampleSource, At: now,
+		Seen: 7, ApproxVisible: 9, Receives: 1, MessagesTaken: 1}, []store.SampledMessage{near}, nil); err != nil {
+		t.Fatal(err)
+	}
+	run, err := pw.Store.StartRun(ctx, store.RunAttributes, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Store.RecordError(ctx, store.CollectorError{RunID: run, QueueID: key.ID, Operation: "GetQueueAttributes",
+		Code: "AccessDenied", Message: "not authorized to perform sqs:GetQueueAttributes", At: now}); err != nil {
+		t.Fatal(err)
+	}
+
+	msg, err := pw.srv.hubRender(ctx, subscriptionOf(live.Queue(key.ID), templates.Nav{}, nil), live.Changes{events.SampleTaken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := parseFragment(t, msg)
+	peek := push.Find(`#` + ids.Peek() + `[hx-swap-oob="true"]`)
+	if !strings.Contains(strings.Join(strings.Fields(peek.Text()), " "), "7 of about 9 messages") {
+		t.Errorf("the pushed sampling card does not count the new sample (7 of about 9):\n%s", clip(outer(peek)))
+	}
+	if n := push.Find(`#` + ids.NearMax() + `[hx-swap-oob="true"] tr`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return strings.Contains(s.Text(), "m-near")
+	}).Length(); n != 1 {
+		t.Errorf("the push lists m-near %d times among the messages nearing the DLQ, want once:\n%s", n, clip(string(msg)))
+	}
+	if errs := push.Find(`#` + ids.CollectorErrors() + `[hx-swap-oob="true"] li`); errs.Length() != 1 || !strings.Contains(errs.Text(), "AccessDenied") {
+		t.Errorf("the push's collector errors = %q, want the AccessDenied", errs.Text())
 	}
 }

@@ -83,3 +83,12 @@ func AuditTable() string { return "audit-table" }
 
 // Advice is a queue page's configuration advice, pushed as collector cycles end.
 func Advice() string { return "advice" }
+
+// NearMax is a source queue page's messages nearing maxReceiveCount, pushed with each sample.
+func NearMax() string { return "nearmax" }
+
+// Peek is a queue page's account of the dashboard's sampling, pushed with each sample.
+func Peek() string { return "peek" }
+
+// CollectorErrors is a queue page's recent collector errors, pushed as cycles end.
+func CollectorErrors() string { return "collector-errors" }
