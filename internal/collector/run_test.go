@@ -317,3 +317,52 @@ func TestPeekReceivesSeriesEndsWithItsQueue(t *testing.T) {
 		t.Errorf("toolq_peek_receives_total after the queue went = %v, want no series", got)
 	}
 }
+
+// TestRunForgetsUnwatchedScopes: a database that watched another region (or the same region
+// before --account) keeps that scope's last statuses; the collector that no longer watches it
+// forgets them at start, so that /status and the sight do not show it, least of all as a region
+// toolq cannot see, while its own scope's statuses stay.
+func TestRunForgetsUnwatchedScopes(t *testing.T) {
+	e := newEnv(t)
+	e.createQueue("web-search", nil)
+	old := e.clock.Now().Add(-24 * time.Hour)
+	must(t, e.store.SaveOperationStatuses(e.ctx, []store.OperationStatus{
+		{Region: "eu-west-9", Operation: "ListQueues", LastFailureAt: old, FailureCode: "AccessDenied", FailuresInRow: 3},
+		{Region: "us-east-1", Operation: "ListQueues", LastSuccessAt: old},
+	}))
+	must(t, e.store.SaveLoopStatus(e.ctx, store.LoopStatus{Loop: store.RunDiscovery, Region: "eu-west-9", FinishedAt: old, Calls: 1, Failures: 1}))
+	c := e.collector(nil)
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	deadline := time.After(30 * time.Second)
+	for {
+		if _, err := e.store.LatestRun(e.ctx, store.RunDiscovery); err == nil {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("no discovery within 30 s of start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	ops, err := e.store.OperationStatuses(e.ctx)
+	must(t, err)
+	loops, err := e.store.LoopStatuses(e.ctx)
+	must(t, err)
+	for _, o := range ops {
+		if o.Region != "us-east-1" {
+			t.Errorf("operation status of %s kept: %+v", o.Region, o)
+		}
+	}
+	for _, l := range loops {
+		if l.Region != "us-east-1" {
+			t.Errorf("loop status of %s kept: %+v", l.Region, l)
+		}
+	}
+	if len(ops) == 0 {
+		t.Error("the watched region's statuses went too")
+	}
+}

@@ -129,8 +129,20 @@ func (c *Collector) saveSight(ctx context.Context) {
 }
 
 // resumeSight loads the statuses an earlier run stored, so that a restart keeps the last
-// success of each operation (and its backoff) rather than starting blind of its own history.
+// success of each operation (and its backoff) rather than starting blind of its own history,
+// and forgets those of scopes it no longer watches.
 func (c *Collector) resumeSight(ctx context.Context) {
+	// What the store says of scopes this collector does not watch (any more) is nobody's to
+	// keep current: it would stay on /status, a failure among it as a region nobody can see.
+	scopes := make([]string, 0, len(c.regions))
+	for _, r := range c.regions {
+		scopes = append(scopes, r.key)
+	}
+	if n, err := c.store.ForgetScopesExcept(ctx, scopes); err != nil {
+		c.warn(ctx, "collector: forget unwatched scopes", "err", err)
+	} else if n > 0 {
+		c.log.Info("collector: forgot the statuses of scopes no longer watched", "rows", n, "watched", scopes)
+	}
 	stored, err := c.store.OperationStatuses(ctx)
 	if err != nil {
 		c.warn(ctx, "collector: load operation statuses", "err", err)

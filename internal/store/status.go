@@ -112,3 +112,36 @@ func (s *Store) LoopStatuses(ctx context.Context) ([]LoopStatus, error) {
 	}
 	return out, nil
 }
+
+// ForgetScopesExcept deletes the operation and loop statuses of every scope but those given, and
+// returns how many rows went. A scope the collector no longer watches (a region dropped from
+// --region, a database moved to --account) would otherwise keep its last state on /status and
+// in the sight for good, and a failure among them would read as a region toolq cannot see.
+func (s *Store) ForgetScopesExcept(ctx context.Context, scopes []string) (int64, error) {
+	if len(scopes) == 0 {
+		return 0, nil // nothing is watched: nothing to tell the stale from
+	}
+	args := make([]any, len(scopes))
+	for i, sc := range scopes {
+		args[i] = sc
+	}
+	var forgotten int64
+	err := s.inTx(ctx, func(tx *dbTx) error {
+		for _, table := range []string{"aws_operations", "collector_loops"} {
+			res, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE region NOT IN ("+placeholders(len(scopes))+")", args...)
+			if err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+			forgotten += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: forget scopes: %w", err)
+	}
+	return forgotten, nil
+}

@@ -97,3 +97,40 @@ func TestLatestFinishedRunCountsFailedRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestForgetScopesExcept: the statuses of scopes no longer watched go, those of the watched
+// scopes stay whole.
+func TestForgetScopesExcept(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		s := open(t)
+		ctx := context.Background()
+		t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		for _, scope := range []string{"us-east-1", "prod/us-east-1", "eu-west-1"} {
+			if err := s.SaveOperationStatuses(ctx, []OperationStatus{{Region: scope, Operation: "ListQueues", LastFailureAt: t0, FailureCode: "AccessDenied"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SaveLoopStatus(ctx, LoopStatus{Loop: RunDiscovery, Region: scope, FinishedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := s.ForgetScopesExcept(ctx, []string{"prod/us-east-1", "eu-west-1"})
+		if err != nil || n != 2 {
+			t.Fatalf("ForgetScopesExcept = %d, %v; want the 2 rows of us-east-1", n, err)
+		}
+		ops, err := s.OperationStatuses(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loops, err := s.LoopStatuses(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ops) != 2 || len(loops) != 2 || ops[0].Region != "eu-west-1" || ops[1].Region != "prod/us-east-1" ||
+			!ops[1].Failing() || loops[1].Region != "prod/us-east-1" {
+			t.Errorf("left: operations %+v, loops %+v; want eu-west-1's and prod/us-east-1's, as they were", ops, loops)
+		}
+		if n, err := s.ForgetScopesExcept(ctx, nil); err != nil || n != 0 {
+			t.Errorf("ForgetScopesExcept(nil) = %d, %v; want nothing forgotten", n, err)
+		}
+	})
+}
