@@ -36,8 +36,11 @@ type recentDepth struct {
 	// sparklines' buckets), oldest first, kept as samples are added: a page reads sixty peaks a
 	// queue instead of its 240 samples. A minute that began before since is absent.
 	minutes map[int64][]minutePeak
-	since   int64 // unix ms: every raw sample from here on is in rings
-	newest  int64 // the newest sample time seen, from which depthKeep is counted
+	// empty is the time (unix ms) of each queue's newest sample in its ring that showed no
+	// message visible or in flight, kept as samples are added (LastEmptyTimes).
+	empty  map[int64]int64
+	since  int64 // unix ms: every raw sample from here on is in rings
+	newest int64 // the newest sample time seen, from which depthKeep is counted
 }
 
 // minuteMS is a sparkline bucket, the width of minutes' peaks.
@@ -83,10 +86,12 @@ func (m *recentDepth) setMinute(id, at int64) {
 	m.minutes[id] = list
 }
 
-// buildMinutes computes every queue's minutes from its ring.
-func (m *recentDepth) buildMinutes() {
+// buildIndexes computes every queue's minutes and newest empty sample from its ring.
+func (m *recentDepth) buildIndexes() {
 	m.minutes = make(map[int64][]minutePeak, len(m.rings))
+	m.empty = make(map[int64]int64, len(m.rings))
 	for id, ring := range m.rings {
+		m.setEmpty(id)
 		var list []minutePeak
 		for _, d := range ring {
 			start := d.at - d.at%minuteMS
@@ -103,8 +108,25 @@ func (m *recentDepth) buildMinutes() {
 	}
 }
 
-// clipMinutes drops the minutes that began before since.
+// setEmpty finds the newest sample of queue id's ring without messages.
+func (m *recentDepth) setEmpty(id int64) {
+	ring := m.rings[id]
+	for i := len(ring) - 1; i >= 0; i-- {
+		if d := ring[i]; d.visible+d.inFlight == 0 {
+			m.empty[id] = d.at
+			return
+		}
+	}
+	delete(m.empty, id)
+}
+
+// clipMinutes drops the minutes that began before since, and the empty samples before it.
 func (m *recentDepth) clipMinutes() {
+	for id, at := range m.empty {
+		if at < m.since {
+			delete(m.empty, id)
+		}
+	}
 	for id, list := range m.minutes {
 		i, _ := slices.BinarySearchFunc(list, m.since, func(p minutePeak, since int64) int { return cmpInt(p.start, since) })
 		if i == len(list) {
@@ -155,6 +177,12 @@ func (m *recentDepth) added(a AttributeSample) {
 	}
 	m.rings[a.QueueID] = ring
 	m.setMinute(a.QueueID, at)
+	switch newest, ok := m.empty[a.QueueID]; {
+	case s.visible+s.inFlight == 0 && (!ok || at > newest):
+		m.empty[a.QueueID] = at
+	case s.visible+s.inFlight != 0 && ok && at == newest: // the newest empty sample was replaced
+		m.setEmpty(a.QueueID)
+	}
 	if at > m.newest {
 		m.newest = at
 		m.evict()
@@ -239,10 +267,18 @@ func (m *recentDepth) latestSamples(ctx context.Context, load func(context.Conte
 	return out, nil
 }
 
-// window calls read with the rings, under the read lock, when they cover every raw sample from
-// from (unix ms) on, loading them with load first when they were never loaded. It reports false
-// when they do not cover from: the caller then reads SQLite.
-func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error), read func(rings map[int64][]depthSample, minutes map[int64][]minutePeak)) (bool, error) {
+// depthView is what a read of the memory sees, under its read lock: every queue's ring, its
+// minutes' peaks and its newest empty sample (recentDepth's fields of those names).
+type depthView struct {
+	rings   map[int64][]depthSample
+	minutes map[int64][]minutePeak
+	empty   map[int64]int64
+}
+
+// window calls read with the memory, under the read lock, when it covers every raw sample from
+// from (unix ms) on, loading it with load first when it was never loaded. It reports false
+// when it does not cover from: the caller then reads SQLite.
+func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error), read func(v depthView)) (bool, error) {
 	if m.off {
 		return false, nil
 	}
@@ -252,7 +288,7 @@ func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx cont
 		if from < m.since {
 			return false, nil
 		}
-		read(m.rings, m.minutes)
+		read(depthView{rings: m.rings, minutes: m.minutes, empty: m.empty})
 		return true, nil
 	}
 	m.mu.RUnlock()
@@ -267,7 +303,7 @@ func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx cont
 			return false, err
 		}
 		m.rings, m.since = rings, since
-		m.buildMinutes()
+		m.buildIndexes()
 		for _, ring := range rings {
 			if n := len(ring); n > 0 && ring[n-1].at > m.newest {
 				m.newest = ring[n-1].at

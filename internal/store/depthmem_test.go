@@ -12,7 +12,7 @@ import (
 
 // TestRecentDepthAgreesWithSQLite: what the depth reads answer from memory is what SQLite
 // answers, through writes before and after the memory is loaded, a sample written again at the
-// same time, a sample older than the newest (written late), a second store on the same file that
+// same time (an empty one too), a sample older than the newest (written late), a second store on the same file that
 // loads while the first writes, the time window sliding past the memory's start, and a Prune.
 func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 	s := openTest(t)
@@ -66,6 +66,21 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 				}
 			}
 		}
+		// The newest empty sample, kept as samples come, against SQLite's, over the sparkline's
+		// hour and over the same hour but its last ten minutes.
+		for _, until := range []time.Time{now, now.Add(-10 * time.Minute)} {
+			got, err := s.LastEmptyTimes(ctx, now.Add(-time.Hour), until)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.lastEmptyTimes(ctx, msCeil(now.Add(-time.Hour)), ms(until))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s, until %s: newest empty samples from memory %v, from SQLite %v", step, until.Format(time.TimeOnly), got, want)
+			}
+		}
 		got, err := s.LatestAttributeSamples(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -98,6 +113,10 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 	save(a, now.Add(-15*time.Second), 99)  // the same time again
 	save(b, now.Add(-5*time.Minute), 1234) // late: older than b's newest
 	check("rewritten and late", now)
+	save(a, now, 0) // a's newest empty sample, then the same time again with messages
+	check("empty", now)
+	save(a, now, 7)
+	check("empty no more", now)
 
 	// Raw samples older than an hour are rolled up into 5-min buckets.
 	if _, err := s.Prune(ctx, now, Retention{RawFor: 50 * time.Minute}); err != nil {
@@ -109,7 +128,7 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 		now = now.Add(15 * time.Second)
 	}
 	check("written after the prune", now)
-	covered, err := s.depth.window(ctx, ms(now.Add(-30*time.Minute)), s.recentDepthSamples, func(map[int64][]depthSample, map[int64][]minutePeak) {})
+	covered, err := s.depth.window(ctx, ms(now.Add(-30*time.Minute)), s.recentDepthSamples, func(depthView) {})
 	if err != nil || !covered {
 		t.Errorf("the memory does not cover the last half hour (%v): the reads above compared SQLite with itself", err)
 	}

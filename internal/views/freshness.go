@@ -15,7 +15,7 @@ import (
 func (s *Service) Freshness(ctx context.Context) (Freshness, error) {
 	sight, err := s.readSight(ctx)
 	if err != nil {
-		return Freshness{}, err
+		return Freshness{}, fmt.Errorf("views: %w", err)
 	}
 	return s.freshness(ctx, s.clock(), sight)
 }

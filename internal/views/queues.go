@@ -7,9 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
@@ -29,7 +32,7 @@ type snapshot struct {
 	queues   []store.Queue // every queue, gone ones included, by name
 	byARN    map[string]store.Queue
 	latest   map[int64]store.AttributeSample
-	peaks    map[int64][]store.DepthPeak      // each minute's visible peak within sparklineWindow
+	peaks    map[int64][]float64              // each minute's visible peak within sparklineWindow
 	earlier  map[int64]store.AttributeSample  // the growth rule's earlier sample
 	ages     map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
 	samples  map[int64]store.Sample           // newest message sample
@@ -47,52 +50,80 @@ type snapshot struct {
 
 // gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
 // otherwise only that queue's, as a queue page summarizes no other queue.
+//
+// The reads are independent of each other (but for the two that count what the newest samples
+// hold), so they run at once: most answer from the store's memory, and at a thousand queues
+// each costs a millisecond or two of CPU that a second core halves (docs/performance.md).
 func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*snapshot, error) {
 	snap := &snapshot{now: now, byARN: map[string]store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
-	var err error
-	if snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true}); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
+	// The sparklines' buckets are whole minutes, the last one the minute under way: a bucket's
+	// peak then changes only when a sample of its minute comes, not every time now moves, so an
+	// overview push carries the rows whose depth changed and, once a minute, those whose
+	// sparkline moved on.
+	bucket := sparklineWindow / sparklinePoints
+	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
+	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
+	// a DLQ is not "growing" against a sample from days ago.
+	growthSince := now.Add(-max(sparklineWindow, 2*s.th.GrowthWindow))
+	var errs []store.CollectorError
+	err := concurrently(ctx,
+		func(ctx context.Context) (err error) {
+			snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.latest, err = s.store.LatestAttributeSamples(ctx)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.peaks, err = s.store.VisiblePeakValues(ctx, queueID, now.Truncate(bucket).Add(-sparklineWindow+bucket), now, bucket)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.earlier, err = s.store.LatestAttributeSamplesBetween(ctx, queueID, growthSince, now.Add(-s.th.GrowthWindow))
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.empty, err = s.store.LastEmptyTimes(ctx, now.Add(-sparklineWindow), now)
+			return err
+		},
+		func(ctx context.Context) error {
+			switch e, err := s.store.GetCostEstimate(ctx); {
+			case err == nil:
+				snap.cadence = e.Cadences
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			return nil
+		},
+		func(ctx context.Context) (err error) { snap.samples, err = s.store.LatestSamples(ctx); return err },
+		func(ctx context.Context) (err error) {
+			errs, err = s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
+			return err
+		},
+		func(ctx context.Context) (err error) { snap.tasks, err = s.store.RunningMoveTasks(ctx); return err },
+		func(ctx context.Context) (err error) { snap.sight, err = s.readSight(ctx); return err },
+		func(ctx context.Context) (err error) { snap.topology, err = s.readTopology(ctx); return err },
+	)
+	if err != nil {
+		return nil, err
 	}
 	snap.names = make(map[string]int, len(snap.queues))
 	for _, q := range snap.queues {
 		snap.byARN[q.ARN] = q
 		snap.names[q.Name]++
 	}
-	if snap.latest, err = s.store.LatestAttributeSamples(ctx); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
+	for _, e := range errs {
+		if e.QueueID != 0 {
+			snap.errors[e.QueueID] = append(snap.errors[e.QueueID], e)
+		}
 	}
-	// SQLite buckets the depth samples: an hour of 15-s samples of every queue is most of what
-	// the overview would otherwise read, only to draw 60 points a queue.
-	// Whole minutes, the last one the minute under way: a bucket's peak then changes only when a
-	// sample of its minute comes, not every time now moves, so an overview push carries the
-	// rows whose depth changed and, once a minute, those whose sparkline moved on.
-	bucket := sparklineWindow / sparklinePoints
-	snap.peaks, err = s.store.VisiblePeaks(ctx, queueID, now.Truncate(bucket).Add(-sparklineWindow+bucket), now, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
-	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
-	// a DLQ is not "growing" against a sample from days ago.
-	growthSince := now.Add(-max(sparklineWindow, 2*s.th.GrowthWindow))
-	snap.earlier, err = s.store.LatestAttributeSamplesBetween(ctx, queueID, growthSince, now.Add(-s.th.GrowthWindow))
-	if err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	if snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	if snap.empty, err = s.store.LastEmptyTimes(ctx, now.Add(-sparklineWindow), now); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	switch e, err := s.store.GetCostEstimate(ctx); {
-	case err == nil:
-		snap.cadence = e.Cadences
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	if snap.samples, err = s.store.LatestSamples(ctx); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
+	for _, t := range snap.tasks {
+		snap.running[t.QueueID] = true
 	}
 	// What the health rules count in each queue's newest sample, in two queries for all of them.
 	var sampled, fifoSampled []int64
@@ -104,34 +135,33 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 			}
 		}
 	}
-	if snap.nearMax, err = s.store.NearMaxCounts(ctx, sampled); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	if snap.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	errs, err := s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
+	err = concurrently(ctx,
+		func(ctx context.Context) (err error) {
+			snap.nearMax, err = s.store.NearMaxCounts(ctx, sampled)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			snap.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled)
+			return err
+		},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	for _, e := range errs {
-		if e.QueueID != 0 {
-			snap.errors[e.QueueID] = append(snap.errors[e.QueueID], e)
-		}
-	}
-	if snap.tasks, err = s.store.RunningMoveTasks(ctx); err != nil {
-		return nil, fmt.Errorf("views: %w", err)
-	}
-	for _, t := range snap.tasks {
-		snap.running[t.QueueID] = true
-	}
-	if snap.sight, err = s.readSight(ctx); err != nil {
-		return nil, err
-	}
-	if snap.topology, err = s.readTopology(ctx); err != nil {
 		return nil, err
 	}
 	return snap, nil
+}
+
+// concurrently runs reads at once and returns the first error, wrapped as the views' (the
+// store's own errors name the read).
+func concurrently(ctx context.Context, reads ...func(ctx context.Context) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, read := range reads {
+		g.Go(func() error { return read(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("views: %w", err)
+	}
+	return nil
 }
 
 // sampleAgeWindow is how old a message sample may be for its oldest message to count in a
@@ -271,33 +301,53 @@ func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (sta
 
 // sparkline draws the visible depth of each of the last 60 minutes (the minute's maximum, so
 // that a spike shows), oldest first, from the store's per-minute peaks; minutes without samples
-// are skipped.
-func sparkline(peaks []store.DepthPeak) []float64 {
-	out := make([]float64, 0, len(peaks))
-	for _, p := range peaks {
-		out = append(out, float64(p.Visible))
+// are skipped. The peaks are the snapshot's own, read for it alone.
+func sparkline(peaks []float64) []float64 {
+	if peaks == nil {
+		return []float64{}
 	}
-	return out
+	return peaks
 }
 
-// summaries builds every queue's row, in the overview's order.
+// summaries builds every queue's row, in the overview's order. The queues are summarized in
+// as many runs as there are processors, each over its own stretch of them: a summary only reads
+// the snapshot, and at a thousand queues the summaries are most of the overview's CPU.
 func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary, error) {
-	out := make([]QueueSummary, 0, len(snap.queues))
-	for _, q := range snap.queues {
-		sum, err := s.summarize(ctx, snap, q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sum)
+	out := make([]QueueSummary, len(snap.queues))
+	runs := runtime.GOMAXPROCS(0)
+	size := max(1, (len(out)+runs-1)/runs)
+	g, ctx := errgroup.WithContext(ctx)
+	for from := 0; from < len(out); from += size {
+		to := min(from+size, len(out))
+		g.Go(func() error {
+			for i := from; i < to; i++ {
+				sum, err := s.summarize(ctx, snap, snap.queues[i])
+				if err != nil {
+					return err
+				}
+				out[i] = sum
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	sortSummaries(out)
 	return out, nil
 }
 
 // sortSummaries puts unhealthy queues first (critical, then warning), then groups them by
-// account and region and orders them by name.
+// account and region and orders them by name. It sorts the rows' places and then moves each row
+// once: a summary is large, and a stable sort of a thousand of them spent a millisecond moving
+// them about.
 func sortSummaries(qs []QueueSummary) {
-	slices.SortStableFunc(qs, func(a, b QueueSummary) int {
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &qs[i], &qs[j]
 		return cmp.Or(
 			cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)),
 			cmp.Compare(a.Account, b.Account),
@@ -306,6 +356,11 @@ func sortSummaries(qs []QueueSummary) {
 			cmp.Compare(a.ARN, b.ARN),
 		)
 	})
+	sorted := make([]QueueSummary, len(qs))
+	for i, at := range order {
+		sorted[i] = qs[at]
+	}
+	copy(qs, sorted)
 }
 
 // Overview returns every watched queue, unhealthy first, with totals, freshness and cost.

@@ -25,11 +25,11 @@ type sightFacts struct {
 func (s *Service) readSight(ctx context.Context) (sightFacts, error) {
 	ops, err := s.store.OperationStatuses(ctx)
 	if err != nil {
-		return sightFacts{}, fmt.Errorf("views: %w", err)
+		return sightFacts{}, err
 	}
 	loops, err := s.store.LoopStatuses(ctx)
 	if err != nil {
-		return sightFacts{}, fmt.Errorf("views: %w", err)
+		return sightFacts{}, err
 	}
 	f := sightFacts{ops: map[[2]string]store.OperationStatus{}, loops: map[[2]string]store.LoopStatus{}}
 	seen := map[string]bool{}
@@ -342,7 +342,7 @@ var loopOrder = []string{store.RunDiscovery, store.RunAttributes, store.RunMetri
 func (s *Service) Status(ctx context.Context) (Status, error) {
 	f, err := s.readSight(ctx)
 	if err != nil {
-		return Status{}, err
+		return Status{}, fmt.Errorf("views: %w", err)
 	}
 	out := Status{GeneratedAt: s.clock(), Database: s.databaseStatus(ctx), Regions: []RegionStatus{}, Sight: f.problems()}
 	if out.Replicas, err = s.replicas(ctx, out.GeneratedAt); err != nil {

@@ -118,14 +118,14 @@ func (s *Service) readTopology(ctx context.Context) (topology, error) {
 	}
 	mappings, err := s.store.EventSourceMappings(ctx)
 	if err != nil {
-		return t, fmt.Errorf("views: %w", err)
+		return t, err
 	}
 	for _, m := range mappings {
 		t.mappings[m.QueueARN] = append(t.mappings[m.QueueARN], m)
 	}
 	targets, err := s.store.EventBridgeTargets(ctx)
 	if err != nil {
-		return t, fmt.Errorf("views: %w", err)
+		return t, err
 	}
 	for _, tg := range targets {
 		// A disabled rule delivers nothing: it neither feeds a queue nor fails into one.
@@ -139,7 +139,7 @@ func (s *Service) readTopology(ctx context.Context) (topology, error) {
 	}
 	alarms, err := s.store.QueueAlarms(ctx)
 	if err != nil {
-		return t, fmt.Errorf("views: %w", err)
+		return t, err
 	}
 	for _, a := range alarms {
 		k := [2]string{a.Region, a.QueueName}
