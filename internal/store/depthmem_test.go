@@ -137,7 +137,7 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 // TestReplicasReadOneAnothersWrites: replicas on PostgreSQL share the database, so what one
 // writes (queues, depth samples, message samples, datapoints) is what the other reads next, with
 // no memory of its own in between: the reads the overview makes, each read once before the write
-// (which is what a cache would keep) and once after.
+// (which is what a cache would keep) and once after, and the newest empty sample.
 func TestReplicasReadOneAnothersWrites(t *testing.T) {
 	url := pgtest.DB(t)
 	ctx := context.Background()
@@ -175,8 +175,11 @@ func TestReplicasReadOneAnothersWrites(t *testing.T) {
 	if len(queues) != 1 || len(latest) != 0 || len(peaks) != 0 || len(samples) != 0 || len(points) != 0 {
 		t.Fatalf("before the writes: %d queues, %v, %v, %v, %v", len(queues), latest, peaks, samples, points)
 	}
-	addQueue(t, writer, "b")
+	b := addQueue(t, writer, "b")
 	if err := writer.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: t0, Depth: AttributeSample{Visible: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.SaveQueueAttributes(ctx, QueueAttributes{QueueID: b.ID, At: t0, Depth: AttributeSample{}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writer.SaveSample(ctx, Sample{QueueID: q.ID, At: t0, Seen: 1}, []SampledMessage{{MessageID: "m", SentAt: t0}}, nil); err != nil {
@@ -200,5 +203,12 @@ func TestReplicasReadOneAnothersWrites(t *testing.T) {
 	}
 	if points[q.ID].Value != 42 {
 		t.Errorf("the reader's newest age of a: %+v; want 42", points[q.ID])
+	}
+	empty, err := reader.LastEmptyTimes(ctx, t0.Add(-time.Hour), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty) != 1 || !empty[b.ID].Equal(t0) {
+		t.Errorf("the reader's newest empty samples: %v; want b's at %s", empty, t0)
 	}
 }
