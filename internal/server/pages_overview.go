@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/internal/parallel"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -34,6 +35,12 @@ func (s *Server) overviewPage(c echo.Context) error {
 	p := s.overviewProps(view, ov)
 	p.Page = s.page(c, "Queues", "overview", live.Overview().String())
 	p.TopicInside = true // the table opens the websocket with its filter and sort
+	if p.RowSet, err = s.rows.Prepare(c.Request().Context(), p.Rows, p.Nav); err != nil {
+		return err
+	}
+	if err := p.RowSet.Render(c.Request().Context()); err != nil {
+		return err
+	}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.OverviewTable(p))
 	}
@@ -202,7 +209,69 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	p.Nav = view.Nav
 	p.Now = s.opts.Now().UTC()
 	p.StaleAfter = s.staleAfter()
+	if p.RowSet, err = s.rows.Prepare(ctx, p.Rows, p.Nav); err != nil {
+		return live.Push{}, err
+	}
 
+	// A row changed when what it renders from did: its fingerprint tells, without rendering it.
+	prev, _ := memo.(*overviewMemo)
+	memos := make([]rowMemo, len(p.Rows))
+	changed := make([]bool, len(p.Rows)) // a row known to the previous push that changed since
+	for i, r := range p.Rows {
+		memos[i] = rowMemo{print: p.RowSet.Print(i)}
+		if prev != nil {
+			if was, known := prev.rows[r.ID]; known && was.print == memos[i].print {
+				memos[i] = was
+			} else {
+				changed[i] = true
+			}
+		}
+	}
+	// Of each changed row, its class and each cell rendered as it would be swapped, hashed: on
+	// every processor, as a thousand rows change when the sparklines move on.
+	cellsOf := make([][]string, len(p.Rows))
+	err = parallel.Stretches(ctx, len(p.Rows), func(ctx context.Context, from, to int) error {
+		var buf bytes.Buffer
+		for i := from; i < to; i++ {
+			if !changed[i] {
+				continue
+			}
+			r, m := p.Rows[i], &memos[i]
+			m.class = templates.RowClass(r)
+			cells := templates.QueueCells(r, p.Nav)
+			m.cells, cellsOf[i] = make([]uint64, len(cells)), make([]string, len(cells))
+			for j, cell := range cells {
+				buf.Reset()
+				if err := cell(templates.CellSwap(r.ID, j)).Render(ctx, &buf); err != nil {
+					return fmt.Errorf("render: %w", err)
+				}
+				m.cells[j], cellsOf[i][j] = maphash.Bytes(pushSeed, buf.Bytes()), buf.String()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return live.Push{}, err
+	}
+	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]rowMemo, len(p.Rows))}
+	var changedRows []templates.OverviewRow
+	var changedCells []templ.Component
+	for i, r := range p.Rows {
+		next.order[i], next.rows[r.ID] = r.ID, memos[i]
+		if !changed[i] {
+			continue
+		}
+		was, m := prev.rows[r.ID], memos[i]
+		if was.cells == nil || was.class != m.class || len(was.cells) != len(m.cells) {
+			changedRows = append(changedRows, r)
+			continue
+		}
+		for j := range m.cells {
+			if m.cells[j] != was.cells[j] {
+				changedCells = append(changedCells, templ.Raw(cellsOf[i][j]))
+			}
+		}
+	}
 	var buf bytes.Buffer
 	hash := func(c templ.Component) (uint64, error) {
 		buf.Reset()
@@ -211,53 +280,19 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		}
 		return maphash.Bytes(pushSeed, buf.Bytes()), nil
 	}
-	// A row changed when what it renders from did: its fingerprint tells, without rendering it.
-	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]rowMemo, len(p.Rows))}
-	var changedRows []templates.OverviewRow
-	var changedCells []templ.Component
-	prev, _ := memo.(*overviewMemo)
-	for i, r := range p.Rows {
-		next.order[i] = r.ID
-		m := rowMemo{print: templates.RowPrint(r, p.Nav, true)}
-		was, known := rowMemo{}, false
-		if prev != nil {
-			was, known = prev.rows[r.ID]
-		}
-		switch {
-		case known && was.print == m.print:
-			m = was
-		case known:
-			m.class = templates.RowClass(r)
-			cells := templates.QueueCells(r, p.Nav)
-			m.cells = make([]uint64, len(cells))
-			for j, cell := range cells {
-				if m.cells[j], err = hash(cell(nil)); err != nil {
-					return live.Push{}, err
-				}
-			}
-			if was.cells == nil || was.class != m.class || len(was.cells) != len(m.cells) {
-				changedRows = append(changedRows, r)
-				break
-			}
-			for j, cell := range cells {
-				if m.cells[j] != was.cells[j] {
-					changedCells = append(changedCells, cell(templates.CellSwap(r.ID, j)))
-				}
-			}
-		case prev != nil:
-			changedRows = append(changedRows, r)
-		}
-		next.rows[r.ID] = m
-	}
-	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true),
-		templates.Attention(ov.Problems, p.Nav, true)} {
+	for i, c := range []templ.Component{templates.Sight(ov.Sight, p.Nav, true), templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true)} {
 		if next.parts[i], err = hash(c); err != nil {
 			return live.Push{}, err
 		}
 	}
+	// The problem list is long in a troubled fleet: its fingerprint tells whether it changed.
+	next.parts[3] = templates.AttentionPrint(ov.Problems, p.Nav, true)
 	reordered := prev == nil || !slices.Equal(prev.order, next.order)
 	push := live.Push{Memo: next}
 	if reordered || changes[live.Connect] {
+		if err := p.RowSet.Render(ctx); err != nil {
+			return live.Push{}, err
+		}
 		if push.Full, err = renderBytes(ctx, templates.OverviewPush(p)); err != nil {
 			return live.Push{}, err
 		}

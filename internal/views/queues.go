@@ -1,19 +1,18 @@
 package views
 
 import (
-	"github.com/toolq/toolq/internal/arn"
-
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/toolq/toolq/internal/arn"
+	"github.com/toolq/toolq/internal/parallel"
 	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -309,28 +308,22 @@ func sparkline(peaks []float64) []float64 {
 	return peaks
 }
 
-// summaries builds every queue's row, in the overview's order. The queues are summarized in
-// as many runs as there are processors, each over its own stretch of them: a summary only reads
-// the snapshot, and at a thousand queues the summaries are most of the overview's CPU.
+// summaries builds every queue's row, in the overview's order. A summary only reads the
+// snapshot, and at a thousand queues the summaries are most of the overview's CPU, so they are
+// built on every processor at once.
 func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary, error) {
 	out := make([]QueueSummary, len(snap.queues))
-	runs := runtime.GOMAXPROCS(0)
-	size := max(1, (len(out)+runs-1)/runs)
-	g, ctx := errgroup.WithContext(ctx)
-	for from := 0; from < len(out); from += size {
-		to := min(from+size, len(out))
-		g.Go(func() error {
-			for i := from; i < to; i++ {
-				sum, err := s.summarize(ctx, snap, snap.queues[i])
-				if err != nil {
-					return err
-				}
-				out[i] = sum
+	err := parallel.Stretches(ctx, len(out), func(ctx context.Context, from, to int) error {
+		for i := from; i < to; i++ {
+			sum, err := s.summarize(ctx, snap, snap.queues[i])
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+			out[i] = sum
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	sortSummaries(out)

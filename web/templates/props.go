@@ -186,6 +186,10 @@ type OverviewProps struct {
 	SharedScale bool
 	// RowCache keeps the rows' renderings between renderings; nil renders every row.
 	RowCache *RowCache
+	// RowSet is Rows prepared through RowCache (fingerprinted and rendered on every processor);
+	// the table's body writes its renderings. Without one, or one prepared from other rows or
+	// for another Nav, each row is rendered through RowCache as the body is written.
+	RowSet *RowSet
 }
 
 // scaleParam is the overview's sparkline scale as a query value.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/toolq/toolq/internal/parallel"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -33,6 +34,14 @@ type RowCache struct {
 	mu        sync.Mutex
 	cur, prev map[rowKey][]byte
 	limit     int // renderings per generation
+	// parts are the newest rendering of each part of a page kept by Part, by its name.
+	parts map[string]keptPart
+}
+
+// keptPart is a part's rendering and the fingerprint of what it was rendered from.
+type keptPart struct {
+	print uint64
+	html  []byte
 }
 
 // minRowCacheLimit is the smallest generation: a page and a push of a few hundred queues, with
@@ -46,7 +55,7 @@ type rowKey struct {
 
 // NewRowCache returns an empty cache.
 func NewRowCache() *RowCache {
-	return &RowCache{cur: map[rowKey][]byte{}, limit: minRowCacheLimit}
+	return &RowCache{cur: map[rowKey][]byte{}, limit: minRowCacheLimit, parts: map[string]keptPart{}}
 }
 
 // Fit sizes the cache's generations for an overview of rows queues: room for four renderings of
@@ -81,6 +90,125 @@ func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
 	})
 }
 
+// RowSet is a table body's rows made ready on every processor at once: each row's fingerprint
+// and, once Render ran, its rendering from the cache (rendered there first where missing). A
+// thousand rows' fingerprints and the renderings of those that changed are most of what an
+// overview page or push spends rendering, and each row's are independent of the others'.
+type RowSet struct {
+	cache  *RowCache
+	rows   []OverviewRow
+	nav    Nav
+	prints []uint64
+	html   [][]byte // nil until Render
+}
+
+// Prepare fingerprints rows as the table's body renders them (QueueRow(r, nav, false)). A nil
+// *RowCache prepares rows that Render renders afresh.
+func (c *RowCache) Prepare(ctx context.Context, rows []OverviewRow, nav Nav) (*RowSet, error) {
+	set := &RowSet{cache: c, rows: rows, nav: nav, prints: make([]uint64, len(rows))}
+	err := parallel.Stretches(ctx, len(rows), func(_ context.Context, from, to int) error {
+		for i := from; i < to; i++ {
+			set.prints[i] = RowPrint(rows[i], nav, false)
+		}
+		return nil
+	})
+	return set, err
+}
+
+// Print is the fingerprint of the i-th row.
+func (s *RowSet) Print(i int) uint64 { return s.prints[i] }
+
+// Render makes every row's rendering ready, rendering those the cache does not hold.
+func (s *RowSet) Render(ctx context.Context) error {
+	if s.html != nil {
+		return nil
+	}
+	html := make([][]byte, len(s.rows))
+	err := parallel.Stretches(ctx, len(s.rows), func(ctx context.Context, from, to int) error {
+		for i := from; i < to; i++ {
+			key := rowKey{id: s.rows[i].ID, print: s.prints[i]}
+			if s.cache != nil {
+				if cached, ok := s.cache.get(key); ok {
+					html[i] = cached
+					continue
+				}
+			}
+			var buf bytes.Buffer
+			if err := QueueRow(s.rows[i], s.nav, false).Render(ctx, &buf); err != nil {
+				return err
+			}
+			html[i] = buf.Bytes()
+			if s.cache != nil {
+				s.cache.put(key, html[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.html = html
+	return nil
+}
+
+// of reports whether the set was prepared from these rows (the same slice) for this context.
+func (s *RowSet) of(rows []OverviewRow, nav Nav) bool {
+	return s != nil && s.html != nil && s.nav == nav && len(s.rows) == len(rows) &&
+		(len(rows) == 0 || &s.rows[0] == &rows[0])
+}
+
+// bodyRow is the table body's i-th row, r: from the prepared set when it is of these rows.
+func (p OverviewProps) bodyRow(i int, r OverviewRow) templ.Component {
+	if p.RowSet.of(p.Rows, p.Nav) {
+		return p.RowSet.row(i)
+	}
+	return p.RowCache.Row(r, p.Nav, false)
+}
+
+// row writes the i-th row's rendering.
+func (s *RowSet) row(i int) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := w.Write(s.html[i])
+		return err
+	})
+}
+
+// Part is part, the part of a page called name (a name per rendering: "attention" and
+// "attention-oob" are two), rendered once for as long as print, the fingerprint of what it
+// renders from, stays the same. The cache keeps each name's newest rendering. A nil *RowCache
+// renders part every time.
+func (c *RowCache) Part(name string, print uint64, part templ.Component) templ.Component {
+	if c == nil {
+		return part
+	}
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		c.mu.Lock()
+		kept, ok := c.parts[name]
+		c.mu.Unlock()
+		if !ok || kept.print != print {
+			var buf bytes.Buffer
+			if err := part.Render(ctx, &buf); err != nil {
+				return err
+			}
+			kept = keptPart{print: print, html: buf.Bytes()}
+			c.mu.Lock()
+			c.parts[name] = kept
+			c.mu.Unlock()
+		}
+		_, err := w.Write(kept.html)
+		return err
+	})
+}
+
+// attention is the problem list, kept rendered in the row cache while the problems stay.
+func (p OverviewProps) attention(oob bool) templ.Component {
+	name := "attention"
+	if oob {
+		name += "-oob"
+	}
+	return p.RowCache.Part(name, AttentionPrint(p.Overview.Problems, p.Nav, oob), Attention(p.Overview.Problems, p.Nav, oob))
+}
+
 func (c *RowCache) get(key rowKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -113,10 +241,27 @@ func (c *RowCache) store(key rowKey, html []byte) {
 // covered without anyone remembering to. Two rows with the same print render the same (with a
 // 2⁻⁶⁴ chance of a clash between two renderings of one queue).
 func RowPrint(r OverviewRow, nav Nav, oob bool) uint64 {
+	return fingerprint(func(b []byte) []byte {
+		b = rowPrinter(b, reflect.ValueOf(&r).Elem())
+		b = navPrinter(b, reflect.ValueOf(&nav).Elem())
+		return printBool(b, oob)
+	})
+}
+
+// AttentionPrint fingerprints what Attention(problems, nav, oob) renders from, as RowPrint
+// does a row's.
+func AttentionPrint(problems []views.Problem, nav Nav, oob bool) uint64 {
+	return fingerprint(func(b []byte) []byte {
+		b = problemsPrinter(b, reflect.ValueOf(&problems).Elem())
+		b = navPrinter(b, reflect.ValueOf(&nav).Elem())
+		return printBool(b, oob)
+	})
+}
+
+// fingerprint hashes what appendTo appends.
+func fingerprint(appendTo func(b []byte) []byte) uint64 {
 	buf := printBuffers.Get().(*[]byte)
-	b := rowPrinter((*buf)[:0], reflect.ValueOf(&r).Elem())
-	b = navPrinter(b, reflect.ValueOf(&nav).Elem())
-	b = printBool(b, oob)
+	b := appendTo((*buf)[:0])
 	sum := maphash.Bytes(printSeed, b)
 	*buf = b
 	printBuffers.Put(buf)
@@ -140,8 +285,9 @@ var unrendered = map[reflect.Type][]string{
 }
 
 var (
-	rowPrinter = printerOf(reflect.TypeFor[OverviewRow]())
-	navPrinter = printerOf(reflect.TypeFor[Nav]())
+	rowPrinter      = printerOf(reflect.TypeFor[OverviewRow]())
+	navPrinter      = printerOf(reflect.TypeFor[Nav]())
+	problemsPrinter = printerOf(reflect.TypeFor[[]views.Problem]())
 )
 
 // printer appends a value of one type to what is hashed: lengths before contents and a mark for

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,93 @@ func BenchmarkRowPrint(b *testing.B) {
 	row.Advice = append(row.Advice, row.Advice[0])
 	for b.Loop() {
 		RowPrint(row, Nav{}, false)
+	}
+}
+
+// TestRowSetRendersWhatQueueRowDoes prepares a body of rows, some already in the cache, and
+// wants each rendering to be QueueRow's, each print RowPrint's, and the table's body to use the
+// set only for the rows and links' context it was prepared from.
+func TestRowSetRendersWhatQueueRowDoes(t *testing.T) {
+	ctx := context.Background()
+	c := NewRowCache()
+	var rows []OverviewRow
+	for id := range int64(25) {
+		rows = append(rows, OverviewRow{QueueSummary: views.QueueSummary{ID: id + 1, Ref: "q", Name: "q", Visible: id,
+			Sparkline: []float64{float64(id), 1}, Health: views.Health{Status: views.HealthOK}}})
+	}
+	renderString(t, c.Row(rows[3], Nav{}, false)) // one row already kept
+	for _, cache := range []*RowCache{c, nil} {
+		set, err := cache.Prepare(ctx, rows, Nav{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Render(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			if set.Print(i) != RowPrint(r, Nav{}, false) {
+				t.Errorf("row %d: print is not RowPrint's", i)
+			}
+			if got, want := renderString(t, set.row(i)), renderString(t, QueueRow(r, Nav{}, false)); got != want {
+				t.Errorf("row %d: prepared\n%s\nwant\n%s", i, got, want)
+			}
+		}
+		p := OverviewProps{Rows: rows, RowCache: cache, RowSet: set}
+		if got, want := renderString(t, OverviewRows(p, false)), renderString(t, OverviewRows(OverviewProps{Rows: rows}, false)); got != want {
+			t.Error("the body from a prepared set differs from the body rendered row by row")
+		}
+		// Another slice of the same rows, or an embed's links: the set is not theirs.
+		other := slices.Clone(rows)
+		other[0].Visible = 99
+		p.Rows = other
+		if !strings.Contains(renderString(t, OverviewRows(p, false)), ">99<") {
+			t.Error("a body of other rows was written from a set prepared for the first")
+		}
+		p.Rows, p.Nav = rows, Nav{Embed: true, EmbedToken: "tok"}
+		if !strings.Contains(renderString(t, OverviewRows(p, false)), `target="_blank"`) {
+			t.Error("an embed's body was written from a set prepared for the page's links")
+		}
+	}
+}
+
+// TestPartRendersAgainWhenItsPrintChanges keeps the problem list and wants the kept rendering
+// while the problems stay, and a new one as soon as they change.
+func TestPartRendersAgainWhenItsPrintChanges(t *testing.T) {
+	c := NewRowCache()
+	problems := []views.Problem{{Kind: views.ProblemDeadLetter, Severity: views.HealthCritical, Queue: "calls-dlq", Ref: "calls-dlq", Region: "us-east-1", Text: "3 messages"}}
+	p := OverviewProps{RowCache: c, Overview: views.Overview{Problems: problems}}
+	for _, oob := range []bool{false, true} {
+		if got, want := renderString(t, p.attention(oob)), renderString(t, Attention(problems, Nav{}, oob)); got != want {
+			t.Errorf("oob=%v: kept\n%s\nwant\n%s", oob, got, want)
+		}
+	}
+	p.Overview.Problems = []views.Problem{problems[0], problems[0]}
+	p.Overview.Problems[1].Text = "7 messages"
+	if got := renderString(t, p.attention(false)); !strings.Contains(got, "7 messages") {
+		t.Errorf("the problems changed, the kept list did not:\n%s", got)
+	}
+	if got, want := renderString(t, p.attention(true)), renderString(t, Attention(p.Overview.Problems, Nav{}, true)); got != want {
+		t.Errorf("after the change, oob: kept\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestAttentionPrintCoversEveryField changes every field of a problem and of the links'
+// context, one at a time, and wants the problem list's print to change each time.
+func TestAttentionPrintCoversEveryField(t *testing.T) {
+	var problems []views.Problem
+	filled(reflect.ValueOf(&problems).Elem())
+	var nav Nav
+	filled(reflect.ValueOf(&nav).Elem())
+	base := AttentionPrint(problems, nav, true)
+	check := func(path string, undo func()) {
+		if AttentionPrint(problems, nav, true) == base {
+			t.Errorf("changing %s leaves the problem list's print as it was", path)
+		}
+		undo()
+	}
+	eachChange(reflect.ValueOf(&problems).Elem(), "problems", check)
+	eachChange(reflect.ValueOf(&nav).Elem(), "nav", check)
+	if AttentionPrint(problems, nav, false) == base {
+		t.Error("the out-of-band flag leaves the print as it was")
 	}
 }
