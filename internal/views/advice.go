@@ -47,7 +47,7 @@ type AdviceRule struct {
 	Off bool `json:"off"`
 	// check fires the rule on one queue's facts: what was found, and the fix (an aws CLI
 	// command or a CDK line), ok false when the rule holds.
-	check func(f adviceFacts, th Thresholds) (finding, fix string, ok bool)
+	check func(f *adviceFacts, th *Thresholds) (finding, fix string, ok bool)
 }
 
 // Advice is one rule that fires on one queue.
@@ -132,11 +132,11 @@ type adviceFacts struct {
 }
 
 // isDeadLetter reports whether the facts' queue is a dead-letter queue of either kind.
-func (f adviceFacts) isDeadLetter() bool { return deadLetter(f.Queue) }
+func (f *adviceFacts) isDeadLetter() bool { return deadLetter(f.Queue) }
 
 // source reports whether the queue is a working queue whose attributes have been read: the
 // queues the source-side rules are about.
-func (f adviceFacts) source() bool {
+func (f *adviceFacts) source() bool {
 	return !f.isDeadLetter() && !f.Queue.AttributesAt.IsZero()
 }
 
@@ -231,13 +231,13 @@ func AdviceRuleIDs() []string {
 
 // advise applies every rule not in off to one queue's facts, worst first. A gone queue gets no
 // advice: its configuration is history. Never nil.
-func advise(f adviceFacts, th Thresholds, off map[string]bool) []Advice {
+func advise(f *adviceFacts, th *Thresholds, off map[string]bool) []Advice {
 	out := []Advice{}
 	if f.Queue.Gone() {
 		return out
 	}
 	for _, r := range AdviceRules {
-		if off[r.ID] {
+		if len(off) > 0 && off[r.ID] {
 			continue
 		}
 		finding, fix, ok := r.check(f, th)
@@ -255,7 +255,7 @@ func advise(f adviceFacts, th Thresholds, off map[string]bool) []Advice {
 
 // The rules. Each returns what it found and the fix when it fires.
 
-func checkNoDLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkNoDLQ(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !f.source() || q.Attributes["RedrivePolicy"] != "" {
 		return "", "", false
@@ -276,7 +276,7 @@ func checkNoDLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return finding, fix, true
 }
 
-func checkDLQRetention(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkDLQRetention(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	src, own, theirs, short := retentionShortfall(q, f.Sources)
 	if !short {
@@ -308,7 +308,7 @@ func retentionShortfall(dlq store.Queue, sources []store.Queue) (src store.Queue
 	return store.Queue{}, 0, 0, false
 }
 
-func checkMaxReceiveOne(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMaxReceiveOne(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if q.DeadLetterTargetARN == "" || q.MaxReceiveCount != 1 {
 		return "", "", false
@@ -316,7 +316,7 @@ func checkMaxReceiveOne(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return "maxReceiveCount is 1", setRedrivePolicy(q, q.DeadLetterTargetARN, 3), true
 }
 
-func checkMaxReceiveHigh(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMaxReceiveHigh(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if q.DeadLetterTargetARN == "" || q.MaxReceiveCount < maxReceiveCountHigh {
 		return "", "", false
@@ -324,7 +324,7 @@ func checkMaxReceiveHigh(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return fmt.Sprintf("maxReceiveCount is %d", q.MaxReceiveCount), setRedrivePolicy(q, q.DeadLetterTargetARN, 5), true
 }
 
-func checkFIFODLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkFIFODLQ(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !q.FIFO || q.DeadLetterTargetARN == "" {
 		return "", "", false
@@ -342,7 +342,7 @@ func checkFIFODLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return fmt.Sprintf("its dead-letter queue %s is a standard queue", safetext.Line(arn.QueueName(q.DeadLetterTargetARN), 80)), fix, true
 }
 
-func checkHighThroughputHalf(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkHighThroughputHalf(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !q.FIFO {
 		return "", "", false
@@ -372,7 +372,7 @@ func changingField(key string) bool {
 	return len(key) <= 32 && changingFields[strings.ReplaceAll(strings.ToLower(key), "_", "")]
 }
 
-func checkContentDedup(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkContentDedup(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !q.FIFO || q.Attributes["ContentBasedDeduplication"] != "true" {
 		return "", "", false
@@ -419,7 +419,7 @@ func changingKeys(body string) []string {
 	return out
 }
 
-func checkShortPolling(f adviceFacts, th Thresholds) (string, string, bool) {
+func checkShortPolling(f *adviceFacts, th *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if v, ok := q.Attributes["ReceiveMessageWaitTimeSeconds"]; !ok || v != "0" {
 		return "", "", false
@@ -448,7 +448,7 @@ func checkShortPolling(f adviceFacts, th Thresholds) (string, string, bool) {
 // depthAlarmMetrics are the metrics whose alarm tells of a dead-letter queue's arrivals.
 var depthAlarmMetrics = []string{"ApproximateNumberOfMessagesVisible", "NumberOfMessagesSent"}
 
-func checkDLQNoAlarm(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkDLQNoAlarm(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	if !f.isDeadLetter() || !f.AlarmsRead {
 		return "", "", false
 	}
@@ -464,7 +464,7 @@ func checkDLQNoAlarm(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return finding, depthAlarmFix(f.Queue), true
 }
 
-func checkDLQAlarmOnSentOnly(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkDLQAlarmOnSentOnly(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !q.IsDeadLetterQueue() || !f.AlarmsRead {
 		return "", "", false
@@ -493,7 +493,7 @@ func depthAlarmFix(q store.Queue) string {
 		shellQuote(q.Name+"-depth"), shellQuote(q.Name))
 }
 
-func checkAlarmFiring(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkAlarmFiring(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	if !f.AlarmsRead {
 		return "", "", false
 	}
@@ -523,7 +523,7 @@ func checkAlarmFiring(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return finding.String(), fix, true
 }
 
-func checkInFlight(f adviceFacts, th Thresholds) (string, string, bool) {
+func checkInFlight(f *adviceFacts, th *Thresholds) (string, string, bool) {
 	if f.Latest == nil || float64(f.Latest.InFlight) < inFlightShare*float64(th.InFlightLimit) {
 		return "", "", false
 	}
@@ -537,7 +537,7 @@ func checkInFlight(f adviceFacts, th Thresholds) (string, string, bool) {
 	return finding, fix, true
 }
 
-func checkHotGroups(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkHotGroups(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	q := f.Queue
 	if !q.FIFO || f.isDeadLetter() || f.Sample == nil || len(f.Groups) == 0 {
 		return "", "", false
@@ -582,7 +582,7 @@ func checkHotGroups(f adviceFacts, _ Thresholds) (string, string, bool) {
 }
 
 // enabledMappings are the mappings that drain the queue, disabled ones left to esm-disabled.
-func enabledMappings(f adviceFacts) []store.EventSourceMapping {
+func enabledMappings(f *adviceFacts) []store.EventSourceMapping {
 	var out []store.EventSourceMapping
 	for _, m := range f.Mappings {
 		if m.State != "Disabled" {
@@ -592,7 +592,7 @@ func enabledMappings(f adviceFacts) []store.EventSourceMapping {
 	return out
 }
 
-func checkBatchItemFailures(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkBatchItemFailures(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, m := range enabledMappings(f) {
 		if m.BatchSize > 1 && !m.ReportBatchItemFailures {
 			return fmt.Sprintf("%s's mapping takes batches of %d without ReportBatchItemFailures", functionName(m.FunctionARN), m.BatchSize),
@@ -602,7 +602,7 @@ func checkBatchItemFailures(f adviceFacts, _ Thresholds) (string, string, bool) 
 	return "", "", false
 }
 
-func checkMaximumConcurrency(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMaximumConcurrency(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, m := range enabledMappings(f) {
 		if m.MaximumConcurrency == 0 {
 			return fmt.Sprintf("%s's mapping has no MaximumConcurrency", functionName(m.FunctionARN)),
@@ -612,7 +612,7 @@ func checkMaximumConcurrency(f adviceFacts, _ Thresholds) (string, string, bool)
 	return "", "", false
 }
 
-func checkVisibilityVsLambda(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkVisibilityVsLambda(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	vt, ok := visibilityTimeout(f.Queue)
 	if !ok {
 		return "", "", false
@@ -631,7 +631,7 @@ func checkVisibilityVsLambda(f adviceFacts, _ Thresholds) (string, string, bool)
 	return "", "", false
 }
 
-func checkMappingDisabled(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMappingDisabled(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, m := range f.Mappings {
 		if m.State == "Disabled" {
 			finding := fmt.Sprintf("%s's mapping is Disabled", functionName(m.FunctionARN))
@@ -644,7 +644,7 @@ func checkMappingDisabled(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return "", "", false
 }
 
-func checkMappingFailing(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMappingFailing(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, m := range f.Mappings {
 		if strings.HasPrefix(m.LastProcessingResult, "PROBLEM") {
 			return fmt.Sprintf("%s's mapping reports %s", functionName(m.FunctionARN), safetext.Line(m.LastProcessingResult, 200)),
@@ -654,7 +654,7 @@ func checkMappingFailing(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return "", "", false
 }
 
-func checkTargetNoDLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkTargetNoDLQ(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, t := range f.Feeds {
 		if t.DeadLetterARN == "" {
 			dlq := siblingARN(f.Queue.ARN, strings.TrimSuffix(f.Queue.Name, ".fifo")+"-events-dlq")
@@ -665,7 +665,7 @@ func checkTargetNoDLQ(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return "", "", false
 }
 
-func checkMaxEventAge(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkMaxEventAge(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, t := range f.Feeds {
 		age := time.Duration(t.MaxEventAgeSeconds) * time.Second
 		if t.MaxEventAgeSeconds == 0 {
@@ -682,7 +682,7 @@ func checkMaxEventAge(f adviceFacts, _ Thresholds) (string, string, bool) {
 	return "", "", false
 }
 
-func checkDefaultBus(f adviceFacts, _ Thresholds) (string, string, bool) {
+func checkDefaultBus(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	for _, t := range f.Feeds {
 		if t.BusName == "default" {
 			return fmt.Sprintf("rule %s delivering here is on the default bus", safetext.Line(t.RuleName, 64)),

@@ -166,7 +166,7 @@ func TestAdviceRules(t *testing.T) {
 		covered[tt.rule] = true
 		t.Run(tt.rule, func(t *testing.T) {
 			th := DefaultThresholds()
-			got := advise(tt.fires, th, nil)
+			got := advise(&tt.fires, &th, nil)
 			var ids []string
 			for _, a := range got {
 				ids = append(ids, a.Rule)
@@ -179,10 +179,10 @@ func TestAdviceRules(t *testing.T) {
 			if !strings.Contains(a.Finding, tt.wantFinding) || !strings.Contains(a.Fix, tt.wantFix) || a.Why != rule.Why || a.Severity != rule.Severity || a.Source == "" {
 				t.Errorf("advice = %+v\nwant finding with %q, fix with %q", a, tt.wantFinding, tt.wantFix)
 			}
-			if got := advise(tt.clears, th, nil); len(got) != 0 {
+			if got := advise(&tt.clears, &th, nil); len(got) != 0 {
 				t.Errorf("clears: advice %+v, want none", got)
 			}
-			if got := advise(tt.fires, th, map[string]bool{tt.rule: true}); len(got) != 0 {
+			if got := advise(&tt.fires, &th, map[string]bool{tt.rule: true}); len(got) != 0 {
 				t.Errorf("turned off: advice %+v, want none", got)
 			}
 		})
@@ -200,23 +200,23 @@ func TestAdviceRules(t *testing.T) {
 func TestAdviceSkipsWhatItCannotKnow(t *testing.T) {
 	th := DefaultThresholds()
 	dlq := asDLQ(adviceQueue("web-search-dlq", map[string]string{"MessageRetentionPeriod": "1209600"}), "web-search")
-	if got := advise(adviceFacts{Queue: dlq, AlarmsRead: false}, th, nil); len(got) != 0 {
+	if got := advise(&adviceFacts{Queue: dlq, AlarmsRead: false}, &th, nil); len(got) != 0 {
 		t.Errorf("alarms unreadable: %+v", got)
 	}
 	gone := adviceQueue("notifications", nil)
 	gone.GoneAt = now
-	if got := advise(adviceFacts{Queue: gone}, th, nil); len(got) != 0 {
+	if got := advise(&adviceFacts{Queue: gone}, &th, nil); len(got) != 0 {
 		t.Errorf("gone queue: %+v", got)
 	}
 	eb := adviceQueue("audit-dlq", nil)
 	eb.EventBridgeRuleARNs = []string{"arn:aws:events:us-east-1:123456789012:rule/mcp/r"}
-	got := advise(adviceFacts{Queue: eb, AlarmsRead: true}, th, nil)
+	got := advise(&adviceFacts{Queue: eb, AlarmsRead: true}, &th, nil)
 	if len(got) != 1 || got[0].Rule != "dlq-no-alarm" {
 		t.Errorf("EventBridge DLQ: %+v, want dlq-no-alarm alone", got)
 	}
 	unread := adviceQueue("fresh", nil)
 	unread.AttributesAt = time.Time{}
-	if got := advise(adviceFacts{Queue: unread}, th, nil); len(got) != 0 {
+	if got := advise(&adviceFacts{Queue: unread}, &th, nil); len(got) != 0 {
 		t.Errorf("attributes never read: %+v", got)
 	}
 }
@@ -267,7 +267,7 @@ func BenchmarkAdvise(b *testing.B) {
 		Sample:        &store.Sample{ApproxVisible: 100, Seen: 20}, Groups: []store.GroupBacklog{{GroupID: "g", Messages: 10}}}
 	th := DefaultThresholds()
 	for b.Loop() {
-		if len(advise(f, th, nil)) == 0 {
+		if len(advise(&f, &th, nil)) == 0 {
 			b.Fatal("no advice")
 		}
 	}

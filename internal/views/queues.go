@@ -282,7 +282,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	if err != nil {
 		return QueueSummary{}, err
 	}
-	sum.Advice = advise(facts, s.th, s.adviceOff)
+	sum.Advice = advise(&facts, &s.th, s.adviceOff)
 	return sum, nil
 }
 
@@ -341,13 +341,19 @@ func sortSummaries(qs []QueueSummary) {
 	}
 	slices.SortStableFunc(order, func(i, j int) int {
 		a, b := &qs[i], &qs[j]
-		return cmp.Or(
-			cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)),
-			cmp.Compare(a.Account, b.Account),
-			cmp.Compare(a.Region, b.Region),
-			cmp.Compare(a.Name, b.Name),
-			cmp.Compare(a.ARN, b.ARN),
-		)
+		if c := cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Account, b.Account); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Region, b.Region); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ARN, b.ARN)
 	})
 	sorted := make([]QueueSummary, len(qs))
 	for i, at := range order {
@@ -363,19 +369,18 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return Overview{}, err
 	}
-	qs, err := s.summaries(ctx, snap)
+	var ov Overview
+	err = concurrently(ctx,
+		func(ctx context.Context) (err error) { ov.Queues, err = s.summaries(ctx, snap); return err },
+		func(ctx context.Context) (err error) { ov.Freshness, err = s.freshness(ctx, now, snap.sight); return err },
+		func(ctx context.Context) (err error) { ov.Cost, err = s.cost(ctx); return err },
+	)
 	if err != nil {
 		return Overview{}, err
 	}
-	ov := Overview{Queues: qs, Totals: totals(qs), Sight: snap.sight.problems()}
-	ov.Problems = problems(qs, ov.Sight)
-	if ov.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
-		return Overview{}, err
-	}
-	ov.Scopes = scopes(qs, ov.Freshness.Blind)
-	if ov.Cost, err = s.cost(ctx); err != nil {
-		return Overview{}, err
-	}
+	ov.Totals, ov.Sight = totals(ov.Queues), snap.sight.problems()
+	ov.Problems = problems(ov.Queues, ov.Sight)
+	ov.Scopes = scopes(ov.Queues, ov.Freshness.Blind)
 	return ov, nil
 }
 
