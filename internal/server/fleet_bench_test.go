@@ -318,18 +318,37 @@ func BenchmarkFleetOverviewPush(b *testing.B) {
 // are stored between the measured ones. The clients run in a process of their own on the same
 // two cores, and decompress what they get; the RSS reported is the server's process's, and the
 // clients' apart.
+//
+// With clients=wire the clients negotiate permessage-deflate as browsers do but read the frames
+// off the wire without inflating them, a push with rows told by its size (every fiftieth
+// client inflates every message and checks that its size told right): the delivery of
+// compressed pushes without a thousand browsers' inflating on the server's two cores, as
+// browsers inflate on machines of their own.
 func BenchmarkFleetPushTo1000Websockets(b *testing.B) {
-	for _, deflate := range []bool{true, false} {
-		b.Run(fmt.Sprintf("deflate=%v", deflate), func(b *testing.B) { benchmarkPushToWebsockets(b, 1000, deflate) })
+	for _, mode := range []clientMode{clientsDeflate, clientsWire, clientsPlain} {
+		b.Run(mode.String(), func(b *testing.B) { benchmarkPushToWebsockets(b, 1000, mode) })
 	}
 }
 
-func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
+// clientMode is how the benchmark's websocket clients read.
+type clientMode int
+
+const (
+	clientsDeflate clientMode = iota // permessage-deflate, every message inflated (gorilla's client)
+	clientsWire                      // permessage-deflate, frames read off the wire, a tenth inflated
+	clientsPlain                     // no compression (gorilla's client)
+)
+
+func (m clientMode) String() string {
+	return [...]string{"deflate=true", "deflate=true,clients=wire", "deflate=false"}[m]
+}
+
+func benchmarkPushToWebsockets(b *testing.B, clients int, mode clientMode) {
 	fw := newFleetWorld(b, benchPairs1000)
 	srv := httptest.NewServer(fw.handler)
 	b.Cleanup(srv.Close)
 	// Each client notes when it got a push with rows; the benchmark waits for one note of each.
-	notes, clientsPID := startWebsocketClients(b, srv.URL, clients, deflate)
+	notes, clientsPID := startWebsocketClients(b, srv.URL, clients, mode)
 	wait := func(i int) time.Time {
 		select {
 		case at, ok := <-notes[i]:
@@ -396,7 +415,7 @@ func benchmarkPushToWebsockets(b *testing.B, clients int, deflate bool) {
 }
 
 // wsClientsEnv, set, makes this test binary the benchmark's websocket clients (see TestMain):
-// "URL COUNT DEFLATE".
+// "URL COUNT MODE" (a clientMode).
 const wsClientsEnv = "TOOLQ_BENCH_WEBSOCKET_CLIENTS"
 
 // startWebsocketClients starts count websocket clients of the overview at serverURL in a process
@@ -404,10 +423,10 @@ const wsClientsEnv = "TOOLQ_BENCH_WEBSOCKET_CLIENTS"
 // and garbage collection are its own; they still share its two cores. It returns a channel per
 // client that gets the time at which the client got each push with rows (closed when the client
 // is disconnected) once every client is connected, and the process's id.
-func startWebsocketClients(b *testing.B, serverURL string, count int, deflate bool) ([]chan time.Time, int) {
+func startWebsocketClients(b *testing.B, serverURL string, count int, mode clientMode) ([]chan time.Time, int) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %t", wsClientsEnv, serverURL, count, deflate))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", wsClientsEnv, serverURL, count, mode))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -438,6 +457,8 @@ func startWebsocketClients(b *testing.B, serverURL string, count int, deflate bo
 			switch line := lines.Text(); {
 			case line == "connected":
 				close(connected)
+			case strings.HasPrefix(line, "failed "):
+				b.Errorf("websocket client: %s", line)
 			case strings.HasPrefix(line, "closed "):
 				if _, err := fmt.Sscanf(line, "closed %d", &i); err == nil && !closed[i] {
 					closed[i] = true
@@ -473,8 +494,8 @@ func startWebsocketClients(b *testing.B, serverURL string, count int, deflate bo
 func runWebsocketClients(spec string) error {
 	var serverURL string
 	var count int
-	var deflate bool
-	if _, err := fmt.Sscanf(spec, "%s %d %t", &serverURL, &count, &deflate); err != nil {
+	var mode clientMode
+	if _, err := fmt.Sscanf(spec, "%s %d %d", &serverURL, &count, &mode); err != nil {
 		return fmt.Errorf("%s=%q: %w", wsClientsEnv, spec, err)
 	}
 	u := "ws" + strings.TrimPrefix(serverURL, "http") + "/ws?topic=overview"
@@ -495,8 +516,36 @@ func runWebsocketClients(spec string) error {
 	}()
 	for i := range count {
 		local := &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/25), byte(1+i%25))}
+		if mode == clientsWire {
+			wire, err := dialWire(local, u, "http://"+host)
+			if err != nil {
+				return fmt.Errorf("client %d: %w", i, err)
+			}
+			check := i%50 == 0
+			go func() {
+				defer wire.Close()
+				for {
+					rows, err := wire.readMessage()
+					at := time.Now()
+					if err == nil && check {
+						err = wire.checkRows(rows)
+					}
+					if err != nil {
+						if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+							emit("failed %d %v", i, err)
+						}
+						emit("closed %d", i)
+						return
+					}
+					if rows {
+						emit("%d %d", i, at.UnixNano())
+					}
+				}
+			}()
+			continue
+		}
 		d := websocket.Dialer{
-			EnableCompression: deflate,
+			EnableCompression: mode == clientsDeflate,
 			NetDialContext:    (&net.Dialer{LocalAddr: local}).DialContext,
 		}
 		conn, _, err := d.Dial(u, http.Header{"Origin": {"http://" + host}})
