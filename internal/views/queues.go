@@ -372,7 +372,10 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	var ov Overview
 	err = concurrently(ctx,
 		func(ctx context.Context) (err error) { ov.Queues, err = s.summaries(ctx, snap); return err },
-		func(ctx context.Context) (err error) { ov.Freshness, err = s.freshness(ctx, now, snap.sight); return err },
+		func(ctx context.Context) (err error) {
+			ov.Freshness, err = s.freshness(ctx, now, snap.sight)
+			return err
+		},
 		func(ctx context.Context) (err error) { ov.Cost, err = s.cost(ctx); return err },
 	)
 	if err != nil {
