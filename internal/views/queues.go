@@ -109,7 +109,7 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		func(ctx context.Context) (err error) { snap.topology, err = s.readTopology(ctx); return err },
 	)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
 	snap.names = make(map[string]int, len(snap.queues))
 	for _, q := range snap.queues {
@@ -145,22 +145,19 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		},
 	)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
 	return snap, nil
 }
 
-// concurrently runs reads at once and returns the first error, wrapped as the views' (the
-// store's own errors name the read).
+// concurrently runs reads at once and returns the first error; after an error, ctx is
+// cancelled for the reads still running.
 func concurrently(ctx context.Context, reads ...func(ctx context.Context) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for _, read := range reads {
 		g.Go(func() error { return read(ctx) })
 	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("views: %w", err)
-	}
-	return nil
+	return g.Wait()
 }
 
 // sampleAgeWindow is how old a message sample may be for its oldest message to count in a
