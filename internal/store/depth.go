@@ -485,20 +485,26 @@ func (s *Store) lastEmptyTimes(ctx context.Context, from, to int64) (map[int64]t
 	if err != nil {
 		return nil, fmt.Errorf("store: last empty times: %w", err)
 	}
+	return scanQueueTimes(rows, "last empty times")
+}
+
+// scanQueueTimes reads rows of a queue id and a time in unix ms, or NULL for a queue without
+// one, into a map that leaves those out; what names the read in its errors. It closes rows.
+func scanQueueTimes(rows *sql.Rows, what string) (map[int64]time.Time, error) {
 	defer rows.Close()
 	out := map[int64]time.Time{}
 	for rows.Next() {
 		var id int64
 		var at sql.NullInt64
 		if err := rows.Scan(&id, &at); err != nil {
-			return nil, fmt.Errorf("store: last empty times: %w", err)
+			return nil, fmt.Errorf("store: %s: %w", what, err)
 		}
 		if at.Valid {
 			out[id] = fromMS(at.Int64)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: last empty times: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return out, nil
 }

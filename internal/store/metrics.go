@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -148,22 +147,7 @@ func (s *Store) NewestMetricTimes(ctx context.Context, metrics ...string) (map[i
 	if err != nil {
 		return nil, fmt.Errorf("store: newest metric times: %w", err)
 	}
-	defer rows.Close()
-	out := map[int64]time.Time{}
-	for rows.Next() {
-		var id int64
-		var at sql.NullInt64
-		if err := rows.Scan(&id, &at); err != nil {
-			return nil, fmt.Errorf("store: newest metric times: %w", err)
-		}
-		if at.Valid {
-			out[id] = fromMS(at.Int64)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: newest metric times: %w", err)
-	}
-	return out, nil
+	return scanQueueTimes(rows, "newest metric times")
 }
 
 // MetricSeries returns one metric of one queue in [since, until), oldest first, any period.
