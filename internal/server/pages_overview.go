@@ -216,7 +216,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	// A row changed when what it renders from did: its fingerprint tells, without rendering it.
 	prev, _ := memo.(*overviewMemo)
 	memos := make([]rowMemo, len(p.Rows))
-	changed := make([]bool, len(p.Rows)) // a row known to the previous push that changed since
+	changed := make([]bool, len(p.Rows)) // a row the previous push did not show as it is now (changed, or new)
 	for i, r := range p.Rows {
 		memos[i] = rowMemo{print: p.RowSet.Print(i)}
 		if prev != nil {
