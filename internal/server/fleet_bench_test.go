@@ -42,6 +42,14 @@ type fleetWorld struct {
 	bus     *events.Bus
 	handler http.Handler
 	ids     []int64 // every queue's id, sources and DLQs alternately
+	queues  []fleetQueue
+}
+
+// fleetQueue is what the fleet's cycles write of a queue: its attributes as SQS returns them.
+type fleetQueue struct {
+	id        int64
+	name, dlq string // dlq: its dead-letter queue's name, "" for a DLQ
+	fifo      bool
 }
 
 // sqsAttributes are the attributes GetQueueAttributes(All) returns for a queue of the fleet.
@@ -102,6 +110,7 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 				b.Fatal(err)
 			}
 			fw.ids = append(fw.ids, id)
+			fw.queues = append(fw.queues, fleetQueue{id: id, name: q.name, dlq: q.dlq, fifo: fifo})
 			for k := 240; k > 0; k-- {
 				history = append(history, store.AttributeSample{QueueID: id, At: now.Add(-time.Duration(k) * 15 * time.Second),
 					Visible: q.visible + int64(k%5), InFlight: 2})
@@ -156,26 +165,30 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 	return fw
 }
 
-// cycle stores what an attribute cycle would: a new depth sample of every queue, n sources of
-// them with a new depth (their health and so the rows' order stay), 15 s after the previous
-// cycle.
+// cycle stores what an attribute cycle would, as the collector does: every queue's attributes
+// as SQS returns them with its depth sample, n sources of them with a new depth (their health
+// and so the rows' order stay), 15 s after the previous cycle.
 func (fw *fleetWorld) cycle(b *testing.B, n int) {
 	b.Helper()
 	fw.Advance(15 * time.Second)
 	now := fw.Now()
-	samples := make([]store.AttributeSample, 0, len(fw.ids))
-	for i, id := range fw.ids {
+	ctx := context.Background()
+	for i, q := range fw.queues {
 		v := int64(i / 2 % 40) // the depth newFleetWorld gave it
 		if i%2 == 1 {
 			v = int64(i / 2 % 3)
 		} else if i < 2*n {
 			v += now.Unix() % 7
 		}
-		samples = append(samples, store.AttributeSample{QueueID: id, At: now, Visible: v, InFlight: 2})
-	}
-	ctx := context.Background()
-	if err := fw.Store.SaveAttributeSamples(ctx, samples); err != nil {
-		b.Fatal(err)
+		target, mrc := "", 0
+		if q.dlq != "" {
+			target, mrc = "arn:aws:sqs:us-east-1:000000000000:"+q.dlq, 5
+		}
+		if err := fw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.id, At: now,
+			Attributes: sqsAttributes(q.name, q.fifo, q.dlq, v), DeadLetterTargetARN: target, MaxReceiveCount: mrc,
+			Depth: store.AttributeSample{Visible: v, InFlight: 2}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	run, err := fw.Store.StartRun(ctx, store.RunAttributes, now.Add(-time.Second))
 	if err != nil {

@@ -93,7 +93,16 @@ type QueueAttributes struct {
 // SaveQueueAttributes records the latest attributes of a queue, the redrive fields parsed from
 // them, and appends the depth sample.
 func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) error {
-	defer s.gen.queues.Add(1)
+	s.attributeWrites.Lock()
+	defer s.attributeWrites.Unlock()
+	// The cached queue lists take the new attributes laid over them where they can; otherwise
+	// the write makes the next list read the database.
+	gen, laid := s.gen.queues.Load(), false
+	defer func() {
+		if !laid {
+			s.gen.queues.Add(1)
+		}
+	}()
 	attrs := a.Attributes
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -127,6 +136,9 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 	})
 	if err != nil {
 		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
+	}
+	if decoded, err := s.attributes.decode(a.QueueID, string(js)); err == nil {
+		laid = s.cache.layAttributes(gen, a.QueueID, decoded, ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount)
 	}
 	sample.QueueID = a.QueueID
 	s.depth.added(sample)

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -276,5 +279,72 @@ func TestQueuesOfTwoAccounts(t *testing.T) {
 		if Scope("", "us-east-1") != "us-east-1" || Scope("prod", "us-east-1") != "prod/us-east-1" {
 			t.Errorf("Scope = %q, %q", Scope("", "us-east-1"), Scope("prod", "us-east-1"))
 		}
+	})
+}
+
+// TestQueueListsTakeWrittenAttributes: the queue lists answer what the database holds as
+// attributes are written again and again (laid over the cached lists, where the write leaves
+// the redrive policy as it was, without reading the database again), as a redrive policy changes
+// (which changes another queue's sources), and for a filtered list too.
+func TestQueueListsTakeWrittenAttributes(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		src, dlq, other := addQueue(t, s, "calls"), addQueue(t, s, "calls-dlq"), addQueue(t, s, "other-dlq")
+		save := func(at time.Time, visible int, target Queue) {
+			t.Helper()
+			policy := `{"deadLetterTargetArn":"` + target.ARN + `","maxReceiveCount":3}`
+			err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: src.ID, At: at, DeadLetterTargetARN: target.ARN, MaxReceiveCount: 3,
+				Attributes: map[string]string{"RedrivePolicy": policy, "ApproximateNumberOfMessages": strconv.Itoa(visible)},
+				Depth:      AttributeSample{Visible: int64(visible)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(step string) {
+			t.Helper()
+			for _, f := range []QueueFilter{{IncludeGone: true}, {Region: src.Region}} {
+				listed, err := s.ListQueues(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(listed) != 3 {
+					t.Fatalf("%s: %d queues listed", step, len(listed))
+				}
+				for _, q := range listed {
+					want, err := s.GetQueue(ctx, q.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !maps.Equal(q.Attributes, want.Attributes) || !q.AttributesAt.Equal(want.AttributesAt) ||
+						q.DeadLetterTargetARN != want.DeadLetterTargetARN || !slices.Equal(q.SourceARNs, want.SourceARNs) {
+						t.Errorf("%s, %+v: listed %s %v at %v, DLQ %q, sources %v; the database %v at %v, DLQ %q, sources %v", step, f,
+							q.Name, q.Attributes, q.AttributesAt, q.DeadLetterTargetARN, q.SourceARNs,
+							want.Attributes, want.AttributesAt, want.DeadLetterTargetARN, want.SourceARNs)
+					}
+				}
+			}
+		}
+		check("before any attributes")
+		save(t0, 1, dlq)
+		check("the first attributes")
+		gen := s.gen.queues.Load()
+		for i := range 5 {
+			save(t0.Add(time.Duration(i+1)*15*time.Second), 2+i, dlq)
+			check(fmt.Sprintf("attributes written again, %d", i))
+		}
+		if s.cache.off {
+			return // PostgreSQL: every list reads the database
+		}
+		if got := s.gen.queues.Load(); got != gen {
+			t.Errorf("writing the same redrive policy again made the lists read the database again (%d writes counted)", got-gen)
+		}
+		save(t0.Add(2*time.Minute), 9, other) // another DLQ: both DLQs' sources change
+		check("a new redrive policy")
+		if s.gen.queues.Load() == gen {
+			t.Error("a new redrive policy was laid over the lists, whose sources it changes")
+		}
+		save(t0.Add(90*time.Second), 3, other) // written late, with an older time
+		check("attributes written late")
 	})
 }

@@ -52,6 +52,9 @@ type Store struct {
 	attributes attributeMaps // each queue's attributes, decoded once per change
 	gen        generations   // committed writes per cached table (readcache.go)
 	cache      readCache
+	// attributeWrites makes SaveQueueAttributes one at a time, so that what the cached queue
+	// lists lay over their queues is the newest write's, as in the database.
+	attributeWrites sync.Mutex
 }
 
 // readConns bounds the SQLite reader pool: the machine is small, and SQLite readers are cheap
