@@ -74,20 +74,34 @@ func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
 	if c == nil {
 		return QueueRow(r, nav, oob)
 	}
-	key := rowKey{id: r.ID, print: RowPrint(r, nav, oob)}
+	print := RowPrint(r, nav, oob)
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		html, ok := c.get(key)
-		if !ok {
-			var buf bytes.Buffer
-			if err := QueueRow(r, nav, oob).Render(ctx, &buf); err != nil {
-				return err
-			}
-			html = buf.Bytes()
-			c.put(key, html)
+		html, err := c.rendering(ctx, r, nav, oob, print)
+		if err != nil {
+			return err
 		}
-		_, err := w.Write(html)
+		_, err = w.Write(html)
 		return err
 	})
+}
+
+// rendering returns QueueRow(r, nav, oob), whose fingerprint is print, from the cache, rendering
+// and keeping it first when missing. A nil *RowCache renders it every time.
+func (c *RowCache) rendering(ctx context.Context, r OverviewRow, nav Nav, oob bool, print uint64) ([]byte, error) {
+	key := rowKey{id: r.ID, print: print}
+	if c != nil {
+		if html, ok := c.get(key); ok {
+			return html, nil
+		}
+	}
+	var buf bytes.Buffer
+	if err := QueueRow(r, nav, oob).Render(ctx, &buf); err != nil {
+		return nil, err
+	}
+	if c != nil {
+		c.put(key, buf.Bytes())
+	}
+	return buf.Bytes(), nil
 }
 
 // RowSet is a table body's rows made ready on every processor at once: each row's fingerprint
@@ -126,20 +140,9 @@ func (s *RowSet) Render(ctx context.Context) error {
 	html := make([][]byte, len(s.rows))
 	err := parallel.Stretches(ctx, len(s.rows), func(ctx context.Context, from, to int) error {
 		for i := from; i < to; i++ {
-			key := rowKey{id: s.rows[i].ID, print: s.prints[i]}
-			if s.cache != nil {
-				if cached, ok := s.cache.get(key); ok {
-					html[i] = cached
-					continue
-				}
-			}
-			var buf bytes.Buffer
-			if err := QueueRow(s.rows[i], s.nav, false).Render(ctx, &buf); err != nil {
+			var err error
+			if html[i], err = s.cache.rendering(ctx, s.rows[i], s.nav, false, s.prints[i]); err != nil {
 				return err
-			}
-			html[i] = buf.Bytes()
-			if s.cache != nil {
-				s.cache.put(key, html[i])
 			}
 		}
 		return nil
