@@ -137,9 +137,8 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 	if err != nil {
 		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
 	}
-	if decoded, err := s.attributes.decode(a.QueueID, string(js)); err == nil {
-		laid = s.cache.layAttributes(gen, a.QueueID, decoded, ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount)
-	}
+	laid = s.cache.layAttributes(gen, a.QueueID, ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount,
+		func() (map[string]string, error) { return s.attributes.decode(a.QueueID, string(js)) })
 	sample.QueueID = a.QueueID
 	s.depth.added(sample)
 	return nil

@@ -114,12 +114,12 @@ func (s *Store) cachedQueues(ctx context.Context, f QueueFilter, read func() ([]
 	return out, nil
 }
 
-// layAttributes lays a queue's newly written attributes (read from SQS at at, unix ms) over the
-// cached queue lists, and reports false when it cannot, for the writer to make the next list
-// read the database instead: the cache is off, no list of generation gen (the writer's, seen
-// before it wrote) holds the queue, or the write changed its redrive policy, from which the
-// other queues' sources are read.
-func (c *readCache) layAttributes(gen uint64, id int64, attrs map[string]string, at int64, dlq string, maxReceiveCount int) bool {
+// layAttributes lays a queue's newly written attributes (read from SQS at at, unix ms; decoded
+// by attrs, called only when they can be laid) over the cached queue lists, and reports false
+// when it cannot, for the writer to make the next list read the database instead: the cache is
+// off, no list of generation gen (the writer's, seen before it wrote) holds the queue, the write
+// changed its redrive policy, from which the other queues' sources are read, or attrs failed.
+func (c *readCache) layAttributes(gen uint64, id int64, at int64, dlq string, maxReceiveCount int, attrs func() (map[string]string, error)) bool {
 	if c.off {
 		return false
 	}
@@ -137,10 +137,14 @@ func (c *readCache) layAttributes(gen uint64, id int64, attrs map[string]string,
 		if q := e.val[i]; q.DeadLetterTargetARN != dlq || q.MaxReceiveCount != maxReceiveCount {
 			return false
 		}
+		decoded, err := attrs()
+		if err != nil {
+			return false
+		}
 		if c.attributes == nil {
 			c.attributes = map[int64]laidAttributes{}
 		}
-		c.attributes[id] = laidAttributes{attrs: attrs, at: at, gen: gen}
+		c.attributes[id] = laidAttributes{attrs: decoded, at: at, gen: gen}
 		return true
 	}
 	return false
