@@ -39,7 +39,8 @@ type snapshot struct {
 	groups   map[int64][]store.GroupBacklog   // groups of each newest FIFO sample, by sample id
 	errors   map[int64][]store.CollectorError // within ErrorWindow, newest first
 	empty    map[int64]time.Time              // each queue's newest sample without messages, within sparklineWindow
-	cadence  store.Cadences                   // the collector's, from its newest cost estimate; zero before one
+	estimate *store.CostEstimate              // the collector's newest, with its cadences; nil before one
+	cadence  store.Cadences                   // the estimate's cadences; zero before one
 	running  map[int64]bool                   // queues with a running move task
 	tasks    []store.MoveTask                 // the running move tasks
 	sight    sightFacts
@@ -93,7 +94,7 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		func(ctx context.Context) error {
 			switch e, err := s.store.GetCostEstimate(ctx); {
 			case err == nil:
-				snap.cadence = e.Cadences
+				snap.estimate, snap.cadence = &e, e.Cadences
 			case !errors.Is(err, store.ErrNotFound):
 				return err
 			}
@@ -323,15 +324,14 @@ func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary
 	if err != nil {
 		return nil, err
 	}
-	sortSummaries(out)
-	return out, nil
+	return sortSummaries(out), nil
 }
 
 // sortSummaries puts unhealthy queues first (critical, then warning), then groups them by
-// account and region and orders them by name. It sorts the rows' places and then moves each row
-// once: a summary is large, and a stable sort of a thousand of them spent a millisecond moving
-// them about.
-func sortSummaries(qs []QueueSummary) {
+// account and region and orders them by name, in a new slice. It sorts the rows' places and
+// then moves each row once: a summary is large, and a stable sort of a thousand of them spent a
+// millisecond moving them about.
+func sortSummaries(qs []QueueSummary) []QueueSummary {
 	order := make([]int, len(qs))
 	for i := range order {
 		order[i] = i
@@ -356,7 +356,7 @@ func sortSummaries(qs []QueueSummary) {
 	for i, at := range order {
 		sorted[i] = qs[at]
 	}
-	copy(qs, sorted)
+	return sorted
 }
 
 // Overview returns every watched queue, unhealthy first, with totals, freshness and cost.
@@ -366,14 +366,13 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	if err != nil {
 		return Overview{}, err
 	}
-	var ov Overview
+	ov := Overview{Cost: costOf(snap)}
 	err = concurrently(ctx,
 		func(ctx context.Context) (err error) { ov.Queues, err = s.summaries(ctx, snap); return err },
 		func(ctx context.Context) (err error) {
 			ov.Freshness, err = s.freshness(ctx, now, snap.sight)
 			return err
 		},
-		func(ctx context.Context) (err error) { ov.Cost, err = s.cost(ctx); return err },
 	)
 	if err != nil {
 		return Overview{}, err
@@ -452,14 +451,12 @@ func totals(qs []QueueSummary) Totals {
 	return t
 }
 
-// cost returns the stored cost estimate; zero with a null At before the collector made one.
-func (s *Service) cost(ctx context.Context) (Cost, error) {
-	c, err := s.store.GetCostEstimate(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return Cost{Loops: []LoopCost{}, Accounts: []AccountCost{}}, nil
-	}
-	if err != nil {
-		return Cost{}, fmt.Errorf("views: %w", err)
+// costOf is the snapshot's cost estimate (the one whose cadences its rules used); zero with a
+// null At before the collector made one.
+func costOf(snap *snapshot) Cost {
+	c := snap.estimate
+	if c == nil {
+		return Cost{Loops: []LoopCost{}, Accounts: []AccountCost{}}
 	}
 	out := Cost{
 		TotalUSDPerDay:      c.TotalUSDPerDay,
@@ -485,7 +482,7 @@ func (s *Service) cost(ctx context.Context) (Cost, error) {
 		out.Accounts = append(out.Accounts, AccountCost{Account: a.Account, TotalUSDPerDay: a.TotalUSDPerDay, SQSUSDPerDay: a.SQSUSDPerDay,
 			CloudWatchUSDPerDay: a.CloudWatchUSDPerDay, SQSRequestsPerDay: a.SQSRequestsPerDay, MetricsPerDay: a.MetricsPerDay})
 	}
-	return out, nil
+	return out
 }
 
 // Queues returns the queues that match q, in the overview's order.

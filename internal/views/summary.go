@@ -38,9 +38,7 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 	if sum.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
 		return Summary{}, err
 	}
-	if sum.Cost, err = s.cost(ctx); err != nil {
-		return Summary{}, err
-	}
+	sum.Cost = costOf(snap)
 	for _, q := range qs {
 		if q.Health.Status != HealthOK {
 			sum.Unhealthy = append(sum.Unhealthy, q)
