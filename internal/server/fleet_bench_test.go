@@ -115,19 +115,13 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 				history = append(history, store.AttributeSample{QueueID: id, At: now.Add(-time.Duration(k) * 15 * time.Second),
 					Visible: q.visible + int64(k%5), InFlight: 2})
 			}
-			target, mrc := "", 0
 			if q.dlq != "" {
-				target, mrc = "arn:aws:sqs:us-east-1:000000000000:"+q.dlq, 5
 				for k := 60; k > 0; k-- {
 					ages = append(ages, store.MetricPoint{QueueID: id, Metric: "ApproximateAgeOfOldestMessage",
 						At: now.Add(-time.Duration(k) * time.Minute), Period: 60, Value: float64(30 + k)})
 				}
 			}
-			if err := w.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: id, At: now,
-				Attributes: sqsAttributes(q.name, fifo, q.dlq, q.visible), DeadLetterTargetARN: target, MaxReceiveCount: mrc,
-				Depth: store.AttributeSample{Visible: q.visible, InFlight: 2}}); err != nil {
-				b.Fatal(err)
-			}
+			fw.saveAttributes(b, fw.queues[len(fw.queues)-1], now, q.visible)
 			if q.dlq == "" {
 				var msgs []store.SampledMessage
 				for m := range 5 {
@@ -165,6 +159,21 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 	return fw
 }
 
+// saveAttributes stores q's attributes as SQS returns them with visible messages, and its depth
+// sample, as the collector does with each GetQueueAttributes answer.
+func (fw *fleetWorld) saveAttributes(b *testing.B, q fleetQueue, at time.Time, visible int64) {
+	b.Helper()
+	target, mrc := "", 0
+	if q.dlq != "" {
+		target, mrc = "arn:aws:sqs:us-east-1:000000000000:"+q.dlq, 5
+	}
+	if err := fw.Store.SaveQueueAttributes(context.Background(), store.QueueAttributes{QueueID: q.id, At: at,
+		Attributes: sqsAttributes(q.name, q.fifo, q.dlq, visible), DeadLetterTargetARN: target, MaxReceiveCount: mrc,
+		Depth: store.AttributeSample{Visible: visible, InFlight: 2}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // cycle stores what an attribute cycle would, as the collector does: every queue's attributes
 // as SQS returns them with its depth sample, n sources of them with a new depth (their health
 // and so the rows' order stay), 15 s after the previous cycle.
@@ -180,15 +189,7 @@ func (fw *fleetWorld) cycle(b *testing.B, n int) {
 		} else if i < 2*n {
 			v += now.Unix() % 7
 		}
-		target, mrc := "", 0
-		if q.dlq != "" {
-			target, mrc = "arn:aws:sqs:us-east-1:000000000000:"+q.dlq, 5
-		}
-		if err := fw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.id, At: now,
-			Attributes: sqsAttributes(q.name, q.fifo, q.dlq, v), DeadLetterTargetARN: target, MaxReceiveCount: mrc,
-			Depth: store.AttributeSample{Visible: v, InFlight: 2}}); err != nil {
-			b.Fatal(err)
-		}
+		fw.saveAttributes(b, q, now, v)
 	}
 	run, err := fw.Store.StartRun(ctx, store.RunAttributes, now.Add(-time.Second))
 	if err != nil {
