@@ -18,13 +18,14 @@ const compressLevel = 5
 
 // compressResponses gzips the pages, fragments, JSON and CSV exports for the clients that accept
 // it (gzhttp: Accept-Encoding with q-values, Vary, ETags, nothing under 1 KiB, nothing already
-// encoded, such as /metrics when Prometheus compresses its own). The static assets are not its
-// business: they are compressed at build time, brotli and gzip, and served as they are
-// (web/static). Websockets compress their own frames (permessage-deflate), and event streams
+// encoded, such as /metrics when Prometheus compresses its own; a large response on every
+// processor, splitGzip). The static assets are not its business: they are compressed at build
+// time, brotli and gzip, and served as they are (web/static). Websockets compress their own frames (permessage-deflate), and event streams
 // are left alone, since a compressor buffers what a stream must send at once.
 func compressResponses() (echo.MiddlewareFunc, error) {
 	wrap, err := gzhttp.NewWrapper(
 		gzhttp.CompressionLevel(compressLevel),
+		gzhttp.Implementation(splitGzip()),
 		gzhttp.EnableZstd(false),
 		gzhttp.ExceptContentTypes([]string{"text/event-stream"}),
 	)

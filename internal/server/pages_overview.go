@@ -217,6 +217,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	prev, _ := memo.(*overviewMemo)
 	memos := make([]rowMemo, len(p.Rows))
 	changed := make([]bool, len(p.Rows)) // a row the previous push did not show as it is now (changed, or new)
+	var changedAt []int                  // their indexes
 	for i, r := range p.Rows {
 		memos[i] = rowMemo{print: p.RowSet.Print(i)}
 		if prev != nil {
@@ -224,18 +225,17 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 				memos[i] = was
 			} else {
 				changed[i] = true
+				changedAt = append(changedAt, i)
 			}
 		}
 	}
 	// Of each changed row, its class and each cell rendered as it would be swapped, hashed: on
-	// every processor, as a thousand rows change when the sparklines move on.
+	// every processor, as a thousand rows change when the sparklines move on. The changed rows
+	// are split, not the rows: they are often neighbours, and one stretch would get them all.
 	cellsOf := make([][]string, len(p.Rows))
-	err = parallel.Stretches(ctx, len(p.Rows), func(ctx context.Context, from, to int) error {
+	err = parallel.Stretches(ctx, len(changedAt), func(ctx context.Context, from, to int) error {
 		var buf bytes.Buffer
-		for i := from; i < to; i++ {
-			if !changed[i] {
-				continue
-			}
+		for _, i := range changedAt[from:to] {
 			r, m := p.Rows[i], &memos[i]
 			m.class = templates.RowClass(r)
 			cells := templates.QueueCells(r, p.Nav)

@@ -138,8 +138,18 @@ func (s *RowSet) Render(ctx context.Context) error {
 		return nil
 	}
 	html := make([][]byte, len(s.rows))
-	err := parallel.Stretches(ctx, len(s.rows), func(ctx context.Context, from, to int) error {
-		for i := from; i < to; i++ {
+	// The rows to render are split over the processors, not the rows: those that changed are
+	// often neighbours (queues named alike, busy together), and one stretch would get them all.
+	var missing []int
+	for i, r := range s.rows {
+		if kept, ok := s.cache.get(rowKey{id: r.ID, print: s.prints[i]}); ok {
+			html[i] = kept
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	err := parallel.Stretches(ctx, len(missing), func(ctx context.Context, from, to int) error {
+		for _, i := range missing[from:to] {
 			var err error
 			if html[i], err = s.cache.rendering(ctx, s.rows[i], s.nav, false, s.prints[i]); err != nil {
 				return err
@@ -213,6 +223,9 @@ func (p OverviewProps) attention(oob bool) templ.Component {
 }
 
 func (c *RowCache) get(key rowKey) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if html, ok := c.cur[key]; ok {
