@@ -6,14 +6,19 @@ package parallel
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
 
-// Stretches calls work over [0, n) in stretches of consecutive indexes, one per processor (no
-// more than there are indexes), all at once, and returns the first error; after an error, ctx
-// is cancelled for the stretches still running. Each index is in exactly one stretch, so work
-// may write its results at its own indexes of a slice without a lock.
+// Stretches calls work over [0, n) in stretches of consecutive indexes, on every processor at
+// once (no more goroutines than processors, nor than indexes), and returns the first error;
+// after an error, ctx is cancelled and no further stretch starts. Each index is in exactly one
+// stretch, so work may write its results at its own indexes of a slice without a lock.
+//
+// There are several stretches per processor, each goroutine taking the next one left: a
+// processor that something else holds up for a while (a read running beside, the garbage
+// collector) then does fewer, and the others do not wait idle at the end for its share.
 func Stretches(ctx context.Context, n int, work func(ctx context.Context, from, to int) error) error {
 	if n <= 0 {
 		return nil
@@ -22,11 +27,27 @@ func Stretches(ctx context.Context, n int, work func(ctx context.Context, from, 
 	if runs == 1 {
 		return work(ctx, 0, n)
 	}
-	size := (n + runs - 1) / runs
+	stretches := min(n, runs*stretchesPerProcessor)
+	var next atomic.Int64
 	g, ctx := errgroup.WithContext(ctx)
-	for from := 0; from < n; from += size {
-		to := min(from+size, n)
-		g.Go(func() error { return work(ctx, from, to) })
+	for range runs {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= stretches {
+					return nil
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := work(ctx, i*n/stretches, (i+1)*n/stretches); err != nil {
+					return err
+				}
+			}
+		})
 	}
 	return g.Wait()
 }
+
+// stretchesPerProcessor is how many stretches each processor's share is cut into.
+const stretchesPerProcessor = 8
