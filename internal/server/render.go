@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -18,16 +19,33 @@ import (
 // renders into a buffer first, so that a failure half-way becomes a clean error page rather than
 // a truncated one.
 func render(c echo.Context, status int, component templ.Component) error {
-	var buf bytes.Buffer
-	if err := component.Render(c.Request().Context(), &buf); err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	if err := component.Render(c.Request().Context(), buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	h := c.Response().Header()
 	// The same URL answers a page or a fragment depending on HX-Request; pages are per user.
 	h.Add("Vary", "HX-Request")
 	h.Set("Cache-Control", "no-cache, private")
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, buf.Bytes()) // written (or copied by the compressor) before it returns
 }
+
+// renderBuffers keep the pages' buffers from one page to the next: the overview of a thousand
+// queues is a megabyte, and growing a buffer to it allocated and copied three and a half.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putRenderBuffer gives a buffer back, unless a rare huge page made it too large to keep.
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxKeptRenderBuffer {
+		return
+	}
+	buf.Reset()
+	renderBuffers.Put(buf)
+}
+
+// maxKeptRenderBuffer is the largest buffer kept: an overview of some 8,000 queues.
+const maxKeptRenderBuffer = 8 << 20
 
 // renderBytes renders a component once for the hub, which sends the same bytes to every
 // subscriber.
