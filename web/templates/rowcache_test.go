@@ -321,3 +321,25 @@ func TestAttentionPrintCoversEveryField(t *testing.T) {
 		t.Error("the out-of-band flag leaves the print as it was")
 	}
 }
+
+// BenchmarkQueueRow renders one overview row as the fleet's are: a dead-letter queue with an
+// hour's sparkline and a reason, what the overview renders for each row whose numbers changed.
+func BenchmarkQueueRow(b *testing.B) {
+	ctx := context.Background()
+	visible, mrc, age := int64(1), 5, 3540.0
+	row := OverviewRow{QueueSummary: views.QueueSummary{ID: 244, Ref: "tool-calls-0121-dlq", Name: "tool-calls-0121-dlq",
+		Region: "us-east-1", Account: "default", AccountID: "000000000000", IsDeadLetterQueue: true, DeadLetterKind: views.DeadLetterSQS,
+		Visible: visible, InFlight: 2, MaxReceiveCount: &mrc, OldestMessageAgeSeconds: &age, OldestMessageAgeSource: "sample",
+		Health: views.Health{Status: views.HealthWarning, Reasons: []string{"1 message in the dead-letter queue"}}}}
+	for i := range 60 {
+		row.Sparkline = append(row.Sparkline, float64(1+4*(i%3/2)))
+	}
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := QueueRow(row, Nav{}, false).Render(ctx, &buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes")
+}
