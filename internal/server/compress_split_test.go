@@ -170,3 +170,27 @@ sys.stdout.buffer.write(out)
 		t.Fatalf("zlib read back %d bytes, not the %d written", len(out), len(page))
 	}
 }
+
+// BenchmarkGzipPage gzips a megabyte of row-like HTML as the overview of a thousand queues is,
+// with one compressor and split over the processors, and reports the size each sends.
+func BenchmarkGzipPage(b *testing.B) {
+	page := pageLike(1 << 20)
+	for _, mode := range []string{"serial", "split"} {
+		b.Run(mode, func(b *testing.B) {
+			var out bytes.Buffer
+			for b.Loop() {
+				out.Reset()
+				if mode == "split" {
+					if err := gzipSplit(&out, compressLevel, page); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				zw, _ := kpgzip.NewWriterLevel(&out, compressLevel)
+				zw.Write(page)
+				zw.Close()
+			}
+			b.ReportMetric(float64(out.Len())/1024, "KB")
+		})
+	}
+}
