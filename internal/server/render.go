@@ -32,7 +32,7 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 // renderBuffers keep the pages' buffers from one page to the next: the overview of a thousand
-// queues is a megabyte, and growing a buffer to it allocated and copied three and a half.
+// queues is a megabyte, and growing a buffer to it allocated and copied 3.6 MB a page.
 var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // putRenderBuffer gives a buffer back, unless a rare huge page made it too large to keep.
