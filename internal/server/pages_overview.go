@@ -216,15 +216,13 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	// A row changed when what it renders from did: its fingerprint tells, without rendering it.
 	prev, _ := memo.(*overviewMemo)
 	memos := make([]rowMemo, len(p.Rows))
-	changed := make([]bool, len(p.Rows)) // a row the previous push did not show as it is now (changed, or new)
-	var changedAt []int                  // their indexes
+	var changedAt []int // the rows the previous push did not show as they are now (changed, or new)
 	for i, r := range p.Rows {
 		memos[i] = rowMemo{print: p.RowSet.Print(i)}
 		if prev != nil {
 			if was, known := prev.rows[r.ID]; known && was.print == memos[i].print {
 				memos[i] = was
 			} else {
-				changed[i] = true
 				changedAt = append(changedAt, i)
 			}
 		}
@@ -258,9 +256,9 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	var changedCells []templ.Component
 	for i, r := range p.Rows {
 		next.order[i], next.rows[r.ID] = r.ID, memos[i]
-		if !changed[i] {
-			continue
-		}
+	}
+	for _, i := range changedAt {
+		r := p.Rows[i]
 		was, m := prev.rows[r.ID], memos[i]
 		if was.cells == nil || was.class != m.class || len(was.cells) != len(m.cells) {
 			changedRows = append(changedRows, r)
