@@ -88,18 +88,21 @@ func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
 // rendering returns QueueRow(r, nav, oob), whose fingerprint is print, from the cache, rendering
 // and keeping it first when missing. A nil *RowCache renders it every time.
 func (c *RowCache) rendering(ctx context.Context, r OverviewRow, nav Nav, oob bool, print uint64) ([]byte, error) {
-	key := rowKey{id: r.ID, print: print}
-	if c != nil {
-		if html, ok := c.get(key); ok {
-			return html, nil
-		}
+	if html, ok := c.get(rowKey{id: r.ID, print: print}); ok {
+		return html, nil
 	}
+	return c.render(ctx, r, nav, oob, print)
+}
+
+// render renders QueueRow(r, nav, oob), whose fingerprint is print, and keeps it (a nil
+// *RowCache keeps nothing).
+func (c *RowCache) render(ctx context.Context, r OverviewRow, nav Nav, oob bool, print uint64) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := QueueRow(r, nav, oob).Render(ctx, &buf); err != nil {
 		return nil, err
 	}
 	if c != nil {
-		c.put(key, buf.Bytes())
+		c.put(rowKey{id: r.ID, print: print}, buf.Bytes())
 	}
 	return buf.Bytes(), nil
 }
@@ -151,7 +154,7 @@ func (s *RowSet) Render(ctx context.Context) error {
 	err := parallel.Stretches(ctx, len(missing), func(ctx context.Context, from, to int) error {
 		for _, i := range missing[from:to] {
 			var err error
-			if html[i], err = s.cache.rendering(ctx, s.rows[i], s.nav, false, s.prints[i]); err != nil {
+			if html[i], err = s.cache.render(ctx, s.rows[i], s.nav, false, s.prints[i]); err != nil {
 				return err
 			}
 		}
@@ -222,6 +225,7 @@ func (p OverviewProps) attention(oob bool) templ.Component {
 	return p.RowCache.Part(name, AttentionPrint(p.Overview.Problems, p.Nav, oob), Attention(p.Overview.Problems, p.Nav, oob))
 }
 
+// get returns a kept rendering, moving it to the current generation; a nil *RowCache keeps none.
 func (c *RowCache) get(key rowKey) ([]byte, bool) {
 	if c == nil {
 		return nil, false
