@@ -125,7 +125,7 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 		for i := from; i < to; i++ {
 			start, end := i*len(data)/parts, (i+1)*len(data)/parts
 			out[i] = compressedBuffers.Get().(*bytes.Buffer)
-			z := deflaters(level).Get().(*flate.Writer)
+			z := deflaterPools[level].Get().(*flate.Writer)
 			z.ResetDict(out[i], data[max(0, start-deflateWindow):start])
 			if _, err := z.Write(data[start:end]); err != nil {
 				return err
@@ -139,7 +139,7 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 			if err := finish(); err != nil {
 				return err
 			}
-			deflaters(level).Put(z)
+			deflaterPools[level].Put(z)
 		}
 		return nil
 	})
@@ -172,19 +172,18 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 // compressedBuffers keep the stretches' compressed bytes from one response to the next.
 var compressedBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// deflaterPools keep deflate compressors by level, as gzkp keeps its gzip ones.
-var deflaterPools sync.Map // level → *sync.Pool of *flate.Writer
+// deflaterPools keep deflate compressors by level (1 to 9, as splitWriter.Close checked), as
+// gzkp keeps its gzip ones.
+var deflaterPools [flate.BestCompression + 1]sync.Pool
 
-func deflaters(level int) *sync.Pool {
-	if p, ok := deflaterPools.Load(level); ok {
-		return p.(*sync.Pool)
-	}
-	p, _ := deflaterPools.LoadOrStore(level, &sync.Pool{New: func() any {
-		z, err := flate.NewWriter(nil, level) // 1 to 9, as splitWriter.Close checked
-		if err != nil {
-			panic(err)
+func init() {
+	for level := flate.BestSpeed; level <= flate.BestCompression; level++ {
+		deflaterPools[level].New = func() any {
+			z, err := flate.NewWriter(nil, level)
+			if err != nil {
+				panic(err) // a level from 1 to 9 is never refused
+			}
+			return z
 		}
-		return z
-	}})
-	return p.(*sync.Pool)
+	}
 }
