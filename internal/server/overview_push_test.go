@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,8 +115,81 @@ func TestOverviewPushCarriesWhatChanged(t *testing.T) {
 		}
 	})
 
+	// A minute on, every queue read so far is read twice, with a spike of 3 messages and at the
+	// depth it had: each sparkline has one more minute, higher, and the rest of each row shows
+	// as it did.
+	readAgain := func() live.Push {
+		t.Helper()
+		pw.Advance(time.Minute)
+		latest, err := pw.Store.LatestAttributeSamples(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := pw.Store.ListQueues(ctx, store.QueueFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spike := range []int64{3, 0} { // a spike, the depth back a second later
+			for _, q := range all {
+				a, read := latest[q.ID]
+				if !read {
+					continue // a queue never read stays so
+				}
+				if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: q.Attributes,
+					DeadLetterTargetARN: q.DeadLetterTargetARN, MaxReceiveCount: q.MaxReceiveCount,
+					Depth: store.AttributeSample{Visible: a.Visible + spike, InFlight: a.InFlight, Delayed: a.Delayed}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pw.Advance(time.Second)
+		}
+		return push(queues, cells.Memo)
+	}
+	swapsOf := func(doc *goquery.Document) map[string][]string { // by row id
+		swaps := map[string][]string{}
+		doc.Find("template > td, template > th, template > tr").Each(func(_ int, el *goquery.Selection) {
+			swap := el.AttrOr("hx-swap-oob", "")
+			id, _, _ := strings.Cut(strings.TrimPrefix(swap, "outerHTML:#"), ">")
+			if goquery.NodeName(el) == "tr" {
+				id = el.AttrOr("id", "")
+			}
+			swaps[id] = append(swaps[id], swap)
+		})
+		return swaps
+	}
+	// The other rows change for the first time since the page subscribed, and go whole: so does
+	// notifications', though only its sparkline moved, as a push carries rows or cells, not both
+	// (parseFragment fails a push that mixes them).
+	mixed := readAgain()
+	if got := swapsOf(parseFragment(t, mixed.Update))[row]; !slices.Equal(got, []string{"true"}) {
+		t.Fatalf("notifications' swaps in a push of whole rows are %q, want its row alone:\n%s", got, clip(string(mixed.Update)))
+	}
+	// A minute on again: of every row, the sparkline alone moved, and the push carries each
+	// row's sparkline cell and nothing else, rendered afresh.
+	cells = mixed
+	spark := readAgain()
+	doc = parseFragment(t, spark.Update)
+	swaps := swapsOf(doc)
+	if len(swaps) < 2 {
+		t.Errorf("the sparklines moved on, yet the push swaps %d rows' cells, want several:\n%s", len(swaps), clip(string(spark.Update)))
+	}
+	for id, got := range swaps {
+		if want := fmt.Sprintf("outerHTML:#%s>:nth-child(%d)", id, templates.SparkCell+1); !slices.Equal(got, []string{want}) {
+			t.Errorf("the sparklines alone moved on; %s's swaps are %q, want [%s]:\n%s", id, got, want, clip(string(spark.Update)))
+		}
+	}
+	sparkSwap := fmt.Sprintf("outerHTML:#%s>:nth-child(%d)", row, templates.SparkCell+1)
+	page, _ = pw.page(t, request{path: "/"}, http.StatusOK)
+	pushed, err := doc.Find(`template > td[hx-swap-oob="` + sparkSwap + `"]`).Html()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown, _ := page.Find(strings.TrimPrefix(sparkSwap, "outerHTML:")).Html(); pushed != shown || !strings.Contains(shown, "<polyline") {
+		t.Errorf("the pushed sparkline is\n%s\nthe page's is\n%s", pushed, shown)
+	}
+
 	setDepth("web-search-dlq", 500) // critical: it moves up
-	moved := push(queues, cells.Memo)
+	moved := push(queues, spark.Memo)
 	if !strings.Contains(string(moved.Update), `id="`+ids.OverviewRows()+`"`) {
 		t.Errorf("the order changed and the push does not swap the whole body:\n%s", clip(string(moved.Update)))
 	}

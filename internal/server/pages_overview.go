@@ -184,11 +184,11 @@ type overviewMemo struct {
 	parts [4]uint64 // sight, totals, cost, attention
 }
 
-// rowMemo is what one row of the overview showed: its fingerprint (templates.RowPrint) and,
+// rowMemo is what one row of the overview showed: its fingerprints (templates.PrintRow) and,
 // once the row has changed in a push, its class and a hash of each cell's rendering, so that the
 // next change sends the cells that changed instead of the row.
 type rowMemo struct {
-	print uint64
+	print templates.RowPrint
 	class string
 	cells []uint64 // nil until the row's first change
 }
@@ -230,15 +230,26 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	// Of each changed row, its class and each cell rendered as it would be swapped, hashed: on
 	// every processor, as a thousand rows change when the sparklines move on. The changed rows
 	// are split, not the rows: they are often neighbours, and one stretch would get them all.
+	// A row of which only the sparkline moved on shows the rest as it did: its sparkline's cell
+	// alone is rendered.
 	cellsOf := make([][]string, len(p.Rows))
 	err = parallel.Stretches(ctx, len(changedAt), func(ctx context.Context, from, to int) error {
 		var buf bytes.Buffer
 		for _, i := range changedAt[from:to] {
 			r, m := p.Rows[i], &memos[i]
-			m.class = templates.RowClass(r)
 			cells := templates.QueueCells(r, p.Nav)
-			m.cells, cellsOf[i] = make([]uint64, len(cells)), make([]string, len(cells))
+			was := prev.rows[r.ID]
+			sparkOnly := was.cells != nil && was.print.Frame == m.print.Frame
+			if sparkOnly {
+				m.class, m.cells = was.class, slices.Clone(was.cells)
+			} else {
+				m.class, m.cells = templates.RowClass(r), make([]uint64, len(cells))
+			}
+			cellsOf[i] = make([]string, len(cells))
 			for j, cell := range cells {
+				if sparkOnly && j != templates.SparkCell {
+					continue
+				}
 				buf.Reset()
 				if err := cell(templates.CellSwap(r.ID, j)).Render(ctx, &buf); err != nil {
 					return fmt.Errorf("render: %w", err)
@@ -252,7 +263,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		return live.Push{}, err
 	}
 	next := &overviewMemo{order: make([]int64, len(p.Rows)), rows: make(map[int64]rowMemo, len(p.Rows))}
-	var changedRows []templates.OverviewRow
+	var changedRows, cellRows []templates.OverviewRow // cellRows: the rows of changedCells
 	var changedCells []templ.Component
 	for i, r := range p.Rows {
 		next.order[i], next.rows[r.ID] = r.ID, memos[i]
@@ -264,11 +275,22 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 			changedRows = append(changedRows, r)
 			continue
 		}
+		n := len(changedCells)
 		for j := range m.cells {
 			if m.cells[j] != was.cells[j] {
 				changedCells = append(changedCells, templ.Raw(cellsOf[i][j]))
 			}
 		}
+		if len(changedCells) > n {
+			cellRows = append(cellRows, r)
+		}
+	}
+	// A push carries rows or cells, not both. htmx parses a push as a template's content, where
+	// a cell after a row is put in a row of its own and a row after a cell loses its tags, and
+	// the websocket extension swaps only what is at the top: when some rows go whole, so do the
+	// rows whose cells changed.
+	if len(changedRows) > 0 && len(changedCells) > 0 {
+		changedRows, changedCells = append(changedRows, cellRows...), nil
 	}
 	var buf bytes.Buffer
 	hash := func(c templ.Component) (uint64, error) {

@@ -189,12 +189,25 @@ func liveSubscription(t *testing.T, doc *goquery.Document) (subscription, bool) 
 	return sub, true
 }
 
-// parseFragment parses a push the way htmx does, inside a <template>, where table rows stand alone.
+// parseFragment parses a push the way htmx does, inside a <template>, where table rows stand
+// alone. It fails the test unless the push swaps as htmx's websocket extension swaps it: the
+// extension swaps each element at the top of the parsed push, by its hx-swap-oob or else by its
+// id, and nothing below them. An element the parser moved under another (a cell after a row is
+// put in a row of its own, a row after a cell loses its tags) would be lost on the page.
 func parseFragment(t *testing.T, msg []byte) *goquery.Document {
 	t.Helper()
 	doc, err := goquery.NewDocumentFromReader(strings.NewReader("<template>" + string(msg) + "</template>"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc.Find("template").First().Children().Each(func(_ int, top *goquery.Selection) {
+		if _, oob := top.Attr("hx-swap-oob"); !oob && top.AttrOr("id", "") == "" {
+			t.Errorf("a push's %s swaps nothing: it has neither hx-swap-oob nor an id:\n%s", goquery.NodeName(top), clip(outer(top)))
+		}
+		if nested := top.Find("[hx-swap-oob]"); nested.Length() > 0 {
+			t.Errorf("a push's %s holds %d elements with hx-swap-oob, which the websocket extension never swaps:\n%s",
+				goquery.NodeName(top), nested.Length(), clip(outer(top)))
+		}
+	})
 	return doc
 }

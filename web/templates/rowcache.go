@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -22,18 +23,24 @@ import (
 // RowCache keeps overview rows' renderings from one rendering to the next. A thousand rows take
 // most of an overview page's or push's time to render, yet between two attribute cycles only the
 // queues whose numbers moved render differently; a row is rendered again only when what it shows
-// changed. A row's key is the queue's id and a fingerprint of everything QueueRow reads (the row,
-// the links' context, whether it swaps out of band), so a changed row can never be served from
-// the cache. Safe for concurrent use; the zero value is not ready, use NewRowCache. A nil
+// changed. Safe for concurrent use; the zero value is not ready, use NewRowCache. A nil
 // *RowCache renders every row afresh.
+//
+// A row is kept in two pieces. Its sparkline's cell (QueueCells' SparkCell) is kept by a
+// fingerprint of the sparkline alone, and shared by the rows that draw the same. The rest of the
+// row, its frame, is kept by the queue's id and a fingerprint of everything else QueueRow reads
+// (the row, the links' context, whether it swaps out of band). Once a minute every sparkline of
+// a busy fleet moves on while the rest of its row stays, and then only the sparklines' cells are
+// rendered again. A changed row can never be served from the cache (TestRowPrintCoversEveryField).
 //
 // Renderings are kept in two generations: the current one, and the one before, whose renderings
 // move back to the current one when asked for. When the current one is full the previous one is
 // dropped: memory stays within two generations while every row still shown stays kept.
 type RowCache struct {
-	mu        sync.Mutex
-	cur, prev map[rowKey][]byte
-	limit     int // renderings per generation
+	mu     sync.Mutex
+	frames generations[rowKey, rowFrame]
+	sparks generations[uint64, []byte] // by RowPrint.Spark
+	limit  int                         // renderings per generation, of frames and of sparklines each
 	// parts are the newest rendering of each part of a page kept by Part, by its name.
 	parts map[string]keptPart
 }
@@ -48,14 +55,40 @@ type keptPart struct {
 // room for the few link contexts (embeds) that view them at once.
 const minRowCacheLimit = 4096
 
+// rowKey is a frame's key: its queue and RowPrint.Frame.
 type rowKey struct {
 	id    int64
 	print uint64
 }
 
+// rowFrame is a row's rendering but for its sparkline's cell: what comes before the cell, and
+// what comes after it.
+type rowFrame struct {
+	head, tail []byte
+}
+
+// keptRow is a row's rendering in its pieces, as kept: nil where the cache does not hold one.
+type keptRow struct {
+	frame rowFrame
+	spark []byte
+}
+
+// whole reports whether every piece of the row is there.
+func (k keptRow) whole() bool { return k.frame.head != nil && k.spark != nil }
+
+// write writes the row: its frame around its sparkline's cell.
+func (k keptRow) write(w io.Writer) error {
+	for _, b := range [][]byte{k.frame.head, k.spark, k.frame.tail} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NewRowCache returns an empty cache.
 func NewRowCache() *RowCache {
-	return &RowCache{cur: map[rowKey][]byte{}, limit: minRowCacheLimit, parts: map[string]keptPart{}}
+	return &RowCache{limit: minRowCacheLimit, parts: map[string]keptPart{}}
 }
 
 // Fit sizes the cache's generations for an overview of rows queues: room for four renderings of
@@ -74,40 +107,88 @@ func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
 	if c == nil {
 		return QueueRow(r, nav, oob)
 	}
-	print := RowPrint(r, nav, oob)
+	print := PrintRow(r, nav, oob)
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		html, err := c.rendering(ctx, r, nav, oob, print)
+		row, err := c.render(ctx, r, nav, oob, print, c.kept(r.ID, print))
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(html)
-		return err
+		return row.write(w)
 	})
 }
 
-// rendering returns QueueRow(r, nav, oob), whose fingerprint is print, from the cache, rendering
-// and keeping it first when missing. A nil *RowCache renders it every time.
-func (c *RowCache) rendering(ctx context.Context, r OverviewRow, nav Nav, oob bool, print uint64) ([]byte, error) {
-	if html, ok := c.get(rowKey{id: r.ID, print: print}); ok {
-		return html, nil
+// kept returns the pieces of QueueRow(r, nav, oob) the cache holds, r being queue id's row and
+// print its fingerprints; a nil *RowCache holds none.
+func (c *RowCache) kept(id int64, print RowPrint) keptRow {
+	if c == nil {
+		return keptRow{}
 	}
-	return c.render(ctx, r, nav, oob, print)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var k keptRow
+	k.frame, _ = c.frames.get(rowKey{id: id, print: print.Frame}, c.limit)
+	k.spark, _ = c.sparks.get(print.Spark, c.limit)
+	return k
 }
 
-// render renders QueueRow(r, nav, oob), whose fingerprint is print, and keeps it (a nil
-// *RowCache keeps nothing).
-func (c *RowCache) render(ctx context.Context, r OverviewRow, nav Nav, oob bool, print uint64) ([]byte, error) {
+// render completes row, what the cache holds of QueueRow(r, nav, oob) whose fingerprints are
+// print: it renders the pieces missing and keeps them (a nil *RowCache keeps nothing).
+func (c *RowCache) render(ctx context.Context, r OverviewRow, nav Nav, oob bool, print RowPrint, row keptRow) (keptRow, error) {
+	if row.frame.head == nil {
+		frame, err := renderFrame(ctx, r, nav, oob)
+		if err != nil {
+			return keptRow{}, err
+		}
+		row.frame = frame
+		if c != nil {
+			c.mu.Lock()
+			c.frames.put(rowKey{id: r.ID, print: print.Frame}, frame, c.limit)
+			c.mu.Unlock()
+		}
+	}
+	if row.spark == nil {
+		var buf bytes.Buffer
+		if err := QueueCells(r, nav)[SparkCell](nil).Render(ctx, &buf); err != nil {
+			return keptRow{}, err
+		}
+		row.spark = buf.Bytes()
+		if c != nil {
+			c.mu.Lock()
+			c.sparks.put(print.Spark, row.spark, c.limit)
+			c.mu.Unlock()
+		}
+	}
+	return row, nil
+}
+
+// renderFrame renders QueueRow(r, nav, oob) but for its sparkline's cell, and splits it where
+// that cell goes. A mark stands in the cell's place and notes where it is written.
+func renderFrame(ctx context.Context, r OverviewRow, nav Nav, oob bool) (rowFrame, error) {
 	var buf bytes.Buffer
-	if err := QueueRow(r, nav, oob).Render(ctx, &buf); err != nil {
-		return nil, err
+	at := -1
+	mark := templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		// What the row wrote so far may wait in templ's buffer: once flushed, it is all in buf.
+		if f, ok := w.(interface{ Flush() error }); ok {
+			if err := f.Flush(); err != nil {
+				return err
+			}
+		}
+		at = buf.Len()
+		return nil
+	})
+	cells := QueueCells(r, nav)
+	cells[SparkCell] = func(templ.Attributes) templ.Component { return mark }
+	if err := queueRowOf(r, oob, cells).Render(ctx, &buf); err != nil {
+		return rowFrame{}, err
 	}
-	if c != nil {
-		c.put(rowKey{id: r.ID, print: print}, buf.Bytes())
+	if at < 0 {
+		return rowFrame{}, errors.New("templates: a row rendered without its sparkline's cell")
 	}
-	return buf.Bytes(), nil
+	html := buf.Bytes()
+	return rowFrame{head: html[:at:at], tail: html[at:]}, nil
 }
 
-// RowSet is a table body's rows made ready on every processor at once: each row's fingerprint
+// RowSet is a table body's rows made ready on every processor at once: each row's fingerprints
 // and, once Render ran, its rendering from the cache (rendered there first where missing). A
 // thousand rows' fingerprints and the renderings of those that changed are most of what an
 // overview page or push spends rendering, and each row's are independent of the others'.
@@ -115,46 +196,44 @@ type RowSet struct {
 	cache  *RowCache
 	rows   []OverviewRow
 	nav    Nav
-	prints []uint64
-	html   [][]byte // nil until Render
+	prints []RowPrint
+	html   []keptRow // nil until Render
 }
 
 // Prepare fingerprints rows as the table's body renders them (QueueRow(r, nav, false)). A nil
 // *RowCache prepares rows that Render renders afresh.
 func (c *RowCache) Prepare(ctx context.Context, rows []OverviewRow, nav Nav) (*RowSet, error) {
-	set := &RowSet{cache: c, rows: rows, nav: nav, prints: make([]uint64, len(rows))}
+	set := &RowSet{cache: c, rows: rows, nav: nav, prints: make([]RowPrint, len(rows))}
 	err := parallel.Stretches(ctx, len(rows), func(_ context.Context, from, to int) error {
 		for i := from; i < to; i++ {
-			set.prints[i] = RowPrint(rows[i], nav, false)
+			set.prints[i] = PrintRow(rows[i], nav, false)
 		}
 		return nil
 	})
 	return set, err
 }
 
-// Print is the fingerprint of the i-th row.
-func (s *RowSet) Print(i int) uint64 { return s.prints[i] }
+// Print is the fingerprints of the i-th row.
+func (s *RowSet) Print(i int) RowPrint { return s.prints[i] }
 
-// Render makes every row's rendering ready, rendering those the cache does not hold.
+// Render makes every row's rendering ready, rendering the pieces the cache does not hold.
 func (s *RowSet) Render(ctx context.Context) error {
 	if s.html != nil {
 		return nil
 	}
-	html := make([][]byte, len(s.rows))
+	html := make([]keptRow, len(s.rows))
 	// The rows to render are split over the processors, not the rows: those that changed are
 	// often neighbours (queues named alike, busy together), and one stretch would get them all.
 	var missing []int
 	for i, r := range s.rows {
-		if kept, ok := s.cache.get(rowKey{id: r.ID, print: s.prints[i]}); ok {
-			html[i] = kept
-		} else {
+		if html[i] = s.cache.kept(r.ID, s.prints[i]); !html[i].whole() {
 			missing = append(missing, i)
 		}
 	}
 	err := parallel.Stretches(ctx, len(missing), func(ctx context.Context, from, to int) error {
 		for _, i := range missing[from:to] {
 			var err error
-			if html[i], err = s.cache.render(ctx, s.rows[i], s.nav, false, s.prints[i]); err != nil {
+			if html[i], err = s.cache.render(ctx, s.rows[i], s.nav, false, s.prints[i], html[i]); err != nil {
 				return err
 			}
 		}
@@ -183,10 +262,7 @@ func (p OverviewProps) bodyRow(i int, r OverviewRow) templ.Component {
 
 // row writes the i-th row's rendering.
 func (s *RowSet) row(i int) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		_, err := w.Write(s.html[i])
-		return err
-	})
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error { return s.html[i].write(w) })
 }
 
 // Part is part, the part of a page called name (a name per rendering: "attention" and
@@ -225,47 +301,59 @@ func (p OverviewProps) attention(oob bool) templ.Component {
 	return p.RowCache.Part(name, AttentionPrint(p.Overview.Problems, p.Nav, oob), Attention(p.Overview.Problems, p.Nav, oob))
 }
 
-// get returns a kept rendering, moving it to the current generation; a nil *RowCache keeps none.
-func (c *RowCache) get(key rowKey) ([]byte, bool) {
-	if c == nil {
-		return nil, false
+// generations keeps values in two generations: the current one, and the one before, whose
+// values move back to the current one when asked for. When the current one holds limit values
+// the previous one is dropped. The zero value is empty and ready. Not safe for concurrent use.
+type generations[K comparable, V any] struct {
+	cur, prev map[K]V
+}
+
+// get returns a kept value, moving it to the current generation.
+func (g *generations[K, V]) get(key K, limit int) (V, bool) {
+	if v, ok := g.cur[key]; ok {
+		return v, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if html, ok := c.cur[key]; ok {
-		return html, true
-	}
-	html, ok := c.prev[key]
+	v, ok := g.prev[key]
 	if ok {
-		c.store(key, html)
+		g.put(key, v, limit)
 	}
-	return html, ok
+	return v, ok
 }
 
-func (c *RowCache) put(key rowKey, html []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.store(key, html)
-}
-
-// store adds a rendering to the current generation, starting a new one when it is full.
-func (c *RowCache) store(key rowKey, html []byte) {
-	if len(c.cur) >= c.limit {
-		c.prev, c.cur = c.cur, make(map[rowKey][]byte, c.limit)
+// put adds a value to the current generation, starting a new one when it is full.
+func (g *generations[K, V]) put(key K, v V, limit int) {
+	if g.cur == nil || len(g.cur) >= limit {
+		g.prev, g.cur = g.cur, make(map[K]V, min(limit, 1024))
 	}
-	c.cur[key] = html
+	g.cur[key] = v
 }
 
-// RowPrint fingerprints what QueueRow(r, nav, oob) renders from: every field of the row and of
-// the links' context but those in unrendered, read by reflection so that a field added later is
-// covered without anyone remembering to. Two rows with the same print render the same (with a
-// 2⁻⁶⁴ chance of a clash between two renderings of one queue).
-func RowPrint(r OverviewRow, nav Nav, oob bool) uint64 {
-	return fingerprint(func(b []byte) []byte {
-		b = rowPrinter(b, reflect.ValueOf(&r).Elem())
-		b = navPrinter(b, reflect.ValueOf(&nav).Elem())
-		return printBool(b, oob)
-	})
+// len is how many values are kept, in both generations.
+func (g *generations[K, V]) len() int { return len(g.cur) + len(g.prev) }
+
+// RowPrint is what a row of the overview renders from, fingerprinted in two: Spark, its
+// sparkline's cell's (the row's Sparkline and SparkTop); Frame, the rest of QueueRow's (every
+// other field of the row and of the links' context but those in unrendered, read by reflection
+// so that a field added later is covered without anyone remembering to, and whether it swaps
+// out of band). Two rows with the same prints render the same (with a 2⁻⁶⁴ chance of a clash
+// between two renderings of one queue).
+type RowPrint struct {
+	Frame, Spark uint64
+}
+
+// PrintRow fingerprints what QueueRow(r, nav, oob) renders from.
+func PrintRow(r OverviewRow, nav Nav, oob bool) RowPrint {
+	return RowPrint{
+		Frame: fingerprint(func(b []byte) []byte {
+			b = framePrinter(b, reflect.ValueOf(&r).Elem())
+			b = navPrinter(b, reflect.ValueOf(&nav).Elem())
+			return printBool(b, oob)
+		}),
+		Spark: fingerprint(func(b []byte) []byte {
+			b = printInt(b, int64(math.Float64bits(r.SparkTop)))
+			return printFloats(b, r.Sparkline)
+		}),
+	}
 }
 
 // AttentionPrint fingerprints what Attention(problems, nav, oob) renders from, as RowPrint
@@ -304,10 +392,17 @@ var unrendered = map[reflect.Type][]string{
 	reflect.TypeFor[views.QueueSummary](): {"SampledAt"},
 }
 
+// sparkFields are the fields the sparkline's cell reads, which RowPrint.Spark prints and the
+// frame's print leaves out.
+var sparkFields = map[reflect.Type][]string{
+	reflect.TypeFor[views.QueueSummary](): {"Sparkline"},
+	reflect.TypeFor[OverviewRow]():        {"SparkTop"},
+}
+
 var (
-	rowPrinter      = printerOf(reflect.TypeFor[OverviewRow]())
-	navPrinter      = printerOf(reflect.TypeFor[Nav]())
-	problemsPrinter = printerOf(reflect.TypeFor[[]views.Problem]())
+	framePrinter    = printerOf(reflect.TypeFor[OverviewRow](), unrendered, sparkFields)
+	navPrinter      = printerOf(reflect.TypeFor[Nav](), unrendered)
+	problemsPrinter = printerOf(reflect.TypeFor[[]views.Problem](), unrendered)
 )
 
 // printer appends a value of one type to what is hashed: lengths before contents and a mark for
@@ -317,13 +412,23 @@ type printer func(b []byte, v reflect.Value) []byte
 var timeType = reflect.TypeFor[time.Time]()
 
 // printerOf builds the printer of a type once, so that printing a row is a walk of closures,
-// not of type switches. It panics on a kind a row has no business holding (maps, funcs,
-// channels, interfaces), which TestRowPrintCoversEveryField would show at once.
-func printerOf(t reflect.Type) printer { return buildPrinter(t, map[reflect.Type]*printer{}) }
+// not of type switches. It prints every field of a struct but those that one of skip names for
+// the struct's type. It panics on a kind a row has no business holding (maps, funcs, channels,
+// interfaces), which TestRowPrintCoversEveryField would show at once.
+func printerOf(t reflect.Type, skip ...map[reflect.Type][]string) printer {
+	skipped := map[reflect.Type][]string{}
+	for _, m := range skip {
+		for t, names := range m {
+			skipped[t] = append(skipped[t], names...)
+		}
+	}
+	return buildPrinter(t, skipped, map[reflect.Type]*printer{})
+}
 
-// buildPrinter is printerOf with the printers of the types being built, so that a type that
-// refers to itself (through a pointer or a slice) prints through its own printer.
-func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
+// buildPrinter is printerOf with the fields skipped and the printers of the types being built,
+// so that a type that refers to itself (through a pointer or a slice) prints through its own
+// printer.
+func buildPrinter(t reflect.Type, skipped map[reflect.Type][]string, building map[reflect.Type]*printer) printer {
 	if p, ok := building[t]; ok {
 		return func(b []byte, v reflect.Value) []byte { return (*p)(b, v) }
 	}
@@ -353,7 +458,7 @@ func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
 	defer delete(building, t)
 	switch t.Kind() {
 	case reflect.Pointer:
-		elem := buildPrinter(t.Elem(), building)
+		elem := buildPrinter(t.Elem(), skipped, building)
 		*p = func(b []byte, v reflect.Value) []byte {
 			if v.IsNil() {
 				return printBool(b, false)
@@ -362,17 +467,10 @@ func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
 		}
 	case reflect.Slice:
 		if t == reflect.TypeFor[[]float64]() { // a sparkline: sixty numbers a row
-			*p = func(b []byte, v reflect.Value) []byte {
-				fs := *addressOf[[]float64](v)
-				b = printInt(b, int64(len(fs)))
-				for _, f := range fs {
-					b = printInt(b, int64(math.Float64bits(f)))
-				}
-				return b
-			}
+			*p = func(b []byte, v reflect.Value) []byte { return printFloats(b, *addressOf[[]float64](v)) }
 			break
 		}
-		elem := buildPrinter(t.Elem(), building)
+		elem := buildPrinter(t.Elem(), skipped, building)
 		*p = func(b []byte, v reflect.Value) []byte {
 			b = printInt(b, int64(v.Len()))
 			for i := range v.Len() {
@@ -381,7 +479,7 @@ func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
 			return b
 		}
 	case reflect.Array:
-		elem := buildPrinter(t.Elem(), building)
+		elem := buildPrinter(t.Elem(), skipped, building)
 		*p = func(b []byte, v reflect.Value) []byte {
 			for i := range v.Len() {
 				b = elem(b, v.Index(i))
@@ -395,8 +493,8 @@ func buildPrinter(t reflect.Type, building map[reflect.Type]*printer) printer {
 		}
 		var fields []field
 		for i := range t.NumField() {
-			if !slices.Contains(unrendered[t], t.Field(i).Name) {
-				fields = append(fields, field{i, buildPrinter(t.Field(i).Type, building)})
+			if !slices.Contains(skipped[t], t.Field(i).Name) {
+				fields = append(fields, field{i, buildPrinter(t.Field(i).Type, skipped, building)})
 			}
 		}
 		*p = func(b []byte, v reflect.Value) []byte {
@@ -418,6 +516,15 @@ func addressOf[T any](v reflect.Value) *T {
 	}
 	t := v.Interface().(T)
 	return &t
+}
+
+// printFloats prints a list of numbers, its length first.
+func printFloats(b []byte, fs []float64) []byte {
+	b = printInt(b, int64(len(fs)))
+	for _, f := range fs {
+		b = printInt(b, int64(math.Float64bits(f)))
+	}
+	return b
 }
 
 func printInt(b []byte, n int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(n)) }

@@ -101,20 +101,33 @@ func eachChange(v reflect.Value, path string, change func(path string, undo func
 }
 
 // TestRowPrintCoversEveryField changes every field of a row and of its links' context, one at a
-// time, and wants the row's fingerprint to change each time, but for the fields the print leaves
-// out, whose change must then change no rendering: a field the print missed would let the row
-// cache serve a stale row.
+// time, and wants the row's prints to change each time, but for the fields the prints leave out,
+// whose change must then change no rendering: a field a print missed would let the row cache
+// serve a stale row. The frame's print and the sparkline's are checked apart: where one of them
+// stays, its piece of the rendering must stay too, so that no cell but the sparkline's reads
+// the sparkline and the sparkline's reads nothing else.
 func TestRowPrintCoversEveryField(t *testing.T) {
+	ctx := context.Background()
 	var row OverviewRow
 	filled(reflect.ValueOf(&row).Elem())
 	var nav Nav
 	filled(reflect.ValueOf(&nav).Elem())
-	base := RowPrint(row, nav, true)
+	pieces := func() (frame rowFrame, spark string) {
+		frame, err := renderFrame(ctx, row, nav, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frame, renderString(t, QueueCells(row, nav)[SparkCell](nil))
+	}
+	base := PrintRow(row, nav, true)
+	baseFrame, baseSpark := pieces()
 	rendered := renderString(t, QueueRow(row, nav, true))
-	changes := 0
+	changes, sparkChanges := 0, 0
 	check := func(path string, undo func()) {
 		changes++
-		if RowPrint(row, nav, true) == base {
+		print := PrintRow(row, nav, true)
+		frame, spark := pieces()
+		if print == base {
 			left := false
 			for _, name := range unrendered[reflect.TypeFor[views.QueueSummary]()] {
 				field := "row.QueueSummary." + name
@@ -122,29 +135,43 @@ func TestRowPrintCoversEveryField(t *testing.T) {
 			}
 			switch {
 			case !left:
-				t.Errorf("changing %s leaves the row's print as it was", path)
+				t.Errorf("changing %s leaves the row's prints as they were", path)
 			case renderString(t, QueueRow(row, nav, true)) != rendered:
-				t.Errorf("%s is left out of the print, yet changing it changes the rendering", path)
+				t.Errorf("%s is left out of the prints, yet changing it changes the rendering", path)
 			}
 		}
+		if print.Frame == base.Frame && (!bytes.Equal(frame.head, baseFrame.head) || !bytes.Equal(frame.tail, baseFrame.tail)) {
+			t.Errorf("changing %s leaves the frame's print as it was, yet changes the row but for its sparkline", path)
+		}
+		if print.Spark == base.Spark && spark != baseSpark {
+			t.Errorf("changing %s leaves the sparkline's print as it was, yet changes its cell", path)
+		}
+		if print.Spark != base.Spark {
+			sparkChanges++
+		}
 		undo()
-		if RowPrint(row, nav, true) != base {
-			t.Fatalf("undoing the change of %s did not restore the print", path)
+		if PrintRow(row, nav, true) != base {
+			t.Fatalf("undoing the change of %s did not restore the prints", path)
 		}
 	}
 	eachChange(reflect.ValueOf(&row).Elem(), "row", check)
 	eachChange(reflect.ValueOf(&nav).Elem(), "nav", check)
-	if RowPrint(row, nav, false) == base {
-		t.Error("the out-of-band flag leaves the row's print as it was")
+	if PrintRow(row, nav, false).Frame == base.Frame {
+		t.Error("the out-of-band flag leaves the frame's print as it was")
 	}
-	// The walk reached the fields that matter most, not just a few.
-	if changes < 60 {
-		t.Errorf("only %d changes tried; the walk missed fields", changes)
+	// The walk reached the fields that matter most, not just a few: the sparkline's value, its
+	// being emptied and made longer, and its scale's top.
+	if changes < 60 || sparkChanges != 4 {
+		t.Errorf("%d changes tried, %d of the sparkline's; the walk missed fields", changes, sparkChanges)
+	}
+	// The frame and the sparkline's cell, written one in the other, are the row.
+	if got := string(baseFrame.head) + baseSpark + string(baseFrame.tail); got != rendered {
+		t.Errorf("the frame around the sparkline's cell is\n%s\nQueueRow renders\n%s", got, rendered)
 	}
 	// Two equal rows built apart print the same.
 	var again OverviewRow
 	filled(reflect.ValueOf(&again).Elem())
-	if RowPrint(again, nav, true) != base {
+	if PrintRow(again, nav, true) != base {
 		t.Error("two equal rows print differently")
 	}
 }
@@ -209,11 +236,11 @@ func TestRowCacheStaysWithinTwoGenerations(t *testing.T) {
 		row := OverviewRow{QueueSummary: views.QueueSummary{ID: id, Name: "q", Ref: "q"}}
 		renderString(t, c.Row(row, Nav{}, false))
 	}
-	if n := len(c.cur) + len(c.prev); n > 2*minRowCacheLimit {
+	if n := c.frames.len(); n > 2*minRowCacheLimit {
 		t.Errorf("%d renderings kept, want at most %d", n, 2*minRowCacheLimit)
 	}
-	last := rowKey{id: 3*minRowCacheLimit + 4, print: RowPrint(OverviewRow{QueueSummary: views.QueueSummary{ID: 3*minRowCacheLimit + 4, Name: "q", Ref: "q"}}, Nav{}, false)}
-	if _, ok := c.get(last); !ok {
+	const last = 3*minRowCacheLimit + 4
+	if !c.kept(last, PrintRow(OverviewRow{QueueSummary: views.QueueSummary{ID: last, Name: "q", Ref: "q"}}, Nav{}, false)).whole() {
 		t.Error("the newest rendering is not kept")
 	}
 	c.Fit(5000)
@@ -230,7 +257,7 @@ func BenchmarkRowPrint(b *testing.B) {
 	row.Sparkline = make([]float64, 60)
 	row.Advice = append(row.Advice, row.Advice[0])
 	for b.Loop() {
-		RowPrint(row, Nav{}, false)
+		PrintRow(row, Nav{}, false)
 	}
 }
 
@@ -255,8 +282,8 @@ func TestRowSetRendersWhatQueueRowDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, r := range rows {
-			if set.Print(i) != RowPrint(r, Nav{}, false) {
-				t.Errorf("row %d: print is not RowPrint's", i)
+			if set.Print(i) != PrintRow(r, Nav{}, false) {
+				t.Errorf("row %d: print is not PrintRow's", i)
 			}
 			if got, want := renderString(t, set.row(i)), renderString(t, QueueRow(r, Nav{}, false)); got != want {
 				t.Errorf("row %d: prepared\n%s\nwant\n%s", i, got, want)
