@@ -116,9 +116,21 @@ func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until ti
 // VisiblePeakValues is VisiblePeaks without the buckets' times: the peaks alone, oldest first,
 // as the overview's sparklines draw them. A thousand queues' hour of minutes is 60,000 peaks,
 // which as values cost a quarter of the memory and none of the time conversions.
+//
+// Every queue's sparklines in whole minutes, as the overview reads them, come from the memory's
+// kept sparklines (recentDepth.sparks), built again only for the queues sampled since: the lists
+// are shared between readers, which must not change them.
 func (s *Store) VisiblePeakValues(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]float64, error) {
-	out, covered, err := recentPeaks(s, ctx, queueID, since, until, width,
-		func(_, visible int64) float64 { return float64(visible) },
+	if from := msCeil(since); queueID == 0 && width == time.Minute && from%minuteMS == 0 {
+		out, covered, err := s.depth.sparklines(ctx, from, ms(until), s.recentDepthSamples)
+		if err != nil {
+			return nil, fmt.Errorf("store: visible peaks: %w", err)
+		}
+		if covered {
+			return out, nil
+		}
+	}
+	out, covered, err := recentPeaks(s, ctx, queueID, since, until, width, minuteValue,
 		func(p *float64, visible int64) { *p = max(*p, float64(visible)) })
 	if err != nil || covered {
 		return out, err
@@ -172,29 +184,7 @@ func recentPeaks[P any](s *Store, ctx context.Context, queueID int64, since, unt
 	// the one that holds until, which counts only the samples up to it.
 	byMinute := widthMS == minuteMS && from%minuteMS == 0
 	minutePeaks := func(id int64, ring []depthSample, minutes []minutePeak) {
-		i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
-		list := make([]P, 0, len(minutes)-i) // one allocation a queue, not one per doubling
-		for _, p := range minutes[i:] {
-			if p.start > to {
-				break
-			}
-			if p.start+minuteMS > to { // the minute of until: only its samples up to until
-				var top int64
-				found := false
-				for _, d := range ring[firstAt(ring, p.start):] {
-					if d.at > to {
-						break
-					}
-					top, found = max(top, d.visible), true
-				}
-				if found {
-					list = append(list, point(p.start, top))
-				}
-				break
-			}
-			list = append(list, point(p.start, p.visible))
-		}
-		if len(list) > 0 {
+		if list := minutePeaksOf(ring, minutes, from, to, point); len(list) > 0 {
 			out[id] = list
 		}
 	}

@@ -41,6 +41,16 @@ type recentDepth struct {
 	empty  map[int64]int64
 	since  int64 // unix ms: every raw sample from here on is in rings
 	newest int64 // the newest sample time seen, from which depthKeep is counted
+
+	// sparks are each queue's minutes' peaks from sparksFrom on (unix ms, a whole minute), as
+	// values: the overview's sparklines, read by every page and push. They are built for a queue
+	// once and kept until one of its samples is added or the memory is clipped, so that a page
+	// builds again the sparklines of the queues read since the last one, not all of them. A
+	// read fills them under the read lock, so sparksMu guards them then; a write, which holds
+	// the lock alone, changes them freely.
+	sparksMu   sync.Mutex
+	sparks     map[int64][]float64
+	sparksFrom int64
 }
 
 // minuteMS is a sparkline bucket, the width of minutes' peaks.
@@ -67,6 +77,7 @@ func minutePeakOf(ring []depthSample, start int64) (int64, bool) {
 
 // setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring.
 func (m *recentDepth) setMinute(id, at int64) {
+	delete(m.sparks, id)
 	start := at - at%minuteMS
 	if start < m.since {
 		return
@@ -88,6 +99,7 @@ func (m *recentDepth) setMinute(id, at int64) {
 
 // buildIndexes computes every queue's minutes and newest empty sample from its ring.
 func (m *recentDepth) buildIndexes() {
+	m.sparks = nil
 	m.minutes = make(map[int64][]minutePeak, len(m.rings))
 	m.empty = make(map[int64]int64, len(m.rings))
 	for id, ring := range m.rings {
@@ -122,6 +134,7 @@ func (m *recentDepth) setEmpty(id int64) {
 
 // clipMinutes drops the minutes that began before since, and the empty samples before it.
 func (m *recentDepth) clipMinutes() {
+	m.sparks = nil
 	for id, at := range m.empty {
 		if at < m.since {
 			delete(m.empty, id)
@@ -274,6 +287,67 @@ type depthView struct {
 	minutes map[int64][]minutePeak
 	empty   map[int64]int64
 }
+
+// sparklines returns every queue's minutes' peaks from from (unix ms, a whole minute) to until
+// (unix ms), as values, oldest first; a queue without any is absent. It reports false when the
+// memory does not cover from. A queue's list is kept (sparks) while none of its samples is
+// newer than until, and built again once a sample of it is added.
+func (m *recentDepth) sparklines(ctx context.Context, from, until int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error)) (map[int64][]float64, bool, error) {
+	var out map[int64][]float64
+	covered, err := m.window(ctx, from, load, func(v depthView) {
+		m.sparksMu.Lock()
+		defer m.sparksMu.Unlock()
+		if m.sparks == nil || m.sparksFrom != from {
+			m.sparks, m.sparksFrom = make(map[int64][]float64, len(v.rings)), from
+		}
+		out = make(map[int64][]float64, len(v.rings))
+		for id, ring := range v.rings {
+			list, kept := m.sparks[id]
+			if !kept {
+				list = slices.Clip(minutePeaksOf(ring, v.minutes[id], from, until, minuteValue))
+				if len(ring) == 0 || ring[len(ring)-1].at <= until {
+					m.sparks[id] = list // no sample after until: the list stays right until one is added
+				}
+			}
+			if len(list) > 0 {
+				out[id] = list
+			}
+		}
+	})
+	return out, covered, err
+}
+
+// minutePeaksOf is the peak of each minute of minutes from from to until (unix ms), oldest first,
+// made by point of its start and its peak: the minute that holds until only of ring's samples up
+// to until.
+func minutePeaksOf[P any](ring []depthSample, minutes []minutePeak, from, until int64, point func(start, visible int64) P) []P {
+	i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
+	list := make([]P, 0, len(minutes)-i) // one allocation a queue, not one per doubling
+	for _, p := range minutes[i:] {
+		if p.start > until {
+			break
+		}
+		if p.start+minuteMS > until { // the minute of until: only its samples up to until
+			var top int64
+			found := false
+			for _, d := range ring[firstAt(ring, p.start):] {
+				if d.at > until {
+					break
+				}
+				top, found = max(top, d.visible), true
+			}
+			if found {
+				list = append(list, point(p.start, top))
+			}
+			break
+		}
+		list = append(list, point(p.start, p.visible))
+	}
+	return list
+}
+
+// minuteValue is a minute's peak as a sparkline draws it.
+func minuteValue(_, visible int64) float64 { return float64(visible) }
 
 // window calls read with the memory, under the read lock, when it covers every raw sample from
 // from (unix ms) on, loading it with load first when it was never loaded. It reports false

@@ -41,6 +41,16 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 				if !reflect.DeepEqual(gotPeaks, wantPeaks) {
 					t.Errorf("%s, %s in whole minutes, queue %d: peaks from memory %v, from SQLite %v", step, window, id, gotPeaks, wantPeaks)
 				}
+				// The sparklines as values, twice: built, then kept.
+				for _, read := range []string{"built", "kept"} {
+					gotValues, err := s.VisiblePeakValues(ctx, id, aligned, now, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := peakValues(wantPeaks); !reflect.DeepEqual(gotValues, want) {
+						t.Errorf("%s, %s in whole minutes, queue %d, %s: sparklines from memory %v, from SQLite %v", step, window, id, read, gotValues, want)
+					}
+				}
 				since := now.Add(-window)
 				gotPeaks, err = s.VisiblePeaks(ctx, id, since, now, time.Minute)
 				if err != nil {
@@ -132,6 +142,72 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 	if err != nil || !covered {
 		t.Errorf("the memory does not cover the last half hour (%v): the reads above compared SQLite with itself", err)
 	}
+}
+
+// TestSparklinesKeptUntilASampleComes reads every queue's sparklines again and again within one
+// minute, as pages and pushes do, and wants SQLite's answer each time: after each kind of write
+// that changes a queue's minutes (a new peak in the minute under way, a late sample in an older
+// minute, a sample written again lower, a new queue's first) and after a prune, and the list
+// kept, not built again, for a queue nothing was written to.
+func TestSparklinesKeptUntilASampleComes(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a, b := addQueue(t, s, "a"), addQueue(t, s, "b")
+	save := func(q Queue, at time.Time, visible int64) {
+		t.Helper()
+		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: visible}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(2*time.Hour + 30*time.Second) // half a minute into a minute
+	for k := 240; k > 0; k-- {
+		save(a, now.Add(-time.Duration(k)*15*time.Second), int64(k%5))
+		save(b, now.Add(-time.Duration(k)*15*time.Second), int64(k%3))
+	}
+	from := now.Truncate(time.Minute).Add(-time.Hour + time.Minute)
+	read := func(step string) map[int64][]float64 {
+		t.Helper()
+		got, err := s.VisiblePeakValues(ctx, 0, from, now, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.visiblePeaks(ctx, 0, from, now, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, peakValues(want)) {
+			t.Errorf("%s: sparklines from memory %v, from SQLite %v", step, got, peakValues(want))
+		}
+		return got
+	}
+	first := read("first read")
+	save(a, now.Add(-time.Second), 40) // a new peak in the minute under way
+	second := read("a new peak")
+	if &second[b.ID][0] != &first[b.ID][0] {
+		t.Error("b's sparkline was built again, though nothing was written to b")
+	}
+	save(b, now.Add(-20*time.Minute), 99) // late, in an older minute
+	read("a late sample")
+	save(a, now.Add(-time.Second), 1) // the same time again, lower
+	read("a sample written again")
+	c := addQueue(t, s, "c")
+	save(c, now.Add(-2*time.Second), 3)
+	read("a new queue")
+	if _, err := s.Prune(ctx, now, Retention{RawFor: 61 * time.Minute}); err != nil { // the memory still covers the hour
+		t.Fatal(err)
+	}
+	read("after a prune")
+}
+
+// peakValues is peaks' depths alone, as VisiblePeakValues gives them.
+func peakValues(peaks map[int64][]DepthPeak) map[int64][]float64 {
+	out := make(map[int64][]float64, len(peaks))
+	for id, list := range peaks {
+		for _, p := range list {
+			out[id] = append(out[id], float64(p.Visible))
+		}
+	}
+	return out
 }
 
 // TestReplicasReadOneAnothersWrites: replicas on PostgreSQL share the database, so what one
