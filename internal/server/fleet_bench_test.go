@@ -250,6 +250,9 @@ func BenchmarkFleetOverviewPage(b *testing.B) {
 		rec := httptest.NewRecorder()
 		fw.handler.ServeHTTP(rec, req)
 		took = append(took, time.Since(start))
+		if os.Getenv("DEBUGPAGE") != "" {
+			fmt.Fprintf(os.Stderr, "page %v turn=%v\n", took[len(took)-1], fw.Now().Unix()%60 < 15)
+		}
 		if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
 			b.Fatalf("status %d, encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
 		}

@@ -48,9 +48,9 @@ type recentDepth struct {
 	// builds again the sparklines of the queues read since the last one, not all of them. A
 	// read fills them under the read lock, so sparksMu guards them then; a write, which holds
 	// the lock alone, changes them freely.
-	sparksMu   sync.Mutex
-	sparks     map[int64][]float64
-	sparksFrom int64
+	sparksMu             sync.Mutex
+	sparks               map[int64][]float64
+	sparksFrom, sparksTo int64 // the first minute and the minute under way they were built for
 }
 
 // minuteMS is a sparkline bucket, the width of minutes' peaks.
@@ -75,11 +75,13 @@ func minutePeakOf(ring []depthSample, start int64) (int64, bool) {
 	return top, found
 }
 
-// setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring.
+// setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring. When
+// the peak changed, or the minute came or went, the queue's kept sparkline goes: a sample that
+// leaves its minute's peak as it was leaves the sparkline as it was too.
 func (m *recentDepth) setMinute(id, at int64) {
-	delete(m.sparks, id)
 	start := at - at%minuteMS
 	if start < m.since {
+		delete(m.sparks, id)
 		return
 	}
 	top, ok := minutePeakOf(m.rings[id], start)
@@ -89,12 +91,17 @@ func (m *recentDepth) setMinute(id, at int64) {
 	case !ok && found:
 		list = slices.Delete(list, i, i+1)
 	case !ok:
+		return
 	case found:
+		if list[i].visible == top {
+			return
+		}
 		list[i].visible = top
 	default:
 		list = slices.Insert(list, i, minutePeak{start: start, visible: top})
 	}
 	m.minutes[id] = list
+	delete(m.sparks, id)
 }
 
 // buildIndexes computes every queue's minutes and newest empty sample from its ring.
@@ -290,23 +297,26 @@ type depthView struct {
 
 // sparklines returns every queue's minutes' peaks from from (unix ms, a whole minute) to until
 // (unix ms), as values, oldest first; a queue without any is absent. It reports false when the
-// memory does not cover from. A queue's list is kept (sparks) while none of its samples is
-// newer than until, and built again once a sample of it is added.
+// memory does not cover from. The lists are kept (sparks) for the same first minute and the same
+// minute of until. A queue's list is used while none of its samples is newer than until (the
+// minute of until then holds all of its samples so far), until a sample changes one of its
+// minutes' peaks (setMinute).
 func (m *recentDepth) sparklines(ctx context.Context, from, until int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error)) (map[int64][]float64, bool, error) {
 	var out map[int64][]float64
 	covered, err := m.window(ctx, from, load, func(v depthView) {
 		m.sparksMu.Lock()
 		defer m.sparksMu.Unlock()
-		if m.sparks == nil || m.sparksFrom != from {
-			m.sparks, m.sparksFrom = make(map[int64][]float64, len(v.rings)), from
+		if to := until - until%minuteMS; m.sparks == nil || m.sparksFrom != from || m.sparksTo != to {
+			m.sparks, m.sparksFrom, m.sparksTo = make(map[int64][]float64, len(v.rings)), from, to
 		}
 		out = make(map[int64][]float64, len(v.rings))
 		for id, ring := range v.rings {
+			whole := len(ring) == 0 || ring[len(ring)-1].at <= until // no sample after until
 			list, kept := m.sparks[id]
-			if !kept {
+			if !kept || !whole {
 				list = slices.Clip(minutePeaksOf(ring, v.minutes[id], from, until, minuteValue))
-				if len(ring) == 0 || ring[len(ring)-1].at <= until {
-					m.sparks[id] = list // no sample after until: the list stays right until one is added
+				if whole {
+					m.sparks[id] = list
 				}
 			}
 			if len(list) > 0 {

@@ -186,6 +186,18 @@ func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 	if &second[b.ID][0] != &first[b.ID][0] {
 		t.Error("b's sparkline was built again, though nothing was written to b")
 	}
+	save(b, now.Add(-2*time.Second), 0) // in the minute under way, under its peak
+	if third := read("a sample under the minute's peak"); &third[b.ID][0] != &first[b.ID][0] {
+		t.Error("b's sparkline was built again, though its minutes' peaks stayed")
+	}
+	ahead := now.Add(20 * time.Second)
+	save(b, ahead, 77) // after until, as a reader's clock a little behind the collector's sees it
+	read("a sample after until")
+	now = ahead
+	read("until past that sample")
+	now = ahead.Add(-10 * time.Second)
+	read("until back before it")
+	now = ahead
 	save(b, now.Add(-20*time.Minute), 99) // late, in an older minute
 	read("a late sample")
 	save(a, now.Add(-time.Second), 1) // the same time again, lower
