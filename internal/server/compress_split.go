@@ -50,11 +50,13 @@ type splitWriter struct {
 }
 
 func newSplitWriter(dst io.Writer, level int) writer.GzipWriter {
-	return &splitWriter{dst: dst, level: level, held: heldBuffers.Get().(*[]byte)}
+	return &splitWriter{dst: dst, level: level, held: heldBuffers.get(newHeldBuffer)}
 }
 
-// heldBuffers keep the held responses' memory from one response to the next.
-var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+// heldBuffers keep the held responses' memory from one response to the next, two at once.
+var heldBuffers = newFreeList[*[]byte](2)
+
+func newHeldBuffer() *[]byte { b := make([]byte, 0, 64<<10); return &b }
 
 func (w *splitWriter) Write(p []byte) (int, error) {
 	if w.serial != nil {
@@ -106,8 +108,10 @@ func (w *splitWriter) stream() error {
 
 func (w *splitWriter) release() {
 	if w.held != nil {
-		*w.held = (*w.held)[:0]
-		heldBuffers.Put(w.held)
+		if cap(*w.held) <= maxKeptRenderBuffer { // as large as the pages' buffers that are kept
+			*w.held = (*w.held)[:0]
+			heldBuffers.put(w.held)
+		}
 		w.held = nil
 	}
 }
@@ -125,7 +129,7 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 		for i := from; i < to; i++ {
 			start, end := i*len(data)/parts, (i+1)*len(data)/parts
 			out[i] = compressedBuffers.Get().(*bytes.Buffer)
-			z := deflaterPools[level].Get().(*flate.Writer)
+			z := deflaters[level].get(func() *flate.Writer { return newDeflater(level) })
 			z.ResetDict(out[i], data[max(0, start-deflateWindow):start])
 			if _, err := z.Write(data[start:end]); err != nil {
 				return err
@@ -139,7 +143,7 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 			if err := finish(); err != nil {
 				return err
 			}
-			deflaterPools[level].Put(z)
+			deflaters[level].put(z)
 		}
 		return nil
 	})
@@ -172,18 +176,21 @@ func gzipSplit(dst io.Writer, level int, data []byte) error {
 // compressedBuffers keep the stretches' compressed bytes from one response to the next.
 var compressedBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// deflaterPools keep deflate compressors by level (1 to 9, as splitWriter.Close checked), as
-// gzkp keeps its gzip ones.
-var deflaterPools [flate.BestCompression + 1]sync.Pool
+// deflaters keep deflate compressors by level (1 to 9, as splitWriter.Close checked), one per
+// processor: a compressor at level 5 is a few hundred kilobytes to make.
+var deflaters [flate.BestCompression + 1]freeList[*flate.Writer]
 
 func init() {
-	for level := flate.BestSpeed; level <= flate.BestCompression; level++ {
-		deflaterPools[level].New = func() any {
-			z, err := flate.NewWriter(nil, level)
-			if err != nil {
-				panic(err) // a level from 1 to 9 is never refused
-			}
-			return z
-		}
+	for level := range deflaters {
+		deflaters[level] = newFreeList[*flate.Writer](runtime.GOMAXPROCS(0))
 	}
+}
+
+// newDeflater makes a compressor at level, from 1 to 9.
+func newDeflater(level int) *flate.Writer {
+	z, err := flate.NewWriter(nil, level)
+	if err != nil {
+		panic(err) // a level from 1 to 9 is never refused
+	}
+	return z
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -19,7 +18,7 @@ import (
 // renders into a buffer first, so that a failure half-way becomes a clean error page rather than
 // a truncated one.
 func render(c echo.Context, status int, component templ.Component) error {
-	buf := renderBuffers.Get().(*bytes.Buffer)
+	buf := renderBuffers.get(newRenderBuffer)
 	defer putRenderBuffer(buf)
 	if err := component.Render(c.Request().Context(), buf); err != nil {
 		return fmt.Errorf("render: %w", err)
@@ -31,9 +30,12 @@ func render(c echo.Context, status int, component templ.Component) error {
 	return c.HTMLBlob(status, buf.Bytes()) // written (or copied by the compressor) before it returns
 }
 
-// renderBuffers keep the pages' buffers from one page to the next: the overview of a thousand
-// queues is a megabyte, and growing a buffer to it allocated and copied 3.6 MB a page.
-var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// renderBuffers keep the pages' buffers from one page to the next, two at once: the overview
+// of a thousand queues is a megabyte, and growing a buffer to it allocated and copied 3.6 MB a
+// page.
+var renderBuffers = newFreeList[*bytes.Buffer](2)
+
+func newRenderBuffer() *bytes.Buffer { return new(bytes.Buffer) }
 
 // putRenderBuffer gives a buffer back, unless a rare huge page made it too large to keep.
 func putRenderBuffer(buf *bytes.Buffer) {
@@ -41,7 +43,7 @@ func putRenderBuffer(buf *bytes.Buffer) {
 		return
 	}
 	buf.Reset()
-	renderBuffers.Put(buf)
+	renderBuffers.put(buf)
 }
 
 // maxKeptRenderBuffer is the largest buffer kept: an overview of some 8,000 queues.

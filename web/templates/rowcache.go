@@ -107,7 +107,7 @@ func (c *RowCache) Row(r OverviewRow, nav Nav, oob bool) templ.Component {
 	if c == nil {
 		return QueueRow(r, nav, oob)
 	}
-	print := PrintRow(r, nav, oob)
+	print := PrintRow(&r, &nav, oob)
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		row, err := c.render(ctx, r, nav, oob, print, c.kept(r.ID, print))
 		if err != nil {
@@ -147,11 +147,12 @@ func (c *RowCache) render(ctx context.Context, r OverviewRow, nav Nav, oob bool,
 		}
 	}
 	if row.spark == nil {
-		var buf bytes.Buffer
-		if err := QueueCells(r, nav)[SparkCell](nil).Render(ctx, &buf); err != nil {
+		buf := scratchBuffers.Get().(*bytes.Buffer)
+		defer putScratch(buf)
+		if err := QueueCells(r, nav)[SparkCell](nil).Render(ctx, buf); err != nil {
 			return keptRow{}, err
 		}
-		row.spark = buf.Bytes()
+		row.spark = bytes.Clone(buf.Bytes())
 		if c != nil {
 			c.mu.Lock()
 			c.sparks.put(print.Spark, row.spark, c.limit)
@@ -164,7 +165,8 @@ func (c *RowCache) render(ctx context.Context, r OverviewRow, nav Nav, oob bool,
 // renderFrame renders QueueRow(r, nav, oob) but for its sparkline's cell, and splits it where
 // that cell goes. A mark stands in the cell's place and notes where it is written.
 func renderFrame(ctx context.Context, r OverviewRow, nav Nav, oob bool) (rowFrame, error) {
-	var buf bytes.Buffer
+	buf := scratchBuffers.Get().(*bytes.Buffer)
+	defer putScratch(buf)
 	at := -1
 	mark := templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
 		// What the row wrote so far may wait in templ's buffer: once flushed, it is all in buf.
@@ -178,14 +180,27 @@ func renderFrame(ctx context.Context, r OverviewRow, nav Nav, oob bool) (rowFram
 	})
 	cells := QueueCells(r, nav)
 	cells[SparkCell] = func(templ.Attributes) templ.Component { return mark }
-	if err := queueRowOf(r, oob, cells).Render(ctx, &buf); err != nil {
+	if err := queueRowOf(r, oob, cells).Render(ctx, buf); err != nil {
 		return rowFrame{}, err
 	}
 	if at < 0 {
 		return rowFrame{}, errors.New("templates: a row rendered without its sparkline's cell")
 	}
-	html := buf.Bytes()
+	html := bytes.Clone(buf.Bytes())
 	return rowFrame{head: html[:at:at], tail: html[at:]}, nil
+}
+
+// scratchBuffers are what rows are rendered into before their renderings are copied out, each
+// to a slice of its own size: growing a buffer for each row allocated four times its size.
+var scratchBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putScratch gives a scratch buffer back, unless a huge row (a long list of advice) grew it.
+func putScratch(buf *bytes.Buffer) {
+	if buf.Cap() > 64<<10 {
+		return
+	}
+	buf.Reset()
+	scratchBuffers.Put(buf)
 }
 
 // RowSet is a table body's rows made ready on every processor at once: each row's fingerprints
@@ -206,7 +221,7 @@ func (c *RowCache) Prepare(ctx context.Context, rows []OverviewRow, nav Nav) (*R
 	set := &RowSet{cache: c, rows: rows, nav: nav, prints: make([]RowPrint, len(rows))}
 	err := parallel.Stretches(ctx, len(rows), func(_ context.Context, from, to int) error {
 		for i := from; i < to; i++ {
-			set.prints[i] = PrintRow(rows[i], nav, false)
+			set.prints[i] = PrintRow(&rows[i], &nav, false)
 		}
 		return nil
 	})
@@ -341,12 +356,13 @@ type RowPrint struct {
 	Frame, Spark uint64
 }
 
-// PrintRow fingerprints what QueueRow(r, nav, oob) renders from.
-func PrintRow(r OverviewRow, nav Nav, oob bool) RowPrint {
+// PrintRow fingerprints what QueueRow(*r, *nav, oob) renders from. It takes pointers so that a
+// thousand rows are read where they are, not each copied to the heap for reflection to read.
+func PrintRow(r *OverviewRow, nav *Nav, oob bool) RowPrint {
 	return RowPrint{
 		Frame: fingerprint(func(b []byte) []byte {
-			b = framePrinter(b, reflect.ValueOf(&r).Elem())
-			b = navPrinter(b, reflect.ValueOf(&nav).Elem())
+			b = framePrinter(b, reflect.ValueOf(r).Elem())
+			b = navPrinter(b, reflect.ValueOf(nav).Elem())
 			return printBool(b, oob)
 		}),
 		Spark: fingerprint(func(b []byte) []byte {

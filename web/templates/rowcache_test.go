@@ -119,13 +119,13 @@ func TestRowPrintCoversEveryField(t *testing.T) {
 		}
 		return frame, renderString(t, QueueCells(row, nav)[SparkCell](nil))
 	}
-	base := PrintRow(row, nav, true)
+	base := PrintRow(&row, &nav, true)
 	baseFrame, baseSpark := pieces()
 	rendered := renderString(t, QueueRow(row, nav, true))
 	changes, sparkChanges := 0, 0
 	check := func(path string, undo func()) {
 		changes++
-		print := PrintRow(row, nav, true)
+		print := PrintRow(&row, &nav, true)
 		frame, spark := pieces()
 		if print == base {
 			left := false
@@ -150,13 +150,13 @@ func TestRowPrintCoversEveryField(t *testing.T) {
 			sparkChanges++
 		}
 		undo()
-		if PrintRow(row, nav, true) != base {
+		if PrintRow(&row, &nav, true) != base {
 			t.Fatalf("undoing the change of %s did not restore the prints", path)
 		}
 	}
 	eachChange(reflect.ValueOf(&row).Elem(), "row", check)
 	eachChange(reflect.ValueOf(&nav).Elem(), "nav", check)
-	if PrintRow(row, nav, false).Frame == base.Frame {
+	if PrintRow(&row, &nav, false).Frame == base.Frame {
 		t.Error("the out-of-band flag leaves the frame's print as it was")
 	}
 	// The walk reached the fields that matter most, not just a few: the sparkline's value, its
@@ -171,7 +171,7 @@ func TestRowPrintCoversEveryField(t *testing.T) {
 	// Two equal rows built apart print the same.
 	var again OverviewRow
 	filled(reflect.ValueOf(&again).Elem())
-	if PrintRow(again, nav, true) != base {
+	if PrintRow(&again, &nav, true) != base {
 		t.Error("two equal rows print differently")
 	}
 }
@@ -240,7 +240,7 @@ func TestRowCacheStaysWithinTwoGenerations(t *testing.T) {
 		t.Errorf("%d renderings kept, want at most %d", n, 2*minRowCacheLimit)
 	}
 	const last = 3*minRowCacheLimit + 4
-	if !c.kept(last, PrintRow(OverviewRow{QueueSummary: views.QueueSummary{ID: last, Name: "q", Ref: "q"}}, Nav{}, false)).whole() {
+	if !c.kept(last, PrintRow(&OverviewRow{QueueSummary: views.QueueSummary{ID: last, Name: "q", Ref: "q"}}, &Nav{}, false)).whole() {
 		t.Error("the newest rendering is not kept")
 	}
 	c.Fit(5000)
@@ -257,7 +257,7 @@ func BenchmarkRowPrint(b *testing.B) {
 	row.Sparkline = make([]float64, 60)
 	row.Advice = append(row.Advice, row.Advice[0])
 	for b.Loop() {
-		PrintRow(row, Nav{}, false)
+		PrintRow(&row, &Nav{}, false)
 	}
 }
 
@@ -282,7 +282,7 @@ func TestRowSetRendersWhatQueueRowDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, r := range rows {
-			if set.Print(i) != PrintRow(r, Nav{}, false) {
+			if set.Print(i) != PrintRow(&r, &Nav{}, false) {
 				t.Errorf("row %d: print is not PrintRow's", i)
 			}
 			if got, want := renderString(t, set.row(i)), renderString(t, QueueRow(r, Nav{}, false)); got != want {
