@@ -29,7 +29,7 @@ const (
 type snapshot struct {
 	now      time.Time
 	queues   []store.Queue // every queue, gone ones included, by name
-	byARN    map[string]store.Queue
+	byARN    map[string]*store.Queue // into queues
 	latest   map[int64]store.AttributeSample
 	peaks    map[int64][]float64              // each minute's visible peak within sparklineWindow
 	earlier  map[int64]store.AttributeSample  // the growth rule's earlier sample
@@ -55,7 +55,7 @@ type snapshot struct {
 // hold), so they run at once: most answer from the store's memory, and at a thousand queues
 // each costs a millisecond or two of CPU that a second core halves (docs/performance.md).
 func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*snapshot, error) {
-	snap := &snapshot{now: now, byARN: map[string]store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
+	snap := &snapshot{now: now, byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
 	// The sparklines' buckets are whole minutes, the last one the minute under way: a bucket's
 	// peak then changes only when a sample of its minute comes, not every time now moves, so an
 	// overview push carries the rows whose depth changed and, once a minute, those whose
@@ -113,8 +113,8 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
 	snap.names = make(map[string]int, len(snap.queues))
-	for _, q := range snap.queues {
-		snap.byARN[q.ARN] = q
+	for i, q := range snap.queues {
+		snap.byARN[q.ARN] = &snap.queues[i]
 		snap.names[q.Name]++
 	}
 	for _, e := range errs {
@@ -241,9 +241,10 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		n := q.MaxReceiveCount
 		sum.MaxReceiveCount = &n
 	}
+	var dlq *store.Queue // the watched queue its RedrivePolicy names
 	if q.DeadLetterTargetARN != "" {
 		name := arn.QueueName(q.DeadLetterTargetARN)
-		if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok {
+		if dlq = snap.byARN[q.DeadLetterTargetARN]; dlq != nil {
 			name = dlq.Name
 			if a, ok := snap.latest[dlq.ID]; ok {
 				v := a.Visible
@@ -257,13 +258,15 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	for _, arn := range q.SourceARNs {
 		if src, ok := snap.byARN[arn]; ok {
 			sum.SourceQueues = append(sum.SourceQueues, src.Name)
-			f.Sources = append(f.Sources, src)
+			f.Sources = append(f.Sources, *src)
 		} else {
 			sum.SourceQueues = append(sum.SourceQueues, arn)
 		}
 	}
 	var groups []store.GroupBacklog
+	var newest *store.Sample
 	if sample, ok := snap.samples[q.ID]; ok {
+		newest = &sample
 		if q.FIFO {
 			groups = snap.groups[sample.ID]
 			for _, g := range groups {
@@ -276,7 +279,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		f.NearMax = snap.nearMax[sample.ID]
 	}
 	sum.Health = evaluateHealth(f, s.th)
-	facts, err := s.adviceFacts(ctx, snap, q, groups)
+	// The advice reads what the health rules read of the queue's neighbours and samples: looked
+	// up once, above, for both.
+	facts, err := s.adviceFacts(ctx, snap, q, adviceInputs{dlq: dlq, sources: f.Sources, latest: f.Latest, sample: newest, groups: groups})
 	if err != nil {
 		return QueueSummary{}, err
 	}
@@ -525,7 +530,9 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 	if err != nil {
 		return QueueDetail{}, err
 	}
-	q = snap.byARN[q.ARN] // the gathered copy, so that sources match the snapshot
+	if gathered, ok := snap.byARN[q.ARN]; ok {
+		q = *gathered // the gathered copy, so that sources match the snapshot
+	}
 	sum, err := s.summarize(ctx, snap, q)
 	if err != nil {
 		return QueueDetail{}, err

@@ -156,24 +156,11 @@ func (t topology) queueAlarms(q store.Queue) []store.QueueAlarm {
 // adviceFacts gathers one queue's facts for the advisor: from the snapshot, plus the few reads
 // only some queues need (the empty receives of a short-polling queue, the bodies of a FIFO queue
 // with content-based deduplication).
-func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue, groups []store.GroupBacklog) (adviceFacts, error) {
+func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue, in adviceInputs) (adviceFacts, error) {
 	f := adviceFacts{
 		Now: snap.now, Queue: q, Mappings: snap.topology.mappings[q.ARN], Feeds: snap.topology.feeds[q.ARN],
-		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Scope(), "DescribeAlarms"), Groups: groups,
-	}
-	if a, ok := snap.latest[q.ID]; ok {
-		f.Latest = &a
-	}
-	if sample, ok := snap.samples[q.ID]; ok {
-		f.Sample = &sample
-	}
-	if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok && q.DeadLetterTargetARN != "" {
-		f.DLQ = &dlq
-	}
-	for _, a := range q.SourceARNs {
-		if src, ok := snap.byARN[a]; ok {
-			f.Sources = append(f.Sources, src)
-		}
+		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Scope(), "DescribeAlarms"), Groups: in.groups,
+		DLQ: in.dlq, Sources: in.sources, Latest: in.latest, Sample: in.sample,
 	}
 	if q.Attributes["ReceiveMessageWaitTimeSeconds"] == "0" {
 		// The collector asks CloudWatch for the counters at its counters cadence (hourly by
@@ -194,6 +181,18 @@ func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue
 		f.Bodies = bodies
 	}
 	return f, nil
+}
+
+// adviceInputs are what a queue's summary has looked up in the snapshot for its health rules and
+// hands on to its advice: its watched dead-letter queue (nil: none), for a dead-letter queue its
+// watched sources, its newest depth sample and its newest message sample (nil: none), and that
+// sample's FIFO groups.
+type adviceInputs struct {
+	dlq     *store.Queue
+	sources []store.Queue
+	latest  *store.AttributeSample
+	sample  *store.Sample
+	groups  []store.GroupBacklog
 }
 
 // maxAdviceBodies bounds the bodies the content-deduplication rule reads per queue.
