@@ -28,7 +28,7 @@ const (
 // per-queue work.
 type snapshot struct {
 	now      time.Time
-	queues   []store.Queue // every queue, gone ones included, by name
+	queues   []store.Queue           // every queue, gone ones included, by name
 	byARN    map[string]*store.Queue // into queues
 	latest   map[int64]store.AttributeSample
 	peaks    map[int64][]float64              // each minute's visible peak within sparklineWindow
