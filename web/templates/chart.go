@@ -346,25 +346,27 @@ func SparklineTo(values []float64, top float64) string {
 	}
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			top = math.Max(top, v)
+			top = max(top, v)
 		}
 	}
 	if top <= 0 {
 		top = 1
 	}
-	y := func(i int) int64 {
-		v := values[i]
+	// Each point's height once (a thousand sparklines are drawn at every minute's turn): in a
+	// buffer on the stack for an hour's sixty points.
+	var heights [sparklinePoints]int64
+	ys := heights[:0]
+	for _, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			v = 0
 		}
-		return int64(math.Round(23 - v/top*22))
+		ys = append(ys, int64(math.Round(23-v/top*22)))
 	}
 	b := make([]byte, 0, 6*len(values))
 	step := 100.0 / float64(len(values)-1)
 	last := len(values) - 1
-	for i := range values {
-		yi := y(i)
-		if i > 0 && i < last && y(i-1) == yi && y(i+1) == yi {
+	for i, yi := range ys {
+		if i > 0 && i < last && ys[i-1] == yi && ys[i+1] == yi {
 			continue
 		}
 		if len(b) > 0 {
@@ -377,16 +379,19 @@ func SparklineTo(values []float64, top float64) string {
 	return string(b)
 }
 
+// sparklinePoints is how many points an overview's sparkline has: one a minute of the hour.
+const sparklinePoints = 60
+
 // SparklineLabel describes a sparkline for screen readers.
 func SparklineLabel(values []float64) string {
 	if len(values) == 0 {
 		return "no depth history yet"
 	}
-	max := 0.0
+	top := 0.0
 	for _, v := range values {
-		max = math.Max(max, v)
+		top = max(top, v)
 	}
-	return "visible messages over the last hour, at most " + Number(max) + ", now " + Number(values[len(values)-1])
+	return "visible messages over the last hour, at most " + Number(top) + ", now " + Number(values[len(values)-1])
 }
 
 // SparkRange writes a sparkline's least and largest values ("0–12"), as a reader compares rows.
@@ -394,7 +399,7 @@ func SparkRange(values []float64) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
 	if math.IsInf(lo, 0) {
@@ -412,7 +417,7 @@ func SparkTop(rows []OverviewRow) float64 {
 	for _, r := range rows {
 		for _, v := range r.Sparkline {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				top = math.Max(top, v)
+				top = max(top, v)
 			}
 		}
 	}

@@ -370,3 +370,22 @@ func BenchmarkQueueRow(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes")
 }
+
+// BenchmarkSparkCell renders one row's sparkline cell of an hour's varied depths: what a
+// minute's turn renders for every row of a busy fleet.
+func BenchmarkSparkCell(b *testing.B) {
+	ctx := context.Background()
+	var row OverviewRow
+	for i := range 60 {
+		row.Sparkline = append(row.Sparkline, float64(1+4*(i%3/2)+i%7))
+	}
+	cell := QueueCells(row, Nav{})[SparkCell]
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := cell(nil).Render(ctx, &buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes")
+}
