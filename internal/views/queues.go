@@ -17,11 +17,11 @@ import (
 	"github.com/toolq/toolq/internal/store"
 )
 
-// sparklineWindow is how far back the overview's sparklines reach, and sparklinePoints how many
+// sparklineWindow is how far back the overview's sparklines reach, and SparklinePoints how many
 // points they have at most (one per minute).
 const (
 	sparklineWindow = time.Hour
-	sparklinePoints = 60
+	SparklinePoints = 60
 )
 
 // snapshot is what the queue views gather from the store in a few bulk reads, before any
@@ -60,7 +60,7 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	// peak then changes only when a sample of its minute comes, not every time now moves, so an
 	// overview push carries the rows whose depth changed and, once a minute, those whose
 	// sparkline moved on.
-	bucket := sparklineWindow / sparklinePoints
+	bucket := sparklineWindow / SparklinePoints
 	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
 	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
 	// a DLQ is not "growing" against a sample from days ago.

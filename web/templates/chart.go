@@ -354,7 +354,7 @@ func SparklineTo(values []float64, top float64) string {
 	}
 	// Each point's height once (a thousand sparklines are drawn at every minute's turn): in a
 	// buffer on the stack for an hour's sixty points.
-	var heights [sparklinePoints]int64
+	var heights [views.SparklinePoints]int64
 	ys := heights[:0]
 	for _, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
@@ -378,9 +378,6 @@ func SparklineTo(values []float64, top float64) string {
 	}
 	return string(b)
 }
-
-// sparklinePoints is how many points an overview's sparkline has: one a minute of the hour.
-const sparklinePoints = 60
 
 // SparklineLabel describes a sparkline for screen readers.
 func SparklineLabel(values []float64) string {
