@@ -44,10 +44,10 @@ type recentDepth struct {
 
 	// sparks are each queue's minutes' peaks from sparksFrom on (unix ms, a whole minute), as
 	// values: the overview's sparklines, read by every page and push. They are built for a queue
-	// once and kept until one of its samples is added or the memory is clipped, so that a page
-	// builds again the sparklines of the queues read since the last one, not all of them. A
-	// read fills them under the read lock, so sparksMu guards them then; a write, which holds
-	// the lock alone, changes them freely.
+	// once and kept until a sample changes one of its minutes' peaks (setMinute) or the memory
+	// is clipped, so that a page builds again only the sparklines that moved since the last
+	// one. A read fills them under the read lock, so sparksMu guards them then; a write, which
+	// holds the lock alone, changes them freely.
 	sparksMu             sync.Mutex
 	sparks               map[int64][]float64
 	sparksFrom, sparksTo int64 // the first minute and the minute under way they were built for
