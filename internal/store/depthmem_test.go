@@ -18,12 +18,7 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	a, b := addQueue(t, s, "a"), addQueue(t, s, "b")
-	save := func(q Queue, at time.Time, visible int64) {
-		t.Helper()
-		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: visible, InFlight: visible % 3, Delayed: 1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	save := func(q Queue, at time.Time, visible int64) { t.Helper(); saveDepth(t, s, q, at, visible) }
 	check := func(step string, now time.Time) {
 		t.Helper()
 		for _, window := range []time.Duration{time.Hour, 30 * time.Minute, 5 * time.Minute} {
@@ -153,12 +148,7 @@ func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	a, b := addQueue(t, s, "a"), addQueue(t, s, "b")
-	save := func(q Queue, at time.Time, visible int64) {
-		t.Helper()
-		if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: visible}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	save := func(q Queue, at time.Time, visible int64) { t.Helper(); saveDepth(t, s, q, at, visible) }
 	now := t0.Add(2*time.Hour + 30*time.Second) // half a minute into a minute
 	for k := 240; k > 0; k-- {
 		save(a, now.Add(-time.Duration(k)*15*time.Second), int64(k%5))
@@ -209,6 +199,16 @@ func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	read("after a prune")
+}
+
+// saveDepth stores a depth sample of q as the collector does, with its attributes: visible
+// messages, some of them in flight, one delayed.
+func saveDepth(t *testing.T, s *Store, q Queue, at time.Time, visible int64) {
+	t.Helper()
+	if err := s.SaveQueueAttributes(context.Background(), QueueAttributes{QueueID: q.ID, At: at,
+		Depth: AttributeSample{Visible: visible, InFlight: visible % 3, Delayed: 1}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // peakValues is peaks' depths alone, as VisiblePeakValues gives them.
