@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +234,14 @@ func deflateSize(b []byte) int {
 	return buf.Len()
 }
 
+// pageTurn and pageWithin mark the measured requests' goroutines, and those they start, in a
+// CPU profile, apart from the cycles stored between them: go tool pprof -tagfocus phase=page,
+// and -tagfocus minute=turn or minute=within for either kind of page.
+var (
+	pageTurn   = pprof.Labels("phase", "page", "minute", "turn")
+	pageWithin = pprof.Labels("phase", "page", "minute", "within")
+)
+
 // BenchmarkFleetOverviewPage is GET / of 1,000 queues with an hour of history through the router,
 // gzipped as a browser asks, a new attribute cycle stored before each request, as the pages are
 // read between cycles. The first page after start, which loads the hour of depth samples into
@@ -251,12 +260,17 @@ func BenchmarkFleetOverviewPage(b *testing.B) {
 		b.StopTimer()
 		fw.cycle(b, 100)
 		b.StartTimer()
+		turn := fw.Now().Sub(fw.Now().Truncate(time.Minute)) < 15*time.Second // the cycle began this minute
+		labels := pageWithin
+		if turn {
+			labels = pageTurn
+		}
 		start := time.Now()
 		rec := httptest.NewRecorder()
-		fw.handler.ServeHTTP(rec, req)
+		pprof.Do(context.Background(), labels, func(context.Context) { fw.handler.ServeHTTP(rec, req) })
 		d := time.Since(start)
 		took = append(took, d)
-		if fw.Now().Sub(fw.Now().Truncate(time.Minute)) < 15*time.Second { // the cycle began this minute
+		if turn {
 			turns = append(turns, d)
 		} else {
 			within = append(within, d)
