@@ -118,8 +118,8 @@ func (s *Store) VisiblePeaks(ctx context.Context, queueID int64, since, until ti
 // which as values cost a quarter of the memory and none of the time conversions.
 //
 // Every queue's sparklines in whole minutes, as the overview reads them, come from the memory's
-// kept sparklines (recentDepth.sparks), built again only for the queues sampled since: the lists
-// are shared between readers, which must not change them.
+// values of each queue's minutes (recentDepth.values), kept as samples come: the lists are
+// shared between readers, which must not change them.
 func (s *Store) VisiblePeakValues(ctx context.Context, queueID int64, since, until time.Time, width time.Duration) (map[int64][]float64, error) {
 	if from := msCeil(since); queueID == 0 && width == time.Minute && from%minuteMS == 0 {
 		out, covered, err := s.depth.sparklines(ctx, from, ms(until), s.recentDepthSamples)

@@ -42,15 +42,11 @@ type recentDepth struct {
 	since  int64 // unix ms: every raw sample from here on is in rings
 	newest int64 // the newest sample time seen, from which depthKeep is counted
 
-	// sparks are each queue's minutes' peaks from sparksFrom on (unix ms, a whole minute), as
-	// values: the overview's sparklines, read by every page and push. They are built for a queue
-	// once and kept until a sample changes one of its minutes' peaks (setMinute) or the memory
-	// is clipped, so that a page builds again only the sparklines that moved since the last
-	// one. A read fills them under the read lock, so sparksMu guards them then; a write, which
-	// holds the lock alone, changes them freely.
-	sparksMu             sync.Mutex
-	sparks               map[int64][]float64
-	sparksFrom, sparksTo int64 // the first minute and the minute under way they were built for
+	// values are each queue's minutes' peaks as the sparklines draw them, one for each of its
+	// minutes, in the same order: a page's sparkline of a queue is a stretch of them, handed out
+	// without a copy. An array once handed out is never written again: a changed minute makes
+	// the queue a new one (setMinute), so a reader may keep what it got while the store writes.
+	values map[int64][]float64
 }
 
 // minuteMS is a sparkline bucket, the width of minutes' peaks.
@@ -75,13 +71,12 @@ func minutePeakOf(ring []depthSample, start int64) (int64, bool) {
 	return top, found
 }
 
-// setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring. When
-// the peak changed, or the minute came or went, the queue's kept sparkline goes: a sample that
+// setMinute stores the peak of the minute holding at (unix ms) of queue id, from its ring, and
+// when the peak changed, or the minute came or went, the queue's values anew: a sample that
 // leaves its minute's peak as it was leaves the sparkline as it was too.
 func (m *recentDepth) setMinute(id, at int64) {
 	start := at - at%minuteMS
 	if start < m.since {
-		delete(m.sparks, id)
 		return
 	}
 	top, ok := minutePeakOf(m.rings[id], start)
@@ -101,13 +96,22 @@ func (m *recentDepth) setMinute(id, at int64) {
 		list = slices.Insert(list, i, minutePeak{start: start, visible: top})
 	}
 	m.minutes[id] = list
-	delete(m.sparks, id)
+	m.values[id] = valuesOf(list)
+}
+
+// valuesOf is minutes' peaks as the sparklines draw them, in a new array.
+func valuesOf(minutes []minutePeak) []float64 {
+	values := make([]float64, len(minutes))
+	for i, p := range minutes {
+		values[i] = float64(p.visible)
+	}
+	return values
 }
 
 // buildIndexes computes every queue's minutes and newest empty sample from its ring.
 func (m *recentDepth) buildIndexes() {
-	m.sparks = nil
 	m.minutes = make(map[int64][]minutePeak, len(m.rings))
+	m.values = make(map[int64][]float64, len(m.rings))
 	m.empty = make(map[int64]int64, len(m.rings))
 	for id, ring := range m.rings {
 		m.setEmpty(id)
@@ -123,7 +127,7 @@ func (m *recentDepth) buildIndexes() {
 			}
 			list = append(list, minutePeak{start: start, visible: d.visible})
 		}
-		m.minutes[id] = list
+		m.minutes[id], m.values[id] = list, valuesOf(list)
 	}
 }
 
@@ -141,7 +145,6 @@ func (m *recentDepth) setEmpty(id int64) {
 
 // clipMinutes drops the minutes that began before since, and the empty samples before it.
 func (m *recentDepth) clipMinutes() {
-	m.sparks = nil
 	for id, at := range m.empty {
 		if at < m.since {
 			delete(m.empty, id)
@@ -151,9 +154,10 @@ func (m *recentDepth) clipMinutes() {
 		i, _ := slices.BinarySearchFunc(list, m.since, func(p minutePeak, since int64) int { return cmpInt(p.start, since) })
 		if i == len(list) {
 			delete(m.minutes, id)
+			delete(m.values, id)
 			continue
 		}
-		m.minutes[id] = slices.Clip(list[i:])
+		m.minutes[id], m.values[id] = slices.Clip(list[i:]), slices.Clip(m.values[id][i:])
 	}
 }
 
@@ -288,36 +292,34 @@ func (m *recentDepth) latestSamples(ctx context.Context, load func(context.Conte
 }
 
 // depthView is what a read of the memory sees, under its read lock: every queue's ring, its
-// minutes' peaks and its newest empty sample (recentDepth's fields of those names).
+// minutes' peaks, their values and its newest empty sample (recentDepth's fields of those
+// names).
 type depthView struct {
 	rings   map[int64][]depthSample
 	minutes map[int64][]minutePeak
+	values  map[int64][]float64
 	empty   map[int64]int64
 }
 
 // sparklines returns every queue's minutes' peaks from from (unix ms, a whole minute) to until
 // (unix ms), as values, oldest first; a queue without any is absent. It reports false when the
-// memory does not cover from. The lists are kept (sparks) for the same first minute and the same
-// minute of until. A queue's list is used while none of its samples is newer than until (the
-// minute of until then holds all of its samples so far), until a sample changes one of its
-// minutes' peaks (setMinute).
+// memory does not cover from. A queue none of whose samples is newer than until (the minute of
+// until then holds all of its samples so far) gets a stretch of its values, shared with every
+// other reader, which must not change it; a queue sampled after until gets its peaks up to
+// until, made for the read.
 func (m *recentDepth) sparklines(ctx context.Context, from, until int64, load func(ctx context.Context, since int64) (map[int64][]depthSample, error)) (map[int64][]float64, bool, error) {
 	var out map[int64][]float64
 	covered, err := m.window(ctx, from, load, func(v depthView) {
-		m.sparksMu.Lock()
-		defer m.sparksMu.Unlock()
-		if to := until - until%minuteMS; m.sparks == nil || m.sparksFrom != from || m.sparksTo != to {
-			m.sparks, m.sparksFrom, m.sparksTo = make(map[int64][]float64, len(v.rings)), from, to
-		}
 		out = make(map[int64][]float64, len(v.rings))
 		for id, ring := range v.rings {
-			whole := len(ring) == 0 || ring[len(ring)-1].at <= until // no sample after until
-			list, kept := m.sparks[id]
-			if !kept || !whole {
-				list = slices.Clip(minutePeaksOf(ring, v.minutes[id], from, until, minuteValue))
-				if whole {
-					m.sparks[id] = list
-				}
+			minutes := v.minutes[id]
+			var list []float64
+			if len(ring) == 0 || ring[len(ring)-1].at <= until {
+				i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
+				values := v.values[id]
+				list = values[i:len(values):len(values)]
+			} else {
+				list = slices.Clip(minutePeaksOf(ring, minutes, from, until, minuteValue))
 			}
 			if len(list) > 0 {
 				out[id] = list
@@ -372,7 +374,7 @@ func (m *recentDepth) window(ctx context.Context, from int64, load func(ctx cont
 		if from < m.since {
 			return false, nil
 		}
-		read(depthView{rings: m.rings, minutes: m.minutes, empty: m.empty})
+		read(depthView{rings: m.rings, minutes: m.minutes, values: m.values, empty: m.empty})
 		return true, nil
 	}
 	m.mu.RUnlock()

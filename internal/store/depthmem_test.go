@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,11 +140,12 @@ func TestRecentDepthAgreesWithSQLite(t *testing.T) {
 	}
 }
 
-// TestSparklinesKeptUntilASampleComes reads every queue's sparklines again and again within one
-// minute, as pages and pushes do, and wants SQLite's answer each time: after each kind of write
-// that changes a queue's minutes (a new peak in the minute under way, a late sample in an older
-// minute, a sample written again lower, a new queue's first) and after a prune, and the list
-// kept, not built again, for a queue nothing was written to.
+// TestSparklinesKeptUntilASampleComes reads every queue's sparklines again and again, as pages
+// and pushes do, and wants SQLite's answer each time: after each kind of write that changes a
+// queue's minutes (a new peak in the minute under way, a late sample in an older minute, a
+// sample written again lower, a new queue's first) and after a prune. For a queue whose minutes
+// stayed it wants the same list, not one built again, and a minute on, the same list less its
+// first minute; and a list once read stays as it was read, whatever is written after.
 func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
@@ -171,6 +173,10 @@ func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 		return got
 	}
 	first := read("first read")
+	firstCopy := map[int64][]float64{}
+	for id, list := range first {
+		firstCopy[id] = slices.Clone(list)
+	}
 	save(a, now.Add(-time.Second), 40) // a new peak in the minute under way
 	second := read("a new peak")
 	if &second[b.ID][0] != &first[b.ID][0] {
@@ -198,7 +204,17 @@ func TestSparklinesKeptUntilASampleComes(t *testing.T) {
 	if _, err := s.Prune(ctx, now, Retention{RawFor: 61 * time.Minute}); err != nil { // the memory still covers the hour
 		t.Fatal(err)
 	}
-	read("after a prune")
+	before := read("after a prune")
+	// A minute on, with no sample since (the collector reads an empty, unchanged queue less
+	// often): each list is the one before less the minute that left the hour.
+	now, from = now.Add(time.Minute), from.Add(time.Minute)
+	after := read("a minute on")
+	if len(after[a.ID]) != len(before[a.ID])-1 || &after[a.ID][0] != &before[a.ID][1] {
+		t.Error("a minute on, a's sparkline was built again, though nothing was written to a")
+	}
+	if !reflect.DeepEqual(first, firstCopy) {
+		t.Errorf("the sparklines first read changed with the writes after: %v, read as %v", first, firstCopy)
+	}
 }
 
 // saveDepth stores a depth sample of q as the collector does, with its attributes: visible
