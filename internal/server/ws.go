@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -47,6 +48,10 @@ const (
 // closeWait bounds writing the close frame of a connection the server ends at once.
 const closeWait = 10 * time.Second
 
+// wsWriteBuffers are the write buffers the websocket connections borrow
+// (Upgrader.WriteBufferPool).
+var wsWriteBuffers sync.Pool
+
 // serveWebsocket answers GET /ws?topic=: the live updates of one page. The request went through
 // the same authentication as the pages (an embed link's token included); the topic must be one
 // the identity may see, and a browser's Origin must be this site or an allowed frame ancestor.
@@ -66,6 +71,10 @@ func (s *Server) serveWebsocket(c echo.Context) error {
 	upgrader := websocket.Upgrader{
 		ReadBufferSize:  1024,
 		WriteBufferSize: 4096,
+		// A connection borrows a write buffer only while it writes a message of its own (a
+		// ping, a close): the pushes go out as prepared messages, written without one. Without
+		// the pool each of a thousand connections would hold its 4 KB for its lifetime.
+		WriteBufferPool: &wsWriteBuffers,
 		// permessage-deflate: each push is compressed once for all the connections that
 		// negotiated it (live.message), not once per connection.
 		EnableCompression: true,
