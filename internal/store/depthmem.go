@@ -44,8 +44,9 @@ type recentDepth struct {
 
 	// values are each queue's minutes' peaks as the sparklines draw them, one for each of its
 	// minutes, in the same order: a page's sparkline of a queue is a stretch of them, handed out
-	// without a copy. An array once handed out is never written again: a changed minute makes
-	// the queue a new one (setMinute), so a reader may keep what it got while the store writes.
+	// without a copy. An array once handed out is never written again: a changed minute gives
+	// the queue a new array (setMinute), so a reader may keep what it got while the store
+	// writes.
 	values map[int64][]float64
 }
 
