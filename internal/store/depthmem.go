@@ -152,7 +152,7 @@ func (m *recentDepth) clipMinutes() {
 		}
 	}
 	for id, list := range m.minutes {
-		i, _ := slices.BinarySearchFunc(list, m.since, func(p minutePeak, since int64) int { return cmpInt(p.start, since) })
+		i := firstMinute(list, m.since)
 		if i == len(list) {
 			delete(m.minutes, id)
 			delete(m.values, id)
@@ -316,9 +316,8 @@ func (m *recentDepth) sparklines(ctx context.Context, from, until int64, load fu
 			minutes := v.minutes[id]
 			var list []float64
 			if len(ring) == 0 || ring[len(ring)-1].at <= until {
-				i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
 				values := v.values[id]
-				list = values[i:len(values):len(values)]
+				list = values[firstMinute(minutes, from):len(values):len(values)]
 			} else {
 				list = slices.Clip(minutePeaksOf(ring, minutes, from, until, minuteValue))
 			}
@@ -334,7 +333,7 @@ func (m *recentDepth) sparklines(ctx context.Context, from, until int64, load fu
 // made by point of its start and its peak: the minute that holds until only of ring's samples up
 // to until.
 func minutePeaksOf[P any](ring []depthSample, minutes []minutePeak, from, until int64, point func(start, visible int64) P) []P {
-	i, _ := slices.BinarySearchFunc(minutes, from, func(p minutePeak, from int64) int { return cmpInt(p.start, from) })
+	i := firstMinute(minutes, from)
 	list := make([]P, 0, len(minutes)-i) // one allocation a queue, not one per doubling
 	for _, p := range minutes[i:] {
 		if p.start > until {
@@ -357,6 +356,12 @@ func minutePeaksOf[P any](ring []depthSample, minutes []minutePeak, from, until 
 		list = append(list, point(p.start, p.visible))
 	}
 	return list
+}
+
+// firstMinute returns the index of the first of minutes that starts at or after at (unix ms).
+func firstMinute(minutes []minutePeak, at int64) int {
+	i, _ := slices.BinarySearchFunc(minutes, at, func(p minutePeak, at int64) int { return cmpInt(p.start, at) })
+	return i
 }
 
 // minuteValue is a minute's peak as a sparkline draws it.
