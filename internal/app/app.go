@@ -141,8 +141,10 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	for _, d := range cfg.Collector.Dimensions {
 		dims = append(dims, d.Name)
 	}
+	// The read side follows this replica's bus: the collector's and the actions' changes, and
+	// those the other replicas relay.
 	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff,
-		Dimensions: dims, ErrorDimension: cfg.ErrorDimension})
+		Dimensions: dims, ErrorDimension: cfg.ErrorDimension, Changes: bus, Logger: log.With("part", "views")})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
@@ -264,6 +266,8 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var wg sync.WaitGroup
+	// Every replica keeps its own snapshot of what the pages, the API and the notifier show.
+	wg.Go(func() { _ = d.Views.Run(loops) })
 	// The collector and the notifier run while this dashboard leads (always, on SQLite): one
 	// replica reads AWS and sends notifications. Neither stops on a failure (each cycle records
 	// its own and the next tries again) and each returns nil once its context ends, so they are
@@ -309,7 +313,7 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	d.log.Info("shutdown: HTTP server stopped")
 	stopLoops()
 	wg.Wait()
-	d.log.Info("shutdown: collector and notifier stopped")
+	d.log.Info("shutdown: collector, notifier and snapshots stopped")
 	if e := d.Server.Close(shutdownCtx); e != nil {
 		err = errors.Join(err, fmt.Errorf("app: close websockets: %w", e))
 	}

@@ -120,7 +120,7 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 			steps = append(steps, strings.TrimPrefix(m, "shutdown: "))
 		}
 	}
-	want := []string{"HTTP server stopped", "collector and notifier stopped", "websockets closed", "database closed"}
+	want := []string{"HTTP server stopped", "collector, notifier and snapshots stopped", "websockets closed", "database closed"}
 	if !slices.Equal(steps, want) {
 		t.Errorf("shutdown steps = %q, want %q", steps, want)
 	}

@@ -25,6 +25,10 @@ const (
 	// AlertsRaised: the notifier stored new alerts (DLQ arrivals, health changes, …), which the
 	// event stream follows.
 	AlertsRaised Kind = "alerts"
+	// SnapshotBuilt: the read side built a new snapshot of every queue (views.Snapshot), which
+	// the overview's pushes and the notifier follow. Each replica builds its own, so it is
+	// never sent to the others.
+	SnapshotBuilt Kind = "snapshot"
 )
 
 // Event is one change. QueueID is zero when the change is not about one queue.
@@ -49,8 +53,9 @@ func (discard) Publish(Event) {}
 // Bus fans events out to subscribers. Publish never blocks: a subscriber whose buffer is full
 // misses the event, which is safe because events only say "read again".
 type Bus struct {
-	mu   sync.Mutex
-	subs map[chan Event]struct{}
+	mu       sync.Mutex
+	subs     map[chan Event]struct{}
+	watchers map[*func(Event)]struct{}
 }
 
 // NewBus returns an empty Bus.
@@ -58,10 +63,13 @@ func NewBus() *Bus {
 	return &Bus{subs: make(map[chan Event]struct{})}
 }
 
-// Publish sends e to every subscriber that has room for it.
+// Publish calls every watcher with e, then sends it to every subscriber that has room for it.
 func (b *Bus) Publish(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for w := range b.watchers {
+		(*w)(e)
+	}
 	for ch := range b.subs {
 		select {
 		case ch <- e:
@@ -85,5 +93,23 @@ func (b *Bus) Subscribe(buffer int) (<-chan Event, func()) {
 			b.mu.Unlock()
 			close(ch)
 		})
+	}
+}
+
+// Watch calls fn with every event published from now on, within Publish, before Publish
+// returns: a reader of the store that watches learns of a change before anyone can read what
+// it changed. fn must not block or publish. The returned function ends the watch.
+func (b *Bus) Watch(fn func(Event)) func() {
+	w := &fn
+	b.mu.Lock()
+	if b.watchers == nil {
+		b.watchers = map[*func(Event)]struct{}{}
+	}
+	b.watchers[w] = struct{}{}
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.watchers, w)
+		b.mu.Unlock()
 	}
 }

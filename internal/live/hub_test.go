@@ -124,12 +124,12 @@ func TestHubSendsOneRenderingToEverySubscriber(t *testing.T) {
 
 func TestHubCoalescesBursts(t *testing.T) {
 	th := newTestHub(t, 4)
-	c := th.subscribe(t, Overview(), "")
+	c := th.subscribe(t, Queue(1), "")
 	th.fire(t)
 	receive(t, c)
 	th.renders.Store(0)
-	for i := range 20 {
-		th.Notify(events.Event{Kind: events.QueuesChanged, QueueID: int64(i + 1)})
+	for range 20 {
+		th.Notify(events.Event{Kind: events.SampleTaken, QueueID: 1})
 	}
 	th.Notify(events.Event{Kind: events.MetricsChanged})
 	th.fire(t)
@@ -145,7 +145,7 @@ func TestHubCoalescesBursts(t *testing.T) {
 	th.mu.Lock()
 	last := th.changes[len(th.changes)-1]
 	th.mu.Unlock()
-	if !last[events.QueuesChanged] || !last[events.MetricsChanged] {
+	if !last[events.SampleTaken] || !last[events.MetricsChanged] {
 		t.Errorf("changes = %v, want both kinds of the burst", last)
 	}
 }
@@ -167,7 +167,7 @@ func TestHubRendersOffItsLoop(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a registration waited for a rendering")
 	}
-	th.Notify(events.Event{Kind: events.QueuesChanged}) // taken while the rendering runs
+	th.Notify(events.Event{Kind: events.SnapshotBuilt}) // taken while the rendering runs
 	th.mu.Lock()
 	th.block = nil
 	th.mu.Unlock()
@@ -183,7 +183,7 @@ func TestHubDropsSlowClientOnly(t *testing.T) {
 	receive(t, fast)
 	// The slow client never reads: its buffer of 2 fills, and the third push drops it.
 	for range 4 {
-		th.Notify(events.Event{Kind: events.QueuesChanged})
+		th.Notify(events.Event{Kind: events.SnapshotBuilt})
 		th.fire(t)
 		receive(t, fast)
 	}
@@ -223,10 +223,12 @@ func TestTopicsOfEvents(t *testing.T) {
 		ev   events.Event
 		want []Topic // of Overview, Audit, Queue(2), Queue(5)
 	}{
-		{"one queue changed", events.Event{Kind: events.QueuesChanged, QueueID: 2}, []Topic{Overview(), Queue(2)}},
-		{"every queue changed", events.Event{Kind: events.MetricsChanged}, []Topic{Overview(), Queue(2), Queue(5)}},
+		{"a new snapshot", events.Event{Kind: events.SnapshotBuilt}, []Topic{Overview(), Queue(2), Queue(5)}},
+		// The overview follows the snapshot alone: a raw change reaches it through the next one.
+		{"queues changed", events.Event{Kind: events.QueuesChanged, QueueID: 2}, nil},
+		{"every queue's metrics", events.Event{Kind: events.MetricsChanged}, []Topic{Queue(2), Queue(5)}},
 		{"sample", events.Event{Kind: events.SampleTaken, QueueID: 5}, []Topic{Queue(5)}},
-		{"move task", events.Event{Kind: events.MoveTasksChanged, QueueID: 2}, []Topic{Overview(), Queue(2)}},
+		{"move task", events.Event{Kind: events.MoveTasksChanged, QueueID: 2}, []Topic{Queue(2)}},
 		{"audit", events.Event{Kind: events.AuditAppended}, []Topic{Audit()}},
 		{"unknown", events.Event{Kind: "other"}, nil},
 	}
@@ -394,7 +396,7 @@ func TestHubSendsUpdatesToSyncedAndFullToJoiners(t *testing.T) {
 	if got := string(receive(t, a)); got != "full 1" {
 		t.Fatalf("first push to a = %q, want the full view", got)
 	}
-	th.Notify(events.Event{Kind: events.QueuesChanged})
+	th.Notify(events.Event{Kind: events.SnapshotBuilt})
 	th.fire(t)
 	if got := string(receive(t, a)); got != "update 2" {
 		t.Fatalf("second push to a = %q, want the update", got)
@@ -404,7 +406,7 @@ func TestHubSendsUpdatesToSyncedAndFullToJoiners(t *testing.T) {
 	if got := string(receive(t, b)); got != "full 3" {
 		t.Fatalf("first push to b = %q, want the full view", got)
 	}
-	th.Notify(events.Event{Kind: events.QueuesChanged})
+	th.Notify(events.Event{Kind: events.SnapshotBuilt})
 	th.fire(t)
 	for name, c := range map[string]*client[string]{"a": a, "b": b} {
 		if got := string(receive(t, c)); got != "update 4" {

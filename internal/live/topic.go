@@ -66,14 +66,16 @@ func ParseTopic(s string) (Topic, error) {
 	return Topic{}, fmt.Errorf("%w: %.64q", ErrUnknownTopic, s)
 }
 
-// affects reports whether an event changes what a page of topic t shows. An event about no
-// queue in particular changes every queue's page.
+// affects reports whether an event changes what a page of topic t shows. The overview shows
+// the read side's snapshot, and changes with each new one; a queue's page shows its summary from
+// the snapshot too, and besides its charts, samples and move tasks, read as it is pushed. An
+// event about no queue in particular changes every queue's page.
 func (t Topic) affects(ev events.Event) bool {
 	queue := t.Kind == QueueTopic && (ev.QueueID == 0 || ev.QueueID == t.QueueID)
 	switch ev.Kind {
-	case events.QueuesChanged, events.MetricsChanged, events.MoveTasksChanged:
-		return queue || t.Kind == OverviewTopic
-	case events.SampleTaken:
+	case events.SnapshotBuilt:
+		return t.Kind == OverviewTopic || t.Kind == QueueTopic
+	case events.MetricsChanged, events.MoveTasksChanged, events.SampleTaken:
 		return queue
 	case events.AuditAppended:
 		return t.Kind == AuditTopic

@@ -170,7 +170,8 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case ev := <-changes:
-			dirty = dirty || ev.Kind != events.AlertsRaised && ev.Kind != events.AuditAppended
+			// The detector reads the read side's snapshot: a new one is what can change it.
+			dirty = dirty || ev.Kind == events.SnapshotBuilt
 		case <-t.C:
 			if !dirty && !s.pending.Load() {
 				continue

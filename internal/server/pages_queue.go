@@ -187,10 +187,10 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, ch
 	if err != nil {
 		return nil, err
 	}
-	// The depth charts read the attribute samples, so an attributes cycle redraws them as well
-	// as a CloudWatch cycle does: a chart that lags the stats card above it reads as a bug, and
+	// The depth charts read the attribute samples, so a new snapshot (after an attributes cycle)
+	// redraws them as well as a CloudWatch cycle does: a chart that lags the stats card above it reads as a bug, and
 	// drawing seven series costs about a millisecond per view (BenchmarkQueuePushWithCharts).
-	if !view.Nav.Embed && (changes[events.QueuesChanged] || changes[events.MetricsChanged] || changes[live.Connect]) {
+	if !view.Nav.Embed && (changes[events.SnapshotBuilt] || changes[events.MetricsChanged] || changes[live.Connect]) {
 		p.Range = templates.RangeByKey(view.query().Get("range"))
 		p.Charts = s.charts(ctx, queueID, p.Queue.IsDeadLetterQueue, p.Range)
 	}

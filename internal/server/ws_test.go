@@ -382,8 +382,9 @@ func TestWebsocketFollowsTheView(t *testing.T) {
 	})
 }
 
-// TestQueuePushCharts: the charts ride on the pushes of metrics cycles and of new connections,
-// not on every attributes cycle, and are drawn over the subscriber's range.
+// TestQueuePushCharts: the charts ride on the pushes of new snapshots (an attributes cycle's), of
+// metrics cycles and of new connections, not on samples, and are drawn over the subscriber's
+// range.
 func TestQueuePushCharts(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
@@ -398,7 +399,7 @@ func TestQueuePushCharts(t *testing.T) {
 		embed     bool
 		wantSince time.Duration // 0: no charts pushed
 	}{
-		{"attributes cycle", live.Changes{events.QueuesChanged: true}, nil, false, time.Hour},
+		{"a new snapshot (after an attributes cycle)", live.Changes{events.SnapshotBuilt: true}, nil, false, time.Hour},
 		{"sample", live.Changes{events.SampleTaken: true}, nil, false, 0},
 		{"metrics cycle", live.Changes{events.MetricsChanged: true}, nil, false, time.Hour},
 		{"metrics cycle, 24 hours", live.Changes{events.MetricsChanged: true}, url.Values{"range": {"24h"}}, false, 24 * time.Hour},

@@ -395,6 +395,36 @@ func (s *Store) recentDepthSamples(ctx context.Context, since int64) (map[int64]
 	return rings, nil
 }
 
+// DepthSamplesSince returns every queue's depth samples from since on, oldest first, by queue id:
+// a range seek per queue. Where a roll-up and a raw sample share a time, the roll-up stays, as
+// in LatestAttributeSamplesBetween.
+func (s *Store) DepthSamplesSince(ctx context.Context, since time.Time) (map[int64][]AttributeSample, error) {
+	rows, err := s.db.QueryContext(ctx, recentDepthSamplesQuery, msCeil(since))
+	if err != nil {
+		return nil, fmt.Errorf("store: depth samples since %s: %w", since.UTC().Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	out := map[int64][]AttributeSample{}
+	for rows.Next() {
+		var at int64
+		a := AttributeSample{}
+		if err := rows.Scan(&a.QueueID, &at, &a.Visible, &a.InFlight, &a.Delayed); err != nil {
+			return nil, fmt.Errorf("store: depth samples: %w", err)
+		}
+		a.At = fromMS(at)
+		list := out[a.QueueID]
+		if n := len(list); n > 0 && list[n-1].At.Equal(a.At) {
+			list[n-1] = a
+			continue
+		}
+		out[a.QueueID] = append(list, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: depth samples: %w", err)
+	}
+	return out, nil
+}
+
 // SaveAttributeSamples appends raw depth samples, of any queues, in one transaction: a history
 // imported at once (benchmarks and fixtures build an hour of a thousand queues with it). It
 // leaves the queues' attributes alone; SaveQueueAttributes is the collector's way.

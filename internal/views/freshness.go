@@ -2,36 +2,19 @@ package views
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"time"
-
-	"github.com/toolq/toolq/internal/store"
 )
 
 // Freshness says how old the newest attribute cycle that read something is, and which regions
-// toolq cannot see. Before the first cycle it is stale with a zero UpdatedAt.
+// toolq cannot see, as the current snapshot has it, its age counted to now. Before the first
+// cycle it is stale with a zero UpdatedAt.
 func (s *Service) Freshness(ctx context.Context) (Freshness, error) {
-	sight, err := s.readSight(ctx)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
-		return Freshness{}, fmt.Errorf("views: %w", err)
+		return Freshness{}, err
 	}
-	return s.freshness(ctx, s.clock(), sight)
-}
-
-func (s *Service) freshness(ctx context.Context, now time.Time, sight sightFacts) (Freshness, error) {
-	f := Freshness{Stale: true, Blind: blindRegions(sight.problems())}
-	run, err := s.store.LatestRun(ctx, store.RunAttributes)
-	if errors.Is(err, store.ErrNotFound) {
-		return f, nil
-	}
-	if err != nil {
-		return Freshness{}, fmt.Errorf("views: freshness: %w", err)
-	}
-	age := now.Sub(run.FinishedAt)
-	f.UpdatedAt, f.AgeSeconds, f.Stale = run.FinishedAt.UTC(), seconds(age), age > s.th.StaleAfter
-	return f, nil
+	return snap.FreshnessAt(s.clock()), nil
 }
 
 // seconds turns a duration into seconds rounded to a tenth, never negative (clocks skew).

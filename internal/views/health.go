@@ -72,6 +72,10 @@ type healthFacts struct {
 	// For a dead-letter queue: its watched sources, to compare retention periods.
 	Sources []store.Queue
 
+	// clock is Now's horizon: the rules record in it when their answers would change. nil: a
+	// horizon of Now's own, forgotten after the rules.
+	clock *horizon
+
 	// CloudWatchExpected: the collector reads CloudWatch in the queue's region;
 	// CloudWatchFailure is its newest GetMetricData failure there, nil when that succeeded.
 	CloudWatchExpected bool
@@ -94,18 +98,22 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	}
 	q := f.Queue
 	staleAfter, ageWindow := cmp.Or(f.StaleAfter, th.StaleAfter), cmp.Or(f.AgeWindow, th.GrowthWindow)
+	clock := f.clock
+	if clock == nil {
+		clock = newHorizon(f.Now)
+	}
 
 	if q.Gone() {
 		// A gone queue's depth and age are history: say so and nothing else.
-		add(ProblemGone, HealthWarning, fmt.Sprintf("queue no longer exists (gone %s ago)", humanDuration(f.Now.Sub(q.GoneAt))))
+		add(ProblemGone, HealthWarning, "queue no longer exists (gone "+clock.since(q.GoneAt)+" ago)")
 		return h
 	}
 
 	switch {
 	case f.Latest == nil:
 		add(ProblemStale, HealthWarning, "no data yet")
-	case f.Now.Sub(f.Latest.At) > staleAfter:
-		add(ProblemStale, HealthWarning, "data is "+humanDuration(f.Now.Sub(f.Latest.At))+" old")
+	case clock.past(f.Latest.At.Add(staleAfter)):
+		add(ProblemStale, HealthWarning, "data is "+clock.since(f.Latest.At)+" old")
 	}
 
 	if deadLetter(q) && f.Latest != nil {
@@ -136,7 +144,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
 	switch {
 	case deadLetter(q) || empty || f.Latest == nil:
-	case f.OldestAge != nil && f.Now.Sub(f.OldestAge.At) <= ageWindow:
+	case f.OldestAge != nil && clock.within(f.OldestAge.At.Add(ageWindow)):
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
@@ -144,13 +152,13 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		case age >= th.OldestAgeWarning:
 			add(ProblemOldest, HealthWarning, "oldest message is "+humanDuration(age)+" old")
 		}
-	case !f.EmptyAt.IsZero() && f.Now.Sub(f.EmptyAt) < th.OldestAgeWarning:
+	case !f.EmptyAt.IsZero() && clock.before(f.EmptyAt.Add(th.OldestAgeWarning)):
 	case f.CloudWatchFailure != nil:
 		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
-	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && f.Now.Sub(q.FirstSeen) < th.GrowthWindow:
+	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && clock.before(q.FirstSeen.Add(th.GrowthWindow)):
 		// CloudWatch publishes SQS metrics every minute and a new queue's first datapoint
 		// takes a few: say so rather than suggest something broke.
-		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint yet (watched for %s)", humanDuration(f.Now.Sub(q.FirstSeen))))
+		add(ProblemUnknown, HealthUnknown, "oldest message age unknown: no CloudWatch datapoint yet (watched for "+clock.since(q.FirstSeen)+")")
 	case f.CloudWatchExpected:
 		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
 	}

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/toolq/toolq/internal/arn"
-	"github.com/toolq/toolq/internal/parallel"
 	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -24,10 +23,12 @@ const (
 	SparklinePoints = 60
 )
 
-// snapshot is what the queue views gather from the store in a few bulk reads, before any
-// per-queue work.
-type snapshot struct {
+// readings are what a snapshot reads from the store and its depth history, in a few bulk reads,
+// before any per-queue work; its clock is the instant they were read for, and records when what
+// they say changes with the clock alone.
+type readings struct {
 	now      time.Time
+	clock    *horizon
 	queues   []store.Queue           // every queue, gone ones included, by name
 	byARN    map[string]*store.Queue // into queues
 	latest   map[int64]store.AttributeSample
@@ -43,92 +44,79 @@ type snapshot struct {
 	cadence  store.Cadences                   // the estimate's cadences; zero before one
 	running  map[int64]bool                   // queues with a running move task
 	tasks    []store.MoveTask                 // the running move tasks
+	run      *store.CollectorRun              // the newest attribute cycle; nil before one
 	sight    sightFacts
 	topology topology       // what surrounds the queues: consumers, rules, alarms
 	names    map[string]int // how many queues have each name, for links (QueueSummary.Ref)
 }
 
-// gather reads the snapshot. With queueID 0 it reads every queue's sparkline and growth sample;
-// otherwise only that queue's, as a queue page summarizes no other queue.
+// read reads what a snapshot at now shows, bringing history up to date first.
 //
 // The reads are independent of each other (but for the two that count what the newest samples
-// hold), so they run at once: most answer from the store's memory, and at a thousand queues
-// each costs a millisecond or two of CPU that a second core halves (docs/performance.md).
-func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*snapshot, error) {
-	snap := &snapshot{now: now, byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
-	// The sparklines' buckets are whole minutes, the last one the minute under way: a bucket's
-	// peak then changes only when a sample of its minute comes, not every time now moves, so an
-	// overview push carries the rows whose depth changed and, once a minute, those whose
-	// sparkline moved on.
-	bucket := sparklineWindow / SparklinePoints
-	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
-	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
-	// a DLQ is not "growing" against a sample from days ago.
-	growthSince := now.Add(-max(sparklineWindow, 2*s.th.GrowthWindow))
+// hold), so they run at once.
+func (s *Service) read(ctx context.Context, history *depthHistory, now time.Time) (*readings, error) {
+	rd := &readings{now: now, clock: newHorizon(now), byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
 	var errs []store.CollectorError
 	err := concurrently(ctx,
 		func(ctx context.Context) (err error) {
-			snap.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
+			rd.queues, err = s.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
 			return err
 		},
+		func(ctx context.Context) error { return history.update(ctx, s.store, now) },
 		func(ctx context.Context) (err error) {
-			snap.latest, err = s.store.LatestAttributeSamples(ctx)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			snap.peaks, err = s.store.VisiblePeakValues(ctx, queueID, now.Truncate(bucket).Add(-sparklineWindow+bucket), now, bucket)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			snap.earlier, err = s.store.LatestAttributeSamplesBetween(ctx, queueID, growthSince, now.Add(-s.th.GrowthWindow))
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			snap.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			snap.empty, err = s.store.LastEmptyTimes(ctx, now.Add(-sparklineWindow), now)
+			rd.ages, err = s.store.LatestMetricPoints(ctx, metricOldestAge)
 			return err
 		},
 		func(ctx context.Context) error {
 			switch e, err := s.store.GetCostEstimate(ctx); {
 			case err == nil:
-				snap.estimate, snap.cadence = &e, e.Cadences
+				rd.estimate, rd.cadence = &e, e.Cadences
 			case !errors.Is(err, store.ErrNotFound):
 				return err
 			}
 			return nil
 		},
-		func(ctx context.Context) (err error) { snap.samples, err = s.store.LatestSamples(ctx); return err },
+		func(ctx context.Context) (err error) { rd.samples, err = s.store.LatestSamples(ctx); return err },
 		func(ctx context.Context) (err error) {
 			errs, err = s.store.ErrorsSince(ctx, 0, now.Add(-s.th.ErrorWindow))
 			return err
 		},
-		func(ctx context.Context) (err error) { snap.tasks, err = s.store.RunningMoveTasks(ctx); return err },
-		func(ctx context.Context) (err error) { snap.sight, err = s.readSight(ctx); return err },
-		func(ctx context.Context) (err error) { snap.topology, err = s.readTopology(ctx); return err },
+		func(ctx context.Context) error {
+			switch run, err := s.store.LatestRun(ctx, store.RunAttributes); {
+			case err == nil:
+				rd.run = &run
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			return nil
+		},
+		func(ctx context.Context) (err error) { rd.tasks, err = s.store.RunningMoveTasks(ctx); return err },
+		func(ctx context.Context) (err error) { rd.sight, err = s.readSight(ctx); return err },
+		func(ctx context.Context) (err error) { rd.topology, err = s.readTopology(ctx); return err },
 	)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
-	snap.names = make(map[string]int, len(snap.queues))
-	for i, q := range snap.queues {
-		snap.byARN[q.ARN] = &snap.queues[i]
-		snap.names[q.Name]++
+	rd.readHistory(history, s.th.GrowthWindow)
+	rd.names = make(map[string]int, len(rd.queues))
+	for i, q := range rd.queues {
+		rd.byARN[q.ARN] = &rd.queues[i]
+		rd.names[q.Name]++
 	}
 	for _, e := range errs {
 		if e.QueueID != 0 {
-			snap.errors[e.QueueID] = append(snap.errors[e.QueueID], e)
+			rd.errors[e.QueueID] = append(rd.errors[e.QueueID], e)
 		}
+		// An error counts while it is within the window: from then on, one fewer.
+		rd.clock.change(e.At.Add(s.th.ErrorWindow + time.Nanosecond))
 	}
-	for _, t := range snap.tasks {
-		snap.running[t.QueueID] = true
+	for _, t := range rd.tasks {
+		rd.running[t.QueueID] = true
 	}
 	// What the health rules count in each queue's newest sample, in two queries for all of them.
 	var sampled, fifoSampled []int64
-	for _, q := range snap.queues {
-		if sample, ok := snap.samples[q.ID]; ok && (queueID == 0 || q.ID == queueID) {
+	for _, q := range rd.queues {
+		if sample, ok := rd.samples[q.ID]; ok {
 			sampled = append(sampled, sample.ID)
 			if q.FIFO {
 				fifoSampled = append(fifoSampled, sample.ID)
@@ -137,18 +125,42 @@ func (s *Service) gather(ctx context.Context, now time.Time, queueID int64) (*sn
 	}
 	err = concurrently(ctx,
 		func(ctx context.Context) (err error) {
-			snap.nearMax, err = s.store.NearMaxCounts(ctx, sampled)
+			rd.nearMax, err = s.store.NearMaxCounts(ctx, sampled)
 			return err
 		},
 		func(ctx context.Context) (err error) {
-			snap.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled)
+			rd.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled)
 			return err
 		},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
-	return snap, nil
+	return rd, nil
+}
+
+// readHistory takes what the readings need of the depth history: each queue's newest sample,
+// its sparkline, its growth rule's earlier sample and its newest empty sample.
+func (rd *readings) readHistory(h *depthHistory, growthWindow time.Duration) {
+	// The sparklines' buckets are whole minutes, the last one the minute under way: a bucket's
+	// peak then changes only when a sample of its minute comes, not every time now moves, so an
+	// overview push carries the rows whose depth changed and, once a minute, those whose
+	// sparkline moved on.
+	bucket := sparklineWindow / SparklinePoints
+	minute := rd.now.Truncate(bucket)
+	rd.clock.change(minute.Add(bucket))
+	rd.latest = h.latestSamples()
+	rd.peaks = h.sparklines(rd.clock, minute.Add(-sparklineWindow+bucket))
+	// The growth rule compares the newest depth with the newest at least GrowthWindow old, but
+	// no older than the sparkline's hour or twice GrowthWindow, whichever reaches further back:
+	// a DLQ is not "growing" against a sample from days ago.
+	rd.earlier = h.earlier(rd.clock, growthBack(growthWindow), growthWindow)
+	rd.empty = h.lastEmpty(rd.clock, sparklineWindow)
+}
+
+// growthBack is how far back the growth rule looks for its earlier sample.
+func growthBack(growthWindow time.Duration) time.Duration {
+	return max(sparklineWindow, 2*growthWindow)
 }
 
 // concurrently runs reads at once and returns the first error; after an error, ctx is
@@ -170,27 +182,27 @@ const sampleAgeWindow = 15 * time.Minute
 // while recent), the newest message sample for a dead-letter queue, since CloudWatch skips
 // messages received three times or more, which in a DLQ is every message. An empty queue has no
 // age.
-func oldestAge(snap *snapshot, q store.Queue, window time.Duration) (age float64, source string, at time.Time, ok bool) {
-	a, sampled := snap.latest[q.ID]
+func oldestAge(rd *readings, q store.Queue, window time.Duration) (age float64, source string, at time.Time, ok bool) {
+	a, sampled := rd.latest[q.ID]
 	if !sampled || a.Visible+a.InFlight == 0 {
 		return 0, "", time.Time{}, false
 	}
 	if deadLetter(q) {
-		sample, ok := snap.samples[q.ID]
-		if !ok || sample.OldestSentAt.IsZero() || snap.now.Sub(sample.At) > sampleAgeWindow {
+		sample, ok := rd.samples[q.ID]
+		if !ok || sample.OldestSentAt.IsZero() || rd.clock.past(sample.At.Add(sampleAgeWindow)) {
 			return 0, "", time.Time{}, false
 		}
 		return seconds(sample.At.Sub(sample.OldestSentAt)), "sample", sample.At, true
 	}
-	p, ok := snap.ages[q.ID]
-	if !ok || snap.now.Sub(p.At) > window {
+	p, ok := rd.ages[q.ID]
+	if !ok || rd.clock.past(p.At.Add(window)) {
 		return 0, "", time.Time{}, false
 	}
 	return p.Value, "cloudwatch", p.At, true
 }
 
 // summarize builds one queue's overview row, health included.
-func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) (QueueSummary, error) {
+func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (QueueSummary, error) {
 	sum := QueueSummary{
 		ID:                q.ID,
 		Ref:               q.Name,
@@ -205,7 +217,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		IsDeadLetterQueue: deadLetter(q),
 		SourceQueues:      []string{},
 		Gone:              q.Gone(),
-		RunningRedrive:    snap.running[q.ID],
+		RunningRedrive:    rd.running[q.ID],
 		Sparkline:         []float64{},
 	}
 	switch {
@@ -214,29 +226,29 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	case q.IsDeadLetterQueue():
 		sum.DeadLetterKind = DeadLetterSQS
 	}
-	if snap.names[q.Name] > 1 {
+	if rd.names[q.Name] > 1 {
 		sum.Ref = q.ARN
 	}
-	f := healthFacts{Now: snap.now, Queue: q, Errors: snap.errors[q.ID], EmptyAt: snap.empty[q.ID]}
-	f.StaleAfter, f.AgeWindow = s.windows(snap.cadence, snap.latest[q.ID])
+	f := healthFacts{Now: rd.now, Queue: q, Errors: rd.errors[q.ID], EmptyAt: rd.empty[q.ID], clock: rd.clock}
+	f.StaleAfter, f.AgeWindow = s.windows(rd.cadence, rd.latest[q.ID])
 
-	if a, ok := snap.latest[q.ID]; ok {
+	if a, ok := rd.latest[q.ID]; ok {
 		sum.Visible, sum.InFlight, sum.Delayed = a.Visible, a.InFlight, a.Delayed
 		sum.SampledAt = timePtr(a.At)
 		f.Latest = &a
 	}
-	sum.Sparkline = sparkline(snap.peaks[q.ID])
-	if e, ok := snap.earlier[q.ID]; ok {
+	sum.Sparkline = sparkline(rd.peaks[q.ID])
+	if e, ok := rd.earlier[q.ID]; ok {
 		f.Earlier = &e
 	}
-	if p, ok := snap.ages[q.ID]; ok {
+	if p, ok := rd.ages[q.ID]; ok {
 		f.OldestAge = &p
 	}
-	if age, source, at, ok := oldestAge(snap, q, f.AgeWindow); ok {
+	if age, source, at, ok := oldestAge(rd, q, f.AgeWindow); ok {
 		sum.OldestMessageAgeSeconds, sum.OldestMessageAgeSource, sum.OldestMessageAgeAt = &age, source, timePtr(at)
 	}
 	sum.Tier = q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != ""
-	f.CloudWatchExpected, f.CloudWatchFailure = snap.sight.cloudWatch(q.Scope())
+	f.CloudWatchExpected, f.CloudWatchFailure = rd.sight.cloudWatch(q.Scope())
 	if q.MaxReceiveCount > 0 {
 		n := q.MaxReceiveCount
 		sum.MaxReceiveCount = &n
@@ -244,9 +256,9 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	var dlq *store.Queue // the watched queue its RedrivePolicy names
 	if q.DeadLetterTargetARN != "" {
 		name := arn.QueueName(q.DeadLetterTargetARN)
-		if dlq = snap.byARN[q.DeadLetterTargetARN]; dlq != nil {
+		if dlq = rd.byARN[q.DeadLetterTargetARN]; dlq != nil {
 			name = dlq.Name
-			if a, ok := snap.latest[dlq.ID]; ok {
+			if a, ok := rd.latest[dlq.ID]; ok {
 				v := a.Visible
 				sum.DeadLetterQueueDepth = &v
 				f.DLQVisible = &v
@@ -256,7 +268,7 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 		f.DLQName = name
 	}
 	for _, arn := range q.SourceARNs {
-		if src, ok := snap.byARN[arn]; ok {
+		if src, ok := rd.byARN[arn]; ok {
 			sum.SourceQueues = append(sum.SourceQueues, src.Name)
 			f.Sources = append(f.Sources, *src)
 		} else {
@@ -265,10 +277,10 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 	}
 	var groups []store.GroupBacklog
 	var newest *store.Sample
-	if sample, ok := snap.samples[q.ID]; ok {
+	if sample, ok := rd.samples[q.ID]; ok {
 		newest = &sample
 		if q.FIFO {
-			groups = snap.groups[sample.ID]
+			groups = rd.groups[sample.ID]
 			for _, g := range groups {
 				if g.Blocked {
 					f.BlockedGroups = append(f.BlockedGroups, g)
@@ -276,12 +288,12 @@ func (s *Service) summarize(ctx context.Context, snap *snapshot, q store.Queue) 
 			}
 			sum.BlockedGroups = len(f.BlockedGroups)
 		}
-		f.NearMax = snap.nearMax[sample.ID]
+		f.NearMax = rd.nearMax[sample.ID]
 	}
 	sum.Health = evaluateHealth(f, s.th)
 	// The advice reads what the health rules read of the queue's neighbours and samples: looked
 	// up once, above, for both.
-	facts, err := s.adviceFacts(ctx, snap, q, adviceInputs{dlq: dlq, sources: f.Sources, latest: f.Latest, sample: newest, groups: groups})
+	facts, err := s.adviceFacts(ctx, rd, q, adviceInputs{dlq: dlq, sources: f.Sources, latest: f.Latest, sample: newest, groups: groups})
 	if err != nil {
 		return QueueSummary{}, err
 	}
@@ -302,8 +314,8 @@ func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (sta
 }
 
 // sparkline draws the visible depth of each of the last 60 minutes (the minute's maximum, so
-// that a spike shows), oldest first, from the store's per-minute peaks; minutes without samples
-// are skipped. The peaks are the snapshot's own, read for it alone.
+// that a spike shows), oldest first, from the depth history's per-minute peaks; minutes without
+// samples are skipped.
 func sparkline(peaks []float64) []float64 {
 	if peaks == nil {
 		return []float64{}
@@ -311,57 +323,22 @@ func sparkline(peaks []float64) []float64 {
 	return peaks
 }
 
-// summaries builds every queue's row, in the overview's order. A summary only reads the
-// snapshot, and at a thousand queues the summaries are most of the overview's CPU, so they are
-// built on every processor at once.
-func (s *Service) summaries(ctx context.Context, snap *snapshot) ([]QueueSummary, error) {
-	out := make([]QueueSummary, len(snap.queues))
-	err := parallel.Stretches(ctx, len(out), func(ctx context.Context, from, to int) error {
-		for i := from; i < to; i++ {
-			sum, err := s.summarize(ctx, snap, snap.queues[i])
-			if err != nil {
-				return err
-			}
-			out[i] = sum
+// summaries builds every queue's row, in the overview's order.
+func (s *Service) summaries(ctx context.Context, rd *readings) ([]QueueSummary, error) {
+	out := make([]QueueSummary, len(rd.queues))
+	for i, q := range rd.queues {
+		sum, err := s.summarize(ctx, rd, q)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		out[i] = sum
 	}
-	return sortSummaries(out), nil
-}
-
-// sortSummaries puts unhealthy queues first (critical, then warning), then groups them by
-// account and region and orders them by name, in place. It sorts the rows' places and then
-// moves each row once, along the cycles of the order: a summary is large, and a stable sort of
-// a thousand of them spent a millisecond moving them about (a copy into a new slice, half a
-// megabyte a page).
-func sortSummaries(qs []QueueSummary) []QueueSummary {
-	order := make([]int, len(qs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int { return compareSummaries(&qs[i], &qs[j]) })
-	// Place i takes the row at order[i]: each cycle of places is walked once, its first row
-	// held aside, and each place done is marked -1.
-	for i := range qs {
-		if order[i] < 0 || order[i] == i {
-			continue
-		}
-		first, at := qs[i], i
-		for order[at] != i {
-			from := order[at]
-			qs[at], order[at] = qs[from], -1
-			at = from
-		}
-		qs[at], order[at] = first, -1
-	}
-	return qs
+	slices.SortStableFunc(out, compareSummaries)
+	return out, nil
 }
 
 // compareSummaries is the overview's order: unhealthy first, then account, region, name, ARN.
-func compareSummaries(a, b *QueueSummary) int {
+func compareSummaries(a, b QueueSummary) int {
 	if c := cmp.Compare(severity(b.Health.Status), severity(a.Health.Status)); c != 0 {
 		return c
 	}
@@ -377,27 +354,15 @@ func compareSummaries(a, b *QueueSummary) int {
 	return strings.Compare(a.ARN, b.ARN)
 }
 
-// Overview returns every watched queue, unhealthy first, with totals, freshness and cost.
+// Overview returns every watched queue, unhealthy first, with totals, freshness and cost: the
+// current snapshot's, its freshness's age counted to now.
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
-	now := s.clock()
-	snap, err := s.gather(ctx, now, 0)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return Overview{}, err
 	}
-	ov := Overview{Cost: costOf(snap)}
-	err = concurrently(ctx,
-		func(ctx context.Context) (err error) { ov.Queues, err = s.summaries(ctx, snap); return err },
-		func(ctx context.Context) (err error) {
-			ov.Freshness, err = s.freshness(ctx, now, snap.sight)
-			return err
-		},
-	)
-	if err != nil {
-		return Overview{}, err
-	}
-	ov.Totals, ov.Sight = totals(ov.Queues), snap.sight.problems()
-	ov.Problems = problems(ov.Queues, ov.Sight)
-	ov.Scopes = scopes(ov.Queues, ov.Freshness.Blind)
+	ov := snap.Overview
+	ov.Freshness = snap.FreshnessAt(s.clock())
 	return ov, nil
 }
 
@@ -469,10 +434,10 @@ func totals(qs []QueueSummary) Totals {
 	return t
 }
 
-// costOf is the snapshot's cost estimate (the one whose cadences its rules used); zero with a
+// costOf is the readings' cost estimate (the one whose cadences its rules used); zero with a
 // null At before the collector made one.
-func costOf(snap *snapshot) Cost {
-	c := snap.estimate
+func costOf(rd *readings) Cost {
+	c := rd.estimate
 	if c == nil {
 		return Cost{Loops: []LoopCost{}, Accounts: []AccountCost{}}
 	}
@@ -503,59 +468,45 @@ func costOf(snap *snapshot) Cost {
 	return out
 }
 
-// Queues returns the queues that match q, in the overview's order.
+// Queues returns the queues that match q, in the overview's order, from the current snapshot.
 func (s *Service) Queues(ctx context.Context, q QueueQuery) ([]QueueSummary, error) {
-	snap, err := s.gather(ctx, s.clock(), 0)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.summaries(ctx, snap)
-	if err != nil {
-		return nil, err
-	}
-	out := []QueueSummary{}
-	for _, sum := range all {
-		if q.DLQOnly && !sum.IsDeadLetterQueue {
-			continue
-		}
-		if q.Misconfigured && !sum.Misconfigured() {
-			continue
-		}
-		if len(q.Health) > 0 && !slices.Contains(q.Health, sum.Health.Status) {
-			continue
-		}
-		if !sum.InScope(q.Account, q.Region) {
-			continue
-		}
-		out = append(out, sum)
-	}
-	return out, nil
+	return snap.Queues(q), nil
 }
 
-// Queue returns one queue with all its attributes and newest metric values.
+// Queue returns one queue with all its attributes and newest metric values: its summary as the
+// current snapshot has it, and what only its page shows, read now.
 func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error) {
-	q, err := s.queue(ctx, queueID)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return QueueDetail{}, err
 	}
+	sum, ok := snap.Queue(queueID)
+	if !ok {
+		if _, err := s.queue(ctx, queueID); err != nil {
+			return QueueDetail{}, err
+		}
+		// Found since the snapshot was built: the next one has it.
+		if snap, err = s.rebuild(ctx, s.snaps.builds.Load(), 0); err != nil {
+			return QueueDetail{}, err
+		}
+		if sum, ok = snap.Queue(queueID); !ok {
+			return QueueDetail{}, fmt.Errorf("%w: queue %d", ErrNotFound, queueID)
+		}
+	}
+	rd := snap.readings
+	q := *rd.byARN[sum.ARN]
 	now := s.clock()
-	snap, err := s.gather(ctx, now, q.ID)
-	if err != nil {
-		return QueueDetail{}, err
-	}
-	if gathered, ok := snap.byARN[q.ARN]; ok {
-		q = *gathered // the gathered copy, so that sources match the snapshot
-	}
-	sum, err := s.summarize(ctx, snap, q)
-	if err != nil {
-		return QueueDetail{}, err
-	}
 	d := QueueDetail{
 		QueueSummary: sum,
 		Attributes:   map[string]string{},
 		AttributesAt: timePtr(q.AttributesAt),
 		Metrics:      map[string]MetricValue{},
 		Errors:       []CollectorErrorView{},
+		Freshness:    snap.FreshnessAt(now),
 	}
 	for k, v := range q.Attributes {
 		d.Attributes[k] = v
@@ -567,7 +518,7 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 	for name, p := range points {
 		d.Metrics[name] = MetricValue{Value: p.Value, At: p.At.UTC(), Period: p.Period}
 	}
-	if d.Peek, err = s.peekStatus(ctx, q, snap, now); err != nil {
+	if d.Peek, err = s.peekStatus(ctx, q, rd, now); err != nil {
 		return QueueDetail{}, err
 	}
 	errs, err := s.store.ErrorsSince(ctx, q.ID, now.Add(-max(s.th.ErrorWindow, detailErrorWindow)))
@@ -590,17 +541,14 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 			d.Redrive = &r
 		}
 	}
-	if d.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
-		return QueueDetail{}, err
-	}
-	d.DeadLetterChain = deadLetterChain(snap, q)
-	d.Consumers = consumersOf(snap.topology.mappings[q.ARN])
-	d.ConsumersProblem = snap.sight.consumersProblem(q.Scope())
-	d.FedBy = feedsOf(snap, snap.topology.feeds[q.ARN])
-	d.DeadLetterOfTargets = feedsOf(snap, snap.topology.failures[q.ARN])
-	d.Alarms = alarmsOf(snap.topology.queueAlarms(q))
+	d.DeadLetterChain = deadLetterChain(rd, q)
+	d.Consumers = consumersOf(rd.topology.mappings[q.ARN])
+	d.ConsumersProblem = rd.sight.consumersProblem(q.Scope())
+	d.FedBy = feedsOf(rd, rd.topology.feeds[q.ARN])
+	d.DeadLetterOfTargets = feedsOf(rd, rd.topology.failures[q.ARN])
+	d.Alarms = alarmsOf(rd.topology.queueAlarms(q))
 	d.AdviceGaps = []AdviceGap{}
-	for _, g := range snap.sight.adviceGaps() {
+	for _, g := range rd.sight.adviceGaps() {
 		if g.Region == q.Scope() {
 			d.AdviceGaps = append(d.AdviceGaps, g)
 		}
@@ -608,7 +556,7 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 	if q.IsEventBridgeDeadLetterQueue() {
 		d.RedriveUnavailable = eventBridgeNoRedrive
 	}
-	if expected, failure := snap.sight.cloudWatch(q.Scope()); expected && failure != nil {
+	if expected, failure := rd.sight.cloudWatch(q.Scope()); expected && failure != nil {
 		d.MetricsProblem = fmt.Sprintf("CloudWatch metrics of %s are missing (%s): GetMetricData fails in %s with %s since %s",
 			q.Name, strings.Join(cloudWatchMetrics(q.FIFO), ", "), q.Scope(), safetext.Line(failure.FailureCode, 64), sinceText(failure.LastSuccessAt))
 	}
@@ -617,12 +565,12 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 
 // deadLetterChain follows RedrivePolicies from q: its DLQ, the DLQ's own DLQ, and on, stopping
 // at a queue toolq does not watch or at a loop.
-func deadLetterChain(snap *snapshot, q store.Queue) []string {
+func deadLetterChain(rd *readings, q store.Queue) []string {
 	chain := []string{}
 	seen := map[string]bool{q.ARN: true}
 	for next := q.DeadLetterTargetARN; next != "" && !seen[next]; {
 		seen[next] = true
-		dlq, ok := snap.byARN[next]
+		dlq, ok := rd.byARN[next]
 		if !ok {
 			chain = append(chain, next)
 			break
@@ -658,9 +606,9 @@ const (
 )
 
 // peekStatus says whether and how the dashboard samples a queue and what its receives cost.
-func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot, now time.Time) (PeekStatus, error) {
+func (s *Service) peekStatus(ctx context.Context, q store.Queue, rd *readings, now time.Time) (PeekStatus, error) {
 	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused, OwnReceiveLimit: ownReceiveLimit(q)}
-	if sample, ok := snap.samples[q.ID]; ok {
+	if sample, ok := rd.samples[q.ID]; ok {
 		if p.OwnReceiveLimit != nil {
 			most, err := s.store.MostOwnReceives(ctx, sample.ID)
 			if err != nil {
@@ -683,10 +631,10 @@ func (s *Service) peekStatus(ctx context.Context, q store.Queue, snap *snapshot,
 		return PeekStatus{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
 	}
 	var latest *store.Sample
-	if sample, ok := snap.samples[q.ID]; ok {
+	if sample, ok := rd.samples[q.ID]; ok {
 		latest = &sample
 	}
-	p.Next = sampleDueOf(q, latest, snap.cadence, now)
+	p.Next = sampleDueOf(q, latest, rd.cadence, now)
 	p.ReceivesLastHour = hour.Receives
 	p.ReceivesLastDay = day.Receives
 	p.MessagesTakenLastDay = day.MessagesTaken

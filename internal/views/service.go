@@ -4,11 +4,14 @@
 package views
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -26,6 +29,19 @@ type Options struct {
 	// ErrorDimension names the dimension that holds why a tool call failed, shown as a
 	// message's reason when it carries no EventBridge failure attributes; "" for none.
 	ErrorDimension string
+
+	// Changes is the bus whose events say that the store changed (the collector's cycles and
+	// samples, move tasks; this replica's and, relayed, the others'). With it, one snapshot
+	// serves every read until a change, and Run builds and announces the next
+	// (events.SnapshotBuilt, on the same bus). Without it, every read builds its own.
+	Changes *events.Bus
+	// MinInterval is the least time between two builds that changes start (default
+	// DefaultMinInterval); Lag how long after a change a read may still be answered from the
+	// snapshot before it while Run builds the next (default DefaultLag; negative: none, every
+	// read after a change waits for the snapshot that has it).
+	MinInterval time.Duration
+	Lag         time.Duration
+	Logger      *slog.Logger // default: discard
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
@@ -36,6 +52,8 @@ type Service struct {
 	adviceOff map[string]bool
 	dims      []string
 	errorDim  string
+	log       *slog.Logger
+	snaps     snapshots
 }
 
 // New returns a Service.
@@ -47,8 +65,16 @@ func New(opts Options) *Service {
 	for _, id := range opts.AdviceOff {
 		off[id] = true
 	}
-	return &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off,
-		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension}
+	s := &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off,
+		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension,
+		log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))}
+	s.snaps = snapshots{bus: opts.Changes, minInterval: cmp.Or(max(opts.MinInterval, 0), DefaultMinInterval),
+		lag: cmp.Or(opts.Lag, DefaultLag)}
+	// The history reaches as far back as the growth rule looks, with a margin for a clock that
+	// runs a little ahead of the samples'.
+	s.snaps.history.keep = growthBack(s.th.GrowthWindow) + 5*time.Minute
+	s.snaps.watch()
+	return s
 }
 
 // Dimensions returns the names of the tool-call dimensions, in the pages' order.

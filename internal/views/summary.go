@@ -16,30 +16,29 @@ import (
 )
 
 // Summary returns what a chatops bot posts: the unhealthy queues, the dead-letter queues that
-// hold messages and the running redrives.
+// hold messages and the running redrives, as the current snapshot has them.
 func (s *Service) Summary(ctx context.Context) (Summary, error) {
-	now := s.clock()
-	snap, err := s.gather(ctx, now, 0)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
-	qs, err := s.summaries(ctx, snap)
-	if err != nil {
-		return Summary{}, err
-	}
+	return snap.Summary(s.clock()), nil
+}
+
+// botSummary computes a snapshot's Summary: its unhealthy queues, its dead-letter queues that
+// hold messages (the deepest with what their samples hold) and the running redrives.
+func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, error) {
+	ov := &snap.Overview
 	sum := Summary{
-		GeneratedAt:      now,
+		GeneratedAt:      snap.At,
 		Unhealthy:        []QueueSummary{},
 		DeadLetterQueues: []DLQDepth{},
 		RunningRedrives:  []Redrive{},
-		Sight:            snap.sight.problems(),
+		Sight:            ov.Sight,
+		Problems:         ov.Problems,
+		Cost:             ov.Cost,
 	}
-	sum.Problems = problems(qs, sum.Sight)
-	if sum.Freshness, err = s.freshness(ctx, now, snap.sight); err != nil {
-		return Summary{}, err
-	}
-	sum.Cost = costOf(snap)
-	for _, q := range qs {
+	for _, q := range ov.Queues {
 		if q.Health.Status != HealthOK {
 			sum.Unhealthy = append(sum.Unhealthy, q)
 		}
@@ -52,12 +51,13 @@ func (s *Service) Summary(ctx context.Context) (Summary, error) {
 	})
 	// The deepest DLQs are what a bad day's summary is about; each triage costs a few queries.
 	for i := range sum.DeadLetterQueues[:min(len(sum.DeadLetterQueues), summaryLines)] {
+		var err error
 		if sum.DeadLetterQueues[i].Triage, err = s.Triage(ctx, sum.DeadLetterQueues[i].id); err != nil {
 			return Summary{}, err
 		}
 	}
-	for _, t := range snap.tasks {
-		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, now))
+	for _, t := range snap.readings.tasks {
+		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, snap.At))
 	}
 	return sum, nil
 }

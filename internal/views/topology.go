@@ -1,7 +1,6 @@
 package views
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -156,25 +155,25 @@ func (t topology) queueAlarms(q store.Queue) []store.QueueAlarm {
 // adviceFacts gathers one queue's facts for the advisor: from the snapshot, plus the few reads
 // only some queues need (the empty receives of a short-polling queue, the bodies of a FIFO queue
 // with content-based deduplication).
-func (s *Service) adviceFacts(ctx context.Context, snap *snapshot, q store.Queue, in adviceInputs) (adviceFacts, error) {
+func (s *Service) adviceFacts(ctx context.Context, rd *readings, q store.Queue, in adviceInputs) (adviceFacts, error) {
 	f := adviceFacts{
-		Now: snap.now, Queue: q, Mappings: snap.topology.mappings[q.ARN], Feeds: snap.topology.feeds[q.ARN],
-		Alarms: snap.topology.queueAlarms(q), AlarmsRead: snap.sight.read(q.Scope(), "DescribeAlarms"), Groups: in.groups,
+		Now: rd.now, Queue: q, Mappings: rd.topology.mappings[q.ARN], Feeds: rd.topology.feeds[q.ARN],
+		Alarms: rd.topology.queueAlarms(q), AlarmsRead: rd.sight.read(q.Scope(), "DescribeAlarms"), Groups: in.groups,
 		DLQ: in.dlq, Sources: in.sources, Latest: in.latest, Sample: in.sample,
 	}
 	if q.Attributes["ReceiveMessageWaitTimeSeconds"] == "0" {
 		// The collector asks CloudWatch for the counters at its counters cadence (hourly by
 		// default), each time for the minutes since: the newest shortPollWindow of datapoints
 		// is read back as far as two of those asks.
-		reach := shortPollWindow + 2*max(snap.cadence.Counters, 0)
-		points, err := s.store.MetricSeries(ctx, q.ID, "NumberOfEmptyReceives", snap.now.Add(-reach), snap.now)
+		reach := shortPollWindow + 2*max(rd.cadence.Counters, 0)
+		points, err := s.store.MetricSeries(ctx, q.ID, "NumberOfEmptyReceives", rd.now.Add(-reach), rd.now)
 		if err != nil {
 			return f, fmt.Errorf("views: queue %s: %w", q.Name, err)
 		}
 		f.EmptyReceives = newestWithin(points, shortPollWindow)
 	}
 	if q.FIFO && q.Attributes["ContentBasedDeduplication"] == "true" {
-		bodies, err := s.sampledBodies(ctx, snap, q)
+		bodies, err := s.sampledBodies(ctx, rd, q)
 		if err != nil {
 			return f, err
 		}
@@ -200,12 +199,12 @@ const maxAdviceBodies = 20
 
 // sampledBodies returns bodies of q's messages as sampled: from its own newest sample, else those
 // of its dead-letter queue's newest sample that came from q.
-func (s *Service) sampledBodies(ctx context.Context, snap *snapshot, q store.Queue) ([]string, error) {
+func (s *Service) sampledBodies(ctx context.Context, rd *readings, q store.Queue) ([]string, error) {
 	sampleID, fromDLQ := int64(0), false
-	if sample, ok := snap.samples[q.ID]; ok && sample.Seen > 0 {
+	if sample, ok := rd.samples[q.ID]; ok && sample.Seen > 0 {
 		sampleID = sample.ID
-	} else if dlq, ok := snap.byARN[q.DeadLetterTargetARN]; ok {
-		if sample, ok := snap.samples[dlq.ID]; ok {
+	} else if dlq, ok := rd.byARN[q.DeadLetterTargetARN]; ok {
+		if sample, ok := rd.samples[dlq.ID]; ok {
 			sampleID, fromDLQ = sample.ID, true
 		}
 	}
@@ -253,9 +252,9 @@ func consumersOf(mappings []store.EventSourceMapping) []Consumer {
 }
 
 // feedsOf returns targets as the queue page shows them, queues named as the snapshot knows them.
-func feedsOf(snap *snapshot, targets []store.EventBridgeTarget) []EventBridgeFeed {
+func feedsOf(rd *readings, targets []store.EventBridgeTarget) []EventBridgeFeed {
 	name := func(a string) string {
-		if q, ok := snap.byARN[a]; ok {
+		if q, ok := rd.byARN[a]; ok {
 			return q.Name
 		}
 		return a
@@ -320,32 +319,13 @@ type AdviceQuery struct {
 	Rule    string
 }
 
-// Advice returns the advice on the watched queues.
+// Advice returns the advice on the watched queues, as the current snapshot has it.
 func (s *Service) Advice(ctx context.Context, aq AdviceQuery) (AdviceList, error) {
-	now := s.clock()
-	snap, err := s.gather(ctx, now, aq.QueueID)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return AdviceList{}, err
 	}
-	out := AdviceList{GeneratedAt: now, Advice: []Advice{}, Rules: s.adviceRules(), Unchecked: snap.sight.adviceGaps()}
-	for _, q := range snap.queues {
-		if aq.QueueID != 0 && q.ID != aq.QueueID {
-			continue
-		}
-		sum, err := s.summarize(ctx, snap, q)
-		if err != nil {
-			return AdviceList{}, err
-		}
-		for _, a := range sum.Advice {
-			if aq.Rule == "" || a.Rule == aq.Rule {
-				out.Advice = append(out.Advice, a)
-			}
-		}
-	}
-	slices.SortStableFunc(out.Advice, func(a, b Advice) int {
-		return cmp.Or(cmp.Compare(b.Severity.Rank(), a.Severity.Rank()), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Region, b.Region))
-	})
-	return out, nil
+	return AdviceList{GeneratedAt: snap.At, Advice: snap.Advice(aq), Rules: s.adviceRules(), Unchecked: snap.readings.sight.adviceGaps()}, nil
 }
 
 // adviceRules returns the rule catalogue with the rules turned off marked.
