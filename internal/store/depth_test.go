@@ -29,73 +29,9 @@ func addDepths(t *testing.T, s *Store, queueID int64, rows ...depthRow) {
 	}
 }
 
-func TestVisiblePeaks(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
-		ctx := context.Background()
-		s := open(t)
-		a := addQueue(t, s, "a")
-		b := addQueue(t, s, "b")
-		addQueue(t, s, "quiet") // no samples: absent from the answer
-		addDepths(t, s, a.ID,
-			depthRow{-time.Second, 0, 100},                     // before since
-			depthRow{0, 0, 1},                                  // at since: bucket 0
-			depthRow{15 * time.Second, 0, 7},                   // the minute's peak
-			depthRow{45 * time.Second, 0, 2},                   //
-			depthRow{60 * time.Second, 0, 3},                   // a new minute starts at since + 1 min
-			depthRow{60 * time.Second, 300, 9},                 // a roll-up at the same time counts too
-			depthRow{4 * time.Minute, 0, 4},                    // minutes 2 and 3 have no samples: skipped
-			depthRow{5 * time.Minute, 0, 5},                    // at until: included
-			depthRow{5*time.Minute + time.Millisecond, 0, 100}, // after until
-			depthRow{time.Hour, 0, 1},                          // well after until
-		)
-		addDepths(t, s, b.ID, depthRow{30 * time.Second, 0, 6})
-		at := func(d time.Duration) time.Time { return t0.Add(d) }
-
-		tests := []struct {
-			name         string
-			queueID      int64
-			since, until time.Time
-			want         map[int64][]DepthPeak
-		}{
-			{"every queue", 0, t0, at(5 * time.Minute), map[int64][]DepthPeak{
-				a.ID: {{t0, 7}, {at(time.Minute), 9}, {at(4 * time.Minute), 4}, {at(5 * time.Minute), 5}},
-				b.ID: {{t0, 6}},
-			}},
-			{"one queue", a.ID, t0, at(90 * time.Second), map[int64][]DepthPeak{
-				a.ID: {{t0, 7}, {at(time.Minute), 9}},
-			}},
-			// A sample is never before since, even within since's millisecond: the first bucket starts
-			// at the next millisecond, and the sample at since + 60 s opens the second bucket only at
-			// since + 60 s + 1 ms.
-			{"since within a millisecond", a.ID, t0.Add(time.Microsecond), at(2 * time.Minute), map[int64][]DepthPeak{
-				a.ID: {{at(time.Millisecond), 9}},
-			}},
-			{"nothing in range", b.ID, at(time.Hour), at(2 * time.Hour), map[int64][]DepthPeak{}},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				got, err := s.VisiblePeaks(ctx, tt.queueID, tt.since, tt.until, time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(got) != len(tt.want) {
-					t.Errorf("VisiblePeaks = %v; want %v", got, tt.want)
-				}
-				for id, want := range tt.want {
-					if !slices.EqualFunc(got[id], want, func(x, y DepthPeak) bool { return x.Start.Equal(y.Start) && x.Visible == y.Visible }) {
-						t.Errorf("queue %d peaks = %v; want %v", id, got[id], want)
-					}
-				}
-			})
-		}
-
-		if _, err := s.VisiblePeaks(ctx, 0, t0, at(time.Hour), 0); err == nil {
-			t.Error("VisiblePeaks with a zero width: no error")
-		}
-	})
-}
-
-func TestLatestAttributeSamplesBetween(t *testing.T) {
+// TestDepthSamplesSince: every queue's samples from since on, oldest first, a queue without any
+// absent, a roll-up winning over the raw sample of its time, on both engines.
+func TestDepthSamplesSince(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -103,50 +39,37 @@ func TestLatestAttributeSamplesBetween(t *testing.T) {
 		b := addQueue(t, s, "b")
 		addQueue(t, s, "quiet")
 		addDepths(t, s, a.ID,
-			depthRow{0, 0, 1},
+			depthRow{-time.Second, 0, 100}, // before since
+			depthRow{0, 0, 1},              // since included
 			depthRow{time.Minute, 0, 2},
-			depthRow{2 * time.Minute, 0, 3},
-			depthRow{2 * time.Minute, 300, 30}, // a roll-up sharing the newest time wins
+			depthRow{time.Minute, 300, 30}, // a roll-up sharing the time wins
 			depthRow{3 * time.Minute, 0, 4},
 		)
 		addDepths(t, s, b.ID, depthRow{90 * time.Second, 0, 6})
-		at := func(d time.Duration) time.Time { return t0.Add(d) }
-
-		tests := []struct {
-			name         string
-			queueID      int64
-			since, until time.Time
-			want         map[int64]int64 // queue id → visible
-		}{
-			{"every queue", 0, t0, at(150 * time.Second), map[int64]int64{a.ID: 30, b.ID: 6}},
-			{"until included", a.ID, t0, at(time.Minute), map[int64]int64{a.ID: 2}},
-			{"since included", a.ID, t0, t0, map[int64]int64{a.ID: 1}},
-			{"since within a millisecond", a.ID, t0.Add(time.Microsecond), at(59 * time.Second), map[int64]int64{}},
-			{"one queue", b.ID, t0, at(time.Hour), map[int64]int64{b.ID: 6}},
-			{"too old", 0, at(4 * time.Minute), at(time.Hour), map[int64]int64{}},
+		got, err := s.DepthSamplesSince(ctx, t0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				got, err := s.LatestAttributeSamplesBetween(ctx, tt.queueID, tt.since, tt.until)
-				if err != nil {
-					t.Fatal(err)
+		visible := map[int64][]int64{}
+		for id, list := range got {
+			for i, d := range list {
+				if d.QueueID != id || (i > 0 && !list[i-1].At.Before(d.At)) {
+					t.Errorf("queue %d: sample %+v out of place", id, d)
 				}
-				vis := map[int64]int64{}
-				for id, a := range got {
-					vis[id] = a.Visible
-					if a.QueueID != id {
-						t.Errorf("sample of queue %d filed under %d", a.QueueID, id)
-					}
-				}
-				if len(vis) != len(tt.want) {
-					t.Errorf("LatestAttributeSamplesBetween = %v; want %v", vis, tt.want)
-				}
-				for id, want := range tt.want {
-					if vis[id] != want {
-						t.Errorf("queue %d visible = %d; want %d", id, vis[id], want)
-					}
-				}
-			})
+				visible[id] = append(visible[id], d.Visible)
+			}
+		}
+		want := map[int64][]int64{a.ID: {1, 30, 4}, b.ID: {6}}
+		if len(visible) != len(want) || !slices.Equal(visible[a.ID], want[a.ID]) || !slices.Equal(visible[b.ID], want[b.ID]) {
+			t.Errorf("DepthSamplesSince = %v; want %v", visible, want)
+		}
+		// Within a millisecond of a sample, rounded up: the sample is before since.
+		got, err = s.DepthSamplesSince(ctx, t0.Add(time.Microsecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got[a.ID]) != 2 {
+			t.Errorf("since a microsecond after a sample: %v; want the two after it", got[a.ID])
 		}
 	})
 }

@@ -76,7 +76,6 @@ func (s *Store) UpsertMetricPoints(ctx context.Context, points []MetricPoint) er
 	if len(points) == 0 {
 		return nil
 	}
-	defer s.gen.metrics.Add(1)
 	ids := map[string]int64{}
 	for _, p := range points {
 		if _, ok := ids[p.Metric]; ok {
@@ -217,12 +216,8 @@ const latestMetricPointsQuery = `
 	ORDER BY q.id, p.period`
 
 // LatestMetricPoints returns the newest datapoint of one metric for every queue that has one, by
-// queue id; from memory until datapoints are stored (readcache.go).
+// queue id.
 func (s *Store) LatestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
-	return s.cachedLatestMetric(metric, func() (map[int64]MetricPoint, error) { return s.latestMetricPoints(ctx, metric) })
-}
-
-func (s *Store) latestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
 	rows, err := s.db.QueryContext(ctx, latestMetricPointsQuery, metric)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)

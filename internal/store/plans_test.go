@@ -15,15 +15,11 @@ func TestHotQueriesSeek(t *testing.T) {
 		query string
 		args  []any
 	}{
-		"LatestAttributeSamples":                   {latestAttributeSamplesQuery, nil},
-		"LatestMetricPoints":                       {latestMetricPointsQuery, []any{"x"}},
-		"VisiblePeaks":                             {visiblePeaksQuery(false), []any{0, 1, 60000}},
-		"VisiblePeaks of one":                      {visiblePeaksQuery(true), []any{0, 1, 60000, 1}},
-		"LatestAttributeSamplesBetween":            {latestAttributeSamplesBetweenQuery(false), []any{0, 1}},
-		"LatestAttributeSamplesBetween of one":     {latestAttributeSamplesBetweenQuery(true), []any{0, 1, 1}},
-		"recent depth samples (the memory's load)": {recentDepthSamplesQuery, []any{0}},
-		"NearMaxCounts":                            {nearMaxCountsQuery(sqliteDialect), []any{"[1,2]"}},
-		"GroupsOfSamples":                          {groupsOfSamplesQuery(sqliteDialect), []any{"[1,2]"}},
+		"LatestAttributeSamples":                           {latestAttributeSamplesQuery, nil},
+		"LatestMetricPoints":                               {latestMetricPointsQuery, []any{"x"}},
+		"DepthSamplesSince (the snapshot's depth history)": {depthSamplesSinceQuery, []any{0}},
+		"NearMaxCounts":                                    {nearMaxCountsQuery(sqliteDialect), []any{"[1,2]"}},
+		"GroupsOfSamples":                                  {groupsOfSamplesQuery(sqliteDialect), []any{"[1,2]"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -42,7 +38,7 @@ func TestHotQueriesSeek(t *testing.T) {
 				plan = append(plan, detail)
 			}
 			// A co-routine's rows are a subquery's result, already read by key: scanning them is
-			// fine (VisiblePeaks reads at most a bucket a minute per queue that way).
+			// fine.
 			coroutines := map[string]bool{}
 			for _, step := range plan {
 				if name, ok := strings.CutPrefix(step, "CO-ROUTINE "); ok {

@@ -46,7 +46,6 @@ func (s *Store) scanQueue(r rowScanner) (Queue, error) {
 // UpsertQueue inserts or updates a queue by ARN (name, URL, region, account, FIFO, LastSeen; clears GoneAt;
 // sets FirstSeen on insert) and returns its id. It leaves attributes, redrive and peek fields alone.
 func (s *Store) UpsertQueue(ctx context.Context, q Queue) (int64, error) {
-	defer s.gen.queues.Add(1)
 	if q.ARN == "" {
 		return 0, fmt.Errorf("store: upsert queue %q: empty ARN", q.Name)
 	}
@@ -93,16 +92,6 @@ type QueueAttributes struct {
 // SaveQueueAttributes records the latest attributes of a queue, the redrive fields parsed from
 // them, and appends the depth sample.
 func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) error {
-	s.attributeWrites.Lock()
-	defer s.attributeWrites.Unlock()
-	// The cached queue lists take the new attributes laid over them where they can; otherwise
-	// the write makes the next list read the database.
-	gen, laid := s.gen.queues.Load(), false
-	defer func() {
-		if !laid {
-			s.gen.queues.Add(1)
-		}
-	}()
 	attrs := a.Attributes
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -137,10 +126,6 @@ func (s *Store) SaveQueueAttributes(ctx context.Context, a QueueAttributes) erro
 	if err != nil {
 		return fmt.Errorf("store: save attributes of queue %d: %w", a.QueueID, err)
 	}
-	laid = s.cache.layAttributes(gen, a.QueueID, ms(a.At), a.DeadLetterTargetARN, a.MaxReceiveCount,
-		func() (map[string]string, error) { return s.attributes.decode(a.QueueID, string(js)) })
-	sample.QueueID = a.QueueID
-	s.depth.added(sample)
 	return nil
 }
 
@@ -179,7 +164,6 @@ func (s *Store) MarkQueueGone(ctx context.Context, queueID int64, at time.Time) 
 
 // updateQueue sets one column of a queue; ErrNotFound when the queue does not exist.
 func (s *Store) updateQueue(ctx context.Context, what string, queueID int64, set string, value any) error {
-	defer s.gen.queues.Add(1)
 	if err := s.execOne(ctx, "UPDATE queues SET "+set+" WHERE id = ?", value, queueID); err != nil {
 		return fmt.Errorf("store: %s of queue %d: %w", what, queueID, err)
 	}
@@ -194,8 +178,8 @@ type QueueFilter struct {
 	Account string
 }
 
-// ListQueues returns queues ordered by name, with SourceARNs filled in. Until a queue changes it
-// answers from memory (readcache.go): the queues' maps and slices are shared, never change them.
+// ListQueues returns queues ordered by name, with SourceARNs filled in. The queues' attribute maps
+// are shared (attributeMaps): never change them.
 func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) {
 	query := "SELECT " + queueColumns + " FROM queues WHERE 1 = 1"
 	var args []any
@@ -211,7 +195,7 @@ func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) 
 		args = append(args, f.Account)
 	}
 	query += " ORDER BY name, region, arn"
-	qs, err := s.cachedQueues(ctx, f, func() ([]Queue, error) { return s.queryQueues(ctx, query, args...) })
+	qs, err := s.queryQueues(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}
@@ -377,7 +361,6 @@ func (s *Store) TouchQueues(ctx context.Context, ids []int64, at time.Time) erro
 	if len(ids) == 0 {
 		return nil
 	}
-	defer s.gen.queues.Add(1)
 	list, err := sampleIDList(ids)
 	if err != nil {
 		return fmt.Errorf("store: touch queues: %w", err)

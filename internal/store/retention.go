@@ -55,10 +55,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (PruneRes
 	}
 	// Also when a queue fails half-way: what was rolled up before is gone from the raw samples.
 	defer func() {
-		s.depth.pruned(rawCutoff)
-		s.gen.samples.Add(1)
-		s.gen.metrics.Add(1)
-		s.cache.forgetSamples()
 	}()
 	for _, id := range ids {
 		err := s.inTx(ctx, func(tx *dbTx) error {

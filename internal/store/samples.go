@@ -14,7 +14,6 @@ import (
 // SaveSample stores one peek pass with its messages and group backlog in one transaction, and
 // returns the sample id.
 func (s *Store) SaveSample(ctx context.Context, sample Sample, messages []SampledMessage, groups []GroupBacklog) (int64, error) {
-	defer s.gen.samples.Add(1)
 	if sample.Kind == "" {
 		sample.Kind = SampleDeadLetter
 	}
@@ -481,13 +480,8 @@ func (s *Store) GetSample(ctx context.Context, id int64) (Sample, error) {
 	return sm, nil
 }
 
-// LatestSamples returns each queue's newest sample, by queue id; from memory until a sample is
-// stored (readcache.go).
+// LatestSamples returns each queue's newest sample, by queue id.
 func (s *Store) LatestSamples(ctx context.Context) (map[int64]Sample, error) {
-	return s.cachedLatestSamples(func() (map[int64]Sample, error) { return s.latestSamples(ctx) })
-}
-
-func (s *Store) latestSamples(ctx context.Context) (map[int64]Sample, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+sampleColumns+` FROM samples WHERE id IN (
 		SELECT (SELECT id FROM samples s WHERE s.queue_id = q.id ORDER BY at DESC, id DESC LIMIT 1)
 		FROM queues q)`)
@@ -537,33 +531,12 @@ func nearMaxCountsQuery(d dialect) string {
 }
 
 // NearMaxCounts counts, for each of the samples, its messages near their maxReceiveCount (what
-// SampleNearMaxCount counts for one), in one query for those it did not count before (a sample
-// never changes once stored); a sample without any is absent.
+// SampleNearMaxCount counts for one), in one query; a sample without any is absent.
 func (s *Store) NearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
-	c := &s.cache
-	if missing := c.uncachedSamples(sampleIDs, false); len(missing) > 0 {
-		counts, err := s.nearMaxCounts(ctx, missing)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.nearMax == nil {
-			c.nearMax = map[int64]int{}
-		}
-		for _, id := range missing {
-			c.nearMax[id] = counts[id]
-		}
-		c.mu.Unlock()
+	if len(sampleIDs) == 0 {
+		return map[int64]int{}, nil
 	}
-	out := make(map[int64]int, len(sampleIDs))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, id := range sampleIDs {
-		if n := c.nearMax[id]; n > 0 {
-			out[id] = n
-		}
-	}
-	return out, nil
+	return s.nearMaxCounts(ctx, sampleIDs)
 }
 
 func (s *Store) nearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64]int, error) {
@@ -601,33 +574,12 @@ func groupsOfSamplesQuery(d dialect) string {
 }
 
 // GroupsOfSamples returns the FIFO groups of each of the samples (what SampleGroups returns of
-// one), oldest message first, by sample id, in one query for those it did not read before (a
-// sample never changes once stored); a sample without any is absent.
+// one), oldest message first, by sample id, in one query; a sample without any is absent.
 func (s *Store) GroupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {
-	c := &s.cache
-	if missing := c.uncachedSamples(sampleIDs, true); len(missing) > 0 {
-		groups, err := s.groupsOfSamples(ctx, missing)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.groups == nil {
-			c.groups = map[int64][]GroupBacklog{}
-		}
-		for _, id := range missing {
-			c.groups[id] = groups[id]
-		}
-		c.mu.Unlock()
+	if len(sampleIDs) == 0 {
+		return map[int64][]GroupBacklog{}, nil
 	}
-	out := make(map[int64][]GroupBacklog, len(sampleIDs))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, id := range sampleIDs {
-		if g := c.groups[id]; len(g) > 0 {
-			out[id] = slices.Clone(g)
-		}
-	}
-	return out, nil
+	return s.groupsOfSamples(ctx, sampleIDs)
 }
 
 func (s *Store) groupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int64][]GroupBacklog, error) {

@@ -456,7 +456,7 @@ func testNearMaxCountsAndGroupsOfSamples(t *testing.T, open func(testing.TB) *St
 			t.Errorf("sample %d: %d near max in the batch, %d alone", id, counts[id], one)
 		}
 	}
-	for range 2 { // the second time from the cache
+	for range 2 { // read twice: the same each time
 		groups, err := s.GroupsOfSamples(ctx, []int64{s1, s2, s3})
 		if err != nil {
 			t.Fatal(err)

@@ -44,17 +44,9 @@ type Store struct {
 	metricMu  sync.Mutex
 	metricIDs map[string]int64 // metric_names cache: names never change once stored
 
-	// depth, gen and cache keep what this process wrote, so they serve reads only where it is
-	// the database's one writer: on SQLite. Replicas on PostgreSQL read the database (see
-	// docs/storage.md, Read side); what never changes once stored (a sample's near-max count
-	// and blocked groups, a queue's decoded attributes) is cached on both.
-	depth      recentDepth   // the newest and the recent depth samples, kept as they are written
-	attributes attributeMaps // each queue's attributes, decoded once per change
-	gen        generations   // committed writes per cached table (readcache.go)
-	cache      readCache
-	// attributeWrites makes SaveQueueAttributes one at a time, so that what the cached queue
-	// lists lay over their queues is the newest write's, as in the database.
-	attributeWrites sync.Mutex
+	// attributes are each queue's attributes, decoded once per change: a queue's stored
+	// attributes are read at every snapshot and change only when SQS says something new.
+	attributes attributeMaps
 }
 
 // readConns bounds the SQLite reader pool: the machine is small, and SQLite readers are cheap
@@ -148,7 +140,6 @@ func openPostgres(ctx context.Context, dbURL string) (*Store, error) {
 	}
 	p := dbPool{db, postgresDialect}
 	s := &Store{db: p, wdb: p, d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}
-	s.depth.off, s.cache.off = true, true
 	return s, nil
 }
 

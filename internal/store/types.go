@@ -78,13 +78,6 @@ type AttributeSample struct {
 	Resolution int
 }
 
-// DepthPeak is the highest visible depth among one queue's depth samples (raw and roll-ups
-// alike) within one time bucket: a point of the overview's sparkline.
-type DepthPeak struct {
-	Start   time.Time // the bucket's start
-	Visible int64
-}
-
 // MetricPoint is one CloudWatch datapoint: the value of Metric (a CloudWatch metric name such as
 // NumberOfMessagesSent) over the Period seconds starting at At, with the statistic the collector
 // asks for that metric (Sum for counts, Maximum for gauges, Average for sizes).
