@@ -37,9 +37,10 @@ func (d depthSample) sample(queueID int64) store.AttributeSample {
 
 const (
 	// depthOverlap is how far before the newest sample it holds the history reads again at each
-	// build: the collector stores a sample as soon as SQS answers, so one committed this long
-	// after its own time would be missed, until the next whole read.
-	depthOverlap = 2 * time.Minute
+	// build: the collector stores a sample as soon as SQS answers (its commit waits for the
+	// writer, milliseconds), so one committed this long after its own time would be missed,
+	// until the next whole read. Each build reads about this much of every queue again.
+	depthOverlap = 30 * time.Second
 	// depthReread is how often the whole history is read again: what an update could miss (a
 	// sample committed late, a roll-up that replaced a gone queue's newest sample) is put
 	// right within it.

@@ -48,8 +48,8 @@ func TestDepthHistoryAgreesWithTheStore(t *testing.T) {
 		}
 		clock = clock.Add(15 * time.Second)
 	}
-	save(a, clock.Add(-15*time.Second), 99) // the same time again
-	save(b, clock.Add(-time.Minute), 1234)  // late, within the overlap
+	save(a, clock.Add(-15*time.Second), 99)   // the same time again
+	save(b, clock.Add(-20*time.Second), 1234) // late, within the overlap
 	check("rewritten and late", clock)
 	save(a, clock, 0) // a's newest empty sample, then the same time again with messages
 	check("empty", clock)

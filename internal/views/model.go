@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // How the Service keeps its current snapshot. With a change bus (Options.Changes), a snapshot
@@ -36,10 +37,25 @@ type snapshots struct {
 	changed   chan struct{} // a change came: Run builds
 	builds    atomic.Uint64 // builds begun
 
-	mu      sync.Mutex   // one build at a time
-	history depthHistory // under mu
-	seq     uint64       // under mu
-	stop    func()       // ends the bus watch
+	mu     sync.Mutex  // one build at a time
+	memory buildMemory // under mu
+	seq    uint64      // under mu
+	stop   func()      // ends the bus watch
+}
+
+// buildMemory is what a build leaves the next: the depth history, and what each newest message
+// sample holds, which never changes once stored.
+type buildMemory struct {
+	history depthHistory
+	samples map[int64]*sampleFacts // by sample id, the newest samples' of the last build
+}
+
+// sampleFacts is what the snapshot counts in one message sample: its messages near
+// maxReceiveCount, its FIFO groups, and (for the deepest dead-letter queues) its triage.
+type sampleFacts struct {
+	nearMax int
+	groups  []store.GroupBacklog
+	triage  *Triage
 }
 
 // invalidates reports whether an event changes what a snapshot shows.
@@ -105,7 +121,7 @@ func (s *Service) rebuild(ctx context.Context, asked uint64, lag time.Duration) 
 	build := m.builds.Add(1)
 	changes := m.changes.Load()
 	m.changedAt.Store(0)
-	snap, err := s.build(ctx, &m.history, s.clock())
+	snap, err := s.build(ctx, &m.memory, s.clock())
 	if err != nil {
 		return nil, err
 	}

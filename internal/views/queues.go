@@ -36,8 +36,7 @@ type readings struct {
 	earlier  map[int64]store.AttributeSample  // the growth rule's earlier sample
 	ages     map[int64]store.MetricPoint      // newest ApproximateAgeOfOldestMessage
 	samples  map[int64]store.Sample           // newest message sample
-	nearMax  map[int64]int                    // of each newest sample, by sample id
-	groups   map[int64][]store.GroupBacklog   // groups of each newest FIFO sample, by sample id
+	counted  map[int64]*sampleFacts           // what each newest sample holds, by sample id
 	errors   map[int64][]store.CollectorError // within ErrorWindow, newest first
 	empty    map[int64]time.Time              // each queue's newest sample without messages, within sparklineWindow
 	estimate *store.CostEstimate              // the collector's newest, with its cadences; nil before one
@@ -50,11 +49,12 @@ type readings struct {
 	names    map[string]int // how many queues have each name, for links (QueueSummary.Ref)
 }
 
-// read reads what a snapshot at now shows, bringing history up to date first.
+// read reads what a snapshot at now shows, bringing the depth history up to date first, and
+// counting what the newest samples hold for those the memory has not counted before.
 //
-// The reads are independent of each other (but for the two that count what the newest samples
-// hold), so they run at once.
-func (s *Service) read(ctx context.Context, history *depthHistory, now time.Time) (*readings, error) {
+// The reads are independent of each other (but for the counts), so they run at once.
+func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*readings, error) {
+	history := &mem.history
 	rd := &readings{now: now, clock: newHorizon(now), byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
 	var errs []store.CollectorError
 	err := concurrently(ctx,
@@ -113,30 +113,50 @@ func (s *Service) read(ctx context.Context, history *depthHistory, now time.Time
 	for _, t := range rd.tasks {
 		rd.running[t.QueueID] = true
 	}
-	// What the health rules count in each queue's newest sample, in two queries for all of them.
-	var sampled, fifoSampled []int64
+	if rd.counted, err = s.countSamples(ctx, mem, rd); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// countSamples returns what each queue's newest sample holds: counted by the memory when it was
+// the newest at the last build, else counted now, in two queries for all of them. The memory
+// keeps the newest samples' counts for the next build.
+func (s *Service) countSamples(ctx context.Context, mem *buildMemory, rd *readings) (map[int64]*sampleFacts, error) {
+	counted := make(map[int64]*sampleFacts, len(rd.samples))
+	var fresh, fifoFresh []int64
 	for _, q := range rd.queues {
-		if sample, ok := rd.samples[q.ID]; ok {
-			sampled = append(sampled, sample.ID)
-			if q.FIFO {
-				fifoSampled = append(fifoSampled, sample.ID)
-			}
+		sample, ok := rd.samples[q.ID]
+		if !ok {
+			continue
+		}
+		if c, ok := mem.samples[sample.ID]; ok {
+			counted[sample.ID] = c
+			continue
+		}
+		counted[sample.ID] = &sampleFacts{}
+		fresh = append(fresh, sample.ID)
+		if q.FIFO {
+			fifoFresh = append(fifoFresh, sample.ID)
 		}
 	}
-	err = concurrently(ctx,
+	var nearMax map[int64]int
+	var groups map[int64][]store.GroupBacklog
+	err := concurrently(ctx,
+		func(ctx context.Context) (err error) { nearMax, err = s.store.NearMaxCounts(ctx, fresh); return err },
 		func(ctx context.Context) (err error) {
-			rd.nearMax, err = s.store.NearMaxCounts(ctx, sampled)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			rd.groups, err = s.store.GroupsOfSamples(ctx, fifoSampled)
+			groups, err = s.store.GroupsOfSamples(ctx, fifoFresh)
 			return err
 		},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err) // the store's errors name the read
 	}
-	return rd, nil
+	for _, id := range fresh {
+		counted[id].nearMax, counted[id].groups = nearMax[id], groups[id]
+	}
+	mem.samples = counted
+	return counted, nil
 }
 
 // readHistory takes what the readings need of the depth history: each queue's newest sample,
@@ -280,7 +300,7 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 	if sample, ok := rd.samples[q.ID]; ok {
 		newest = &sample
 		if q.FIFO {
-			groups = rd.groups[sample.ID]
+			groups = rd.counted[sample.ID].groups
 			for _, g := range groups {
 				if g.Blocked {
 					f.BlockedGroups = append(f.BlockedGroups, g)
@@ -288,7 +308,7 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 			}
 			sum.BlockedGroups = len(f.BlockedGroups)
 		}
-		f.NearMax = rd.nearMax[sample.ID]
+		f.NearMax = rd.counted[sample.ID].nearMax
 	}
 	sum.Health = evaluateHealth(f, s.th)
 	// The advice reads what the health rules read of the queue's neighbours and samples: looked

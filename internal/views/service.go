@@ -72,7 +72,7 @@ func New(opts Options) *Service {
 		lag: cmp.Or(opts.Lag, DefaultLag)}
 	// The history reaches as far back as the growth rule looks, with a margin for a clock that
 	// runs a little ahead of the samples'.
-	s.snaps.history.keep = growthBack(s.th.GrowthWindow) + 5*time.Minute
+	s.snaps.memory.history.keep = growthBack(s.th.GrowthWindow) + 5*time.Minute
 	s.snaps.watch()
 	return s
 }

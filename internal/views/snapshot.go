@@ -99,8 +99,8 @@ func (snap *Snapshot) Advice(aq AdviceQuery) []Advice {
 }
 
 // build reads the store and computes a snapshot of now.
-func (s *Service) build(ctx context.Context, history *depthHistory, now time.Time) (*Snapshot, error) {
-	rd, err := s.read(ctx, history, now)
+func (s *Service) build(ctx context.Context, mem *buildMemory, now time.Time) (*Snapshot, error) {
+	rd, err := s.read(ctx, mem, now)
 	if err != nil {
 		return nil, err
 	}

@@ -49,12 +49,23 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 	slices.SortStableFunc(sum.DeadLetterQueues, func(a, b DLQDepth) int {
 		return cmp.Or(cmp.Compare(b.Visible, a.Visible), cmp.Compare(a.Name, b.Name))
 	})
-	// The deepest DLQs are what a bad day's summary is about; each triage costs a few queries.
+	// The deepest DLQs are what a bad day's summary is about; each triage costs a few queries,
+	// once a sample.
+	rd := snap.readings
 	for i := range sum.DeadLetterQueues[:min(len(sum.DeadLetterQueues), summaryLines)] {
-		var err error
-		if sum.DeadLetterQueues[i].Triage, err = s.Triage(ctx, sum.DeadLetterQueues[i].id); err != nil {
-			return Summary{}, err
+		sample, ok := rd.samples[sum.DeadLetterQueues[i].id]
+		if !ok {
+			continue
 		}
+		c := rd.counted[sample.ID]
+		if c.triage == nil {
+			t, err := s.triageOf(ctx, sample)
+			if err != nil {
+				return Summary{}, err
+			}
+			c.triage = &t
+		}
+		sum.DeadLetterQueues[i].Triage = *c.triage
 	}
 	for _, t := range snap.readings.tasks {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, snap.At))

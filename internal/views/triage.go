@@ -65,14 +65,19 @@ func (s *Service) reasonOf(attrs []store.MessageAttribute, dims map[string]strin
 // Triage returns what a queue's newest sample says went wrong: its most frequent tools, values
 // of each dimension and failure reasons. Before the first sample it is empty, SampledAt null.
 func (s *Service) Triage(ctx context.Context, queueID int64) (Triage, error) {
-	out := Triage{Tools: []ToolCount{}, Dimensions: []DimensionTop{}, Reasons: []ValueGroup{}}
 	sample, err := s.store.LatestSample(ctx, queueID)
 	if errors.Is(err, store.ErrNotFound) {
-		return out, nil
+		return emptyTriage(), nil
 	}
 	if err != nil {
 		return Triage{}, fmt.Errorf("views: triage of queue %d: %w", queueID, err)
 	}
+	return s.triageOf(ctx, sample)
+}
+
+// triageOf is what one sample says went wrong.
+func (s *Service) triageOf(ctx context.Context, sample store.Sample) (Triage, error) {
+	out := emptyTriage()
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
 	count := func(f store.Field) ([]ValueGroup, int, error) {
 		return s.countTop(ctx, sample.ID, f, triageTop, false)
