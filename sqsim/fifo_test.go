@@ -2,7 +2,9 @@ package sqsim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strconv"
 	"testing"
@@ -166,5 +168,39 @@ func TestFIFOSendErrors(t *testing.T) {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidParameterValue" {
 		t.Errorf("dedup id on a standard queue: %v", err)
+	}
+}
+
+// TestFIFOZeroDelay: a FIFO queue takes DelaySeconds 0 on a send and on a
+// batch entry, as SQS does, and refuses only a positive per-message delay.
+// Worker wrappers that always pass a delay (DelaySeconds: opts.delay ?? 0)
+// depend on it. The Go SDK omits a zero, so the requests are written out.
+func TestFIFOZeroDelay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	url := h.createQueue(t, "q.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
+	status, _, body := h.sqsCall(t, "SendMessage", `{"QueueUrl":"`+url+`","MessageBody":"one","MessageGroupId":"g","DelaySeconds":0}`)
+	if status != http.StatusOK {
+		t.Errorf("SendMessage with DelaySeconds 0: %d %s", status, body)
+	}
+	status, _, body = h.sqsCall(t, "SendMessageBatch", `{"QueueUrl":"`+url+`","Entries":[`+
+		`{"Id":"zero","MessageBody":"two","MessageGroupId":"g","DelaySeconds":0},`+
+		`{"Id":"five","MessageBody":"three","MessageGroupId":"g","DelaySeconds":5}]}`)
+	var out struct {
+		Successful []struct{ Id string }
+		Failed     []struct{ Id, Code, Message string }
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("SendMessageBatch: %d %s", status, body)
+	}
+	if len(out.Successful) != 1 || out.Successful[0].Id != "zero" {
+		t.Errorf("successful entries %+v, want the one with DelaySeconds 0", out.Successful)
+	}
+	want := "Value 5 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."
+	if len(out.Failed) != 1 || out.Failed[0].Id != "five" || out.Failed[0].Code != "InvalidParameterValue" || out.Failed[0].Message != want {
+		t.Errorf("failed entries %+v, want five refused with %q", out.Failed, want)
+	}
+	if got := bodies(h.receive(t, url, 10)); !slices.Equal(got, []string{"one", "two"}) {
+		t.Errorf("received %q, want one and two at once", got)
 	}
 }

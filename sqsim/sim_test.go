@@ -2,7 +2,10 @@ package sqsim
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +177,20 @@ func TestRunWithRealClock(t *testing.T) {
 	if waited := time.Since(start); waited > 3*time.Second {
 		t.Errorf("long poll returned after %v, want about a second", waited)
 	}
+}
+
+// sqsCall sends one SQS request in AWS JSON 1.0 as a client writes it, for
+// the inputs the Go SDK cannot send (it omits a zero DelaySeconds).
+func (h *harness) sqsCall(t testing.TB, op, body string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/", strings.NewReader(body))
+	req.Header.Set("X-Amz-Target", sqsTargetPrefix+op)
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }

@@ -115,13 +115,18 @@ func (s *Simulator) send(rc *request, q *queue, e *sendEntry, now time.Time) (se
 	}
 	delay := q.attrs.delaySeconds
 	if e.DelaySeconds != nil {
-		if q.attrs.fifo {
-			return sendResult{}, errInvalidParameterValue("Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.DelaySeconds)
-		}
 		if *e.DelaySeconds < 0 || *e.DelaySeconds > maxDelaySeconds {
 			return sendResult{}, errInvalidParameterValue("Value %d for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900.", *e.DelaySeconds)
 		}
-		delay = int(*e.DelaySeconds)
+		// A FIFO queue delays whole queues, not messages: SQS refuses a
+		// positive per-message delay there, but takes 0, which worker code
+		// that always passes a delay (opts.delay ?? 0) sends.
+		if q.attrs.fifo && *e.DelaySeconds > 0 {
+			return sendResult{}, errInvalidParameterValue("Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.DelaySeconds)
+		}
+		if !q.attrs.fifo {
+			delay = int(*e.DelaySeconds)
+		}
 	}
 	groupID, dedupID := deref(e.MessageGroupId), deref(e.MessageDeduplicationId)
 	if e.MessageGroupId != nil && !fifoIDPattern.MatchString(groupID) {

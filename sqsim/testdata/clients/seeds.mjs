@@ -4,7 +4,7 @@
 // Prints one line per check and a closing "N passed, N failed"; exits 1 on any failure.
 import {
   SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand,
-  ReceiveMessageCommand, ChangeMessageVisibilityCommand, DeleteMessageCommand,
+  ReceiveMessageCommand, ChangeMessageVisibilityCommand, DeleteMessageCommand, SendMessageBatchCommand,
   SetQueueAttributesCommand, StartMessageMoveTaskCommand, ListMessageMoveTasksCommand,
   CancelMessageMoveTaskCommand, GetQueueUrlCommand, QueueDoesNotExist,
 } from "@aws-sdk/client-sqs";
@@ -222,6 +222,16 @@ await check("a CloudWatch error is typed", async () => {
     return;
   }
   throw new Error("deleted");
+});
+
+await check("a FIFO send with DelaySeconds 0, as worker wrappers pass it, is accepted; a positive one is refused", async () => {
+  const url = (await sqs.send(new CreateQueueCommand({ QueueName: name("zero-delay") + ".fifo", Attributes: { FifoQueue: "true", ContentBasedDeduplication: "true" } }))).QueueUrl;
+  await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "one", MessageGroupId: "g", DelaySeconds: 0 }));
+  const b = await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [
+    { Id: "zero", MessageBody: "two", MessageGroupId: "g", DelaySeconds: 0 },
+    { Id: "five", MessageBody: "three", MessageGroupId: "g", DelaySeconds: 5 }] }));
+  expect(b.Successful.length === 1 && b.Successful[0].Id === "zero", JSON.stringify(b.Successful));
+  expect(b.Failed.length === 1 && b.Failed[0].Id === "five" && b.Failed[0].Code === "InvalidParameterValue", JSON.stringify(b.Failed));
 });
 
 console.log(`${passed} passed, ${failed} failed`);

@@ -221,5 +221,16 @@ def _():
     raise AssertionError("deleted")
 
 
+@check("a FIFO send with DelaySeconds 0, as worker wrappers pass it, is accepted; a positive one is refused")
+def _():
+    url = sqs.create_queue(QueueName=name("zero-delay") + ".fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="one", MessageGroupId="g", DelaySeconds=0)
+    out = sqs.send_message_batch(QueueUrl=url, Entries=[
+        {"Id": "zero", "MessageBody": "two", "MessageGroupId": "g", "DelaySeconds": 0},
+        {"Id": "five", "MessageBody": "three", "MessageGroupId": "g", "DelaySeconds": 5}])
+    expect([e["Id"] for e in out["Successful"]] == ["zero"], out)
+    expect([(e["Id"], e["Code"]) for e in out["Failed"]] == [("five", "InvalidParameterValue")], out)
+
+
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
 sys.exit(1 if failed else 0)
