@@ -122,9 +122,10 @@ func errBatchEntryIdsNotDistinct(id string) *apiError {
 		"Id %s repeated.", truncate(id, 100))
 }
 
-func errInvalidBatchEntryID(id string) *apiError {
+// errInvalidBatchEntryID is AWS's text, which does not quote the id.
+func errInvalidBatchEntryID() *apiError {
 	return newAPIError(http.StatusBadRequest, "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId",
-		"A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long. Got %q.", truncate(id, 100))
+		"A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.")
 }
 
 func errBatchRequestTooLong(size, max int) *apiError {

@@ -279,7 +279,7 @@ func validateBatch[E any](entryName string, entries []E, id func(*E) string) *ap
 	for i := range entries {
 		id := id(&entries[i])
 		if !batchEntryIDPattern.MatchString(id) {
-			return errInvalidBatchEntryID(id)
+			return errInvalidBatchEntryID()
 		}
 		if seen[id] {
 			return errBatchEntryIdsNotDistinct(id)

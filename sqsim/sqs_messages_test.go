@@ -340,6 +340,13 @@ func TestSendMessageBatch(t *testing.T) {
 			}
 		})
 	}
+	// AWS's text does not quote the id back.
+	_, err = h.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url),
+		Entries: []types.SendMessageBatchRequestEntry{{Id: aws.String("a b"), MessageBody: aws.String("1")}}})
+	const want = "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."
+	if e, ok := errors.AsType[*types.InvalidBatchEntryId](err); !ok || e.ErrorMessage() != want {
+		t.Errorf("bad id: %v, want %q", err, want)
+	}
 }
 
 func batchOf(n, size int) []types.SendMessageBatchRequestEntry {
