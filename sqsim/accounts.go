@@ -101,6 +101,7 @@ func parseRoleARN(s string) (account, name string, ok bool) {
 }
 
 func (a *Accounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setRequestID(w)
 	key, service := signedBy(r)
 	if service == "sts" {
 		a.serveSTS(w, r, key)
@@ -233,9 +234,8 @@ func writeSTS(w http.ResponseWriter, op string, result []byte) {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, `<%sResponse xmlns="%s">`, op, stsNamespace)
 	buf.Write(result)
-	fmt.Fprintf(&buf, `<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`, queryRequestID, op)
+	fmt.Fprintf(&buf, `<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`, requestIDOf(w), op)
 	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("X-Amzn-Requestid", queryRequestID)
 	w.WriteHeader(http.StatusOK)
 	w.Write(buf.Bytes())
 }

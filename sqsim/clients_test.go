@@ -40,10 +40,11 @@ func requireTool(t *testing.T, format string, args ...any) {
 	t.Skipf(format+"; skipping (make test installs the npm packages; .ci/run installs the rest)", args...)
 }
 
-// clientServer serves a simulator on a manual clock, and a test-only
-// endpoint that moves it: POST /__clock?advance=<seconds>. The clock starts
-// at the current minute so that clients reading the wall clock ask for the
-// right times.
+// clientServer serves a simulator on a manual clock, behind the Accounts
+// front door that answers STS as `dashboard sim` does, and a test-only
+// endpoint that moves the clock: POST /__clock?advance=<seconds>. The clock
+// starts at the current minute so that clients reading the wall clock ask
+// for the right times.
 func clientServer(t *testing.T) (endpoint, clockURL string) {
 	t.Helper()
 	clock := sqsim.NewManualClock(time.Now().UTC().Truncate(time.Minute))
@@ -58,7 +59,7 @@ func clientServer(t *testing.T) (endpoint, clockURL string) {
 		clock.Advance(time.Duration(secs) * time.Second)
 		sim.Tick()
 	})
-	mux.Handle("/", sim)
+	mux.Handle("/", sqsim.NewAccounts(sim))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL, srv.URL + "/__clock"

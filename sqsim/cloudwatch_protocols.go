@@ -244,9 +244,8 @@ func (s *Simulator) serveCloudWatchQuery(w http.ResponseWriter, rc *request, op 
 		}
 		buf.WriteString("</" + op + "Result>")
 	}
-	fmt.Fprintf(&buf, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", queryRequestID, op)
+	fmt.Fprintf(&buf, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", requestIDOf(w), op)
 	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("X-Amzn-Requestid", queryRequestID)
 	w.WriteHeader(http.StatusOK)
 	w.Write(buf.Bytes())
 }

@@ -29,9 +29,11 @@
 // no operation exactly (an X-Amz-Target without its service's prefix, an
 // unknown or miscased operation, Action given twice with different values,
 // a body of the wrong content type) is refused in its protocol's error
-// shape, before anything is read or changed. Point the clients' endpoint at
-// an httptest.Server wrapping the simulator and give them static
-// credentials; signatures are not checked.
+// shape, before anything is read or changed. Every answer, success or
+// error, carries a request id of its own in x-amzn-RequestId (and, in the
+// Query protocol, in its XML's RequestId), where the SDKs read it. Point the
+// clients' endpoint at an httptest.Server wrapping the simulator and give
+// them static credentials; signatures are not checked.
 //
 // The simulator follows what AWS documents: standard and FIFO queues,
 // visibility timeouts, delays, retention, dead-letter queues with

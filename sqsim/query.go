@@ -265,16 +265,11 @@ func writeQuery(w http.ResponseWriter, op string, out any) {
 		encodeQueryFields(&buf, v)
 		buf.WriteString("</" + op + "Result>")
 	}
-	fmt.Fprintf(&buf, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", queryRequestID, op)
+	fmt.Fprintf(&buf, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", requestIDOf(w), op)
 	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("X-Amzn-Requestid", queryRequestID)
 	w.WriteHeader(http.StatusOK)
 	w.Write(buf.Bytes())
 }
-
-// queryRequestID is the request id of every answer: the simulator keeps no
-// request log that an id could point into.
-const queryRequestID = "00000000-0000-0000-0000-000000000000"
 
 func encodeQueryFields(buf *bytes.Buffer, v reflect.Value) {
 	t := v.Type()
@@ -360,9 +355,8 @@ func writeXMLError(w http.ResponseWriter, e *apiError, namespace, detail string)
 	writeElement(&buf, "Type", fault)
 	writeElement(&buf, "Code", e.queryCode)
 	writeElement(&buf, "Message", e.message)
-	fmt.Fprintf(&buf, "%s</Error><RequestId>%s</RequestId></ErrorResponse>", detail, queryRequestID)
+	fmt.Fprintf(&buf, "%s</Error><RequestId>%s</RequestId></ErrorResponse>", detail, requestIDOf(w))
 	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("X-Amzn-Requestid", queryRequestID)
 	w.WriteHeader(e.status)
 	w.Write(buf.Bytes())
 }

@@ -39,6 +39,7 @@ type request struct {
 // services exactly is refused in its protocol's error shape, before
 // anything is read or changed.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setRequestID(w)
 	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: s.senderID(r)}
 	target := r.Header.Get("X-Amz-Target")
 	switch {

@@ -234,5 +234,23 @@ await check("a FIFO send with DelaySeconds 0, as worker wrappers pass it, is acc
   expect(b.Failed.length === 1 && b.Failed[0].Id === "five" && b.Failed[0].Code === "InvalidParameterValue", JSON.stringify(b.Failed));
 });
 
+await check("every answer has its own request id, as $metadata.requestId reads it", async () => {
+  const ids = [];
+  ids.push((await sqs.send(new GetQueueAttributesCommand({ QueueUrl: fifoUrl, AttributeNames: ["QueueArn"] }))).$metadata.requestId);
+  ids.push((await cw.send(new DescribeAlarmsCommand({}))).$metadata.requestId);
+  try {
+    await sqs.send(new GetQueueUrlCommand({ QueueName: name("nope") }));
+  } catch (err) {
+    ids.push(err.$metadata.requestId);
+  }
+  try {
+    await cw.send(new DeleteAlarmsCommand({ AlarmNames: [name("nope")] }));
+  } catch (err) {
+    ids.push(err.$metadata.requestId);
+  }
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  expect(ids.length === 4 && ids.every((id) => uuid.test(id)) && new Set(ids).size === 4, JSON.stringify(ids));
+});
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

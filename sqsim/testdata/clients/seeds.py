@@ -10,6 +10,7 @@ the Query protocol to both. Prints one line per check and a closing
 import datetime
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
@@ -24,6 +25,9 @@ session = boto3.session.Session(aws_access_key_id="AKIDBOTO3", aws_secret_access
 config = Config(retries={"max_attempts": 1, "mode": "standard"})
 sqs = session.client("sqs", endpoint_url=endpoint, config=config)
 cw = session.client("cloudwatch", endpoint_url=endpoint, config=config)
+sts = session.client("sts", endpoint_url=endpoint, config=config)
+lam = session.client("lambda", endpoint_url=endpoint, config=config)
+events = session.client("events", endpoint_url=endpoint, config=config)
 
 passed = failed = skipped = 0
 
@@ -230,6 +234,23 @@ def _():
         {"Id": "five", "MessageBody": "three", "MessageGroupId": "g", "DelaySeconds": 5}])
     expect([e["Id"] for e in out["Successful"]] == ["zero"], out)
     expect([(e["Id"], e["Code"]) for e in out["Failed"]] == [("five", "InvalidParameterValue")], out)
+
+
+@check("every answer of every service has its own request id, as ResponseMetadata reads it")
+def _():
+    ids = [sqs.list_queues(QueueNamePrefix=name("none"))["ResponseMetadata"].get("RequestId"),
+           cw.describe_alarms()["ResponseMetadata"].get("RequestId"),
+           sts.get_caller_identity()["ResponseMetadata"].get("RequestId"),
+           lam.list_event_source_mappings()["ResponseMetadata"].get("RequestId"),
+           events.list_event_buses()["ResponseMetadata"].get("RequestId")]
+    for call in (lambda: sqs.get_queue_url(QueueName=name("nope")), lambda: cw.delete_alarms(AlarmNames=[name("nope")]),
+                 lambda: lam.get_function(FunctionName="nope"), lambda: events.describe_rule(Name="nope")):
+        try:
+            call()
+        except botocore.exceptions.ClientError as err:
+            ids.append(err.response["ResponseMetadata"].get("RequestId"))
+    uuid = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+    expect(len(ids) == 9 and all(i and uuid.match(i) for i in ids) and len(set(ids)) == 9, ids)
 
 
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
