@@ -91,6 +91,12 @@
 //
 // # Choices where AWS leaves room
 //
+//   - A QueueUrl is the queue's URL on the host the request was sent to or,
+//     as SQS allows, the queue's bare name. A URL on another host names a
+//     queue of another endpoint and is answered
+//     AWS.SimpleQueueService.NonExistentQueue, as AWS answers a URL of
+//     another region; localhost and 127.0.0.1 count as one host, since a
+//     local client may use either.
 //   - Standard queues deliver in send order (oldest visible first), which
 //     keeps tests deterministic; AWS only promises at-least-once delivery.
 //   - A move task without MaxNumberOfMessagesPerSecond moves

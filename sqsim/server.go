@@ -24,8 +24,10 @@ const maxRequestBody = 8 << 20
 // request carries what the handlers need from the HTTP request.
 type request struct {
 	ctx context.Context
-	// baseURL is the scheme and host the client called, for queue URLs.
+	// baseURL is the scheme and host the client called, for queue URLs;
+	// host is the host alone (with its port), which a QueueUrl must name.
 	baseURL string
+	host    string
 	// senderID is the SenderId of messages sent in this request: a
 	// principal id derived from the access key id of the signature (see
 	// senderID).
@@ -40,7 +42,7 @@ type request struct {
 // anything is read or changed.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setRequestID(w)
-	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: s.senderID(r)}
+	rc := &request{ctx: r.Context(), baseURL: baseURL(r), host: r.Host, senderID: s.senderID(r)}
 	target := r.Header.Get("X-Amz-Target")
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/service/"):

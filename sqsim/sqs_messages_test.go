@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -477,9 +479,47 @@ func TestMissingQueueIsTyped(t *testing.T) {
 	if !errors.As(err, &missing) {
 		t.Fatalf("err = %v, want *types.QueueDoesNotExist", err)
 	}
-	_, err = h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String("not a url at all"), MessageBody: aws.String("x")})
-	var invalid *types.InvalidAddress
-	if !errors.As(err, &invalid) {
-		t.Fatalf("err = %v, want *types.InvalidAddress", err)
+}
+
+// TestQueueURLForms: SQS takes a queue's URL on the endpoint's host, or its
+// bare name; a URL on another host (another region's endpoint) names no
+// queue of this one, and what is no queue URL at all is InvalidAddress.
+func TestQueueURLForms(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.createQueue(t, "calls", nil)
+	localhost := strings.Replace(h.url, "127.0.0.1", "localhost", 1)
+	tests := []struct {
+		name, queueURL string
+		want           any // nil: found
+	}{
+		{"the queue's URL", h.url + "/000000000000/calls", nil},
+		{"its name", "calls", nil},
+		{"localhost for 127.0.0.1", localhost + "/000000000000/calls", nil},
+		{"another region's host", "https://sqs.eu-west-1.amazonaws.com/000000000000/calls", new(*types.QueueDoesNotExist)},
+		{"another port", "http://127.0.0.1:1/000000000000/calls", new(*types.QueueDoesNotExist)},
+		{"another account", h.url + "/111111111111/calls", new(*types.QueueDoesNotExist)},
+		{"the name of no queue", "nope", new(*types.QueueDoesNotExist)},
+		{"no queue in the path", h.url + "/calls", new(*types.InvalidAddress)},
+		{"no host", "http:///000000000000/calls", new(*types.InvalidAddress)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(tt.queueURL), MessageBody: aws.String("x")})
+			switch {
+			case tt.want == nil && err != nil:
+				t.Errorf("SendMessage to %q: %v", tt.queueURL, err)
+			case tt.want != nil && !errors.As(err, tt.want):
+				t.Errorf("SendMessage to %q: err = %v, want %T", tt.queueURL, err, tt.want)
+			}
+			if _, ok := errors.AsType[*types.QueueDoesNotExist](err); ok {
+				if re, _ := errors.AsType[*awshttp.ResponseError](err); re == nil || re.HTTPStatusCode() != http.StatusBadRequest {
+					t.Errorf("NonExistentQueue with status %v, want 400", re)
+				}
+			}
+		})
+	}
+	if snap, _ := h.sim.Snapshot("calls"); len(snap) != 3 {
+		t.Errorf("calls holds %d messages, want the 3 sent to it", len(snap))
 	}
 }

@@ -3,6 +3,7 @@ package sqsim
 import (
 	"encoding/base64"
 	"maps"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -165,15 +166,23 @@ func (s *Simulator) queueURL(rc *request, q *queue) string {
 	return rc.baseURL + "/" + s.accountID + "/" + q.name
 }
 
-// queueByURL resolves a QueueUrl. Any scheme and host are accepted, so that
-// URLs keep working behind proxies; the path must be /<account>/<name>.
-func (s *Simulator) queueByURL(raw string) (*queue, *apiError) {
+// queueByURL resolves a QueueUrl as SQS does: the queue's URL, on the host
+// the request was sent to, with the path /<account>/<name>; or the queue's
+// bare name, which SQS takes too. A URL on another host names a queue this
+// endpoint does not have (one of another region, say), as on AWS.
+func (s *Simulator) queueByURL(rc *request, raw string) (*queue, *apiError) {
 	if raw == "" {
 		return nil, errMissingParameter("QueueUrl")
 	}
+	if !strings.Contains(raw, "/") {
+		return s.queueNamed(raw)
+	}
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return nil, errInvalidAddress(truncate(raw, 200))
+	}
+	if !sameEndpoint(u.Host, rc.host) {
+		return nil, errQueueDoesNotExist()
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if len(parts) != 2 || parts[1] == "" {
@@ -182,11 +191,36 @@ func (s *Simulator) queueByURL(raw string) (*queue, *apiError) {
 	if parts[0] != s.accountID {
 		return nil, errQueueDoesNotExist()
 	}
-	q := s.queues[parts[1]]
+	return s.queueNamed(parts[1])
+}
+
+func (s *Simulator) queueNamed(name string) (*queue, *apiError) {
+	q := s.queues[name]
 	if q == nil {
 		return nil, errQueueDoesNotExist()
 	}
 	return q, nil
+}
+
+// sameEndpoint reports whether two hosts (with their ports) reach this
+// endpoint alike: the same host, or two loopback names of one port
+// (localhost and 127.0.0.1), since a local client may use either for the
+// simulator on its machine.
+func sameEndpoint(a, b string) bool {
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && pa == pb && isLoopback(ha) && isLoopback(hb)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // queueByARN returns the queue an ARN names in this region and account, or
@@ -287,7 +321,7 @@ type queueURLInput struct {
 }
 
 func (s *Simulator) deleteQueue(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +404,7 @@ type listDeadLetterSourceQueuesOutput struct {
 }
 
 func (s *Simulator) listDeadLetterSourceQueues(rc *request, in *listDeadLetterSourceQueuesInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +465,7 @@ type attributesOutput struct {
 }
 
 func (s *Simulator) getQueueAttributes(rc *request, in *getQueueAttributesInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +496,7 @@ type setQueueAttributesInput struct {
 }
 
 func (s *Simulator) setQueueAttributes(rc *request, in *setQueueAttributesInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +518,7 @@ type tagQueueInput struct {
 }
 
 func (s *Simulator) tagQueue(rc *request, in *tagQueueInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +540,7 @@ type untagQueueInput struct {
 }
 
 func (s *Simulator) untagQueue(rc *request, in *untagQueueInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +558,7 @@ type listQueueTagsOutput struct {
 }
 
 func (s *Simulator) listQueueTags(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +583,7 @@ func validateTags(tags map[string]string) *apiError {
 }
 
 func (s *Simulator) purgeQueue(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(in.QueueUrl)
+	q, err := s.queueByURL(rc, in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

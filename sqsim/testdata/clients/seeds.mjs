@@ -252,5 +252,19 @@ await check("every answer has its own request id, as $metadata.requestId reads i
   expect(ids.length === 4 && ids.every((id) => uuid.test(id)) && new Set(ids).size === 4, JSON.stringify(ids));
 });
 
+await check("a queue's name is taken where its URL is asked for; another region's URL is NonExistentQueue", async () => {
+  const queueName = name("by-name");
+  await sqs.send(new CreateQueueCommand({ QueueName: queueName }));
+  const out = await sqs.send(new SendMessageCommand({ QueueUrl: queueName, MessageBody: "by name" }));
+  expect(out.MessageId, JSON.stringify(out));
+  try {
+    await sqs.send(new SendMessageCommand({ QueueUrl: `https://sqs.eu-west-1.amazonaws.com/000000000000/${queueName}`, MessageBody: "x" }));
+  } catch (err) {
+    expect(err instanceof QueueDoesNotExist && err.$metadata.httpStatusCode === 400, `${err.name} ${err.$metadata.httpStatusCode}`);
+    return;
+  }
+  throw new Error("sent to another region's queue URL");
+});
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

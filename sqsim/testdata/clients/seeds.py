@@ -253,5 +253,18 @@ def _():
     expect(len(ids) == 9 and all(i and uuid.match(i) for i in ids) and len(set(ids)) == 9, ids)
 
 
+@check("a queue's name is taken where its URL is asked for; another region's URL is NonExistentQueue")
+def _():
+    queue_name = name("by-name")
+    sqs.create_queue(QueueName=queue_name)
+    expect(sqs.send_message(QueueUrl=queue_name, MessageBody="by name")["MessageId"], "no message id")
+    try:
+        sqs.send_message(QueueUrl="https://sqs.eu-west-1.amazonaws.com/000000000000/" + queue_name, MessageBody="x")
+    except sqs.exceptions.QueueDoesNotExist as err:
+        expect(err.response["ResponseMetadata"]["HTTPStatusCode"] == 400, err.response)
+        return
+    raise AssertionError("sent to another region's queue URL")
+
+
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
 sys.exit(1 if failed else 0)
