@@ -103,8 +103,11 @@
 //     DefaultMoveRate messages per second. A task moves at most
 //     rate × elapsed seconds in total, and only the messages that were in
 //     the source when it started (ApproximateNumberOfMessagesToMove).
-//   - A message moved to a DLQ keeps its receive count; a move task resets
-//     it to zero and clears DeadLetterQueueSourceArn.
+//   - A message moved to a DLQ keeps its id and receive count. A move task
+//     redrives it as a new message, as SQS documents: a new message id and
+//     SentTimestamp, its retention period started afresh, no receives and
+//     no DeadLetterQueueSourceArn; its body, attributes and FIFO group and
+//     deduplication ids stay.
 //   - Gauge metrics (ApproximateNumberOfMessagesVisible and the like) are
 //     sampled at the first Tick of each minute and reported for that minute;
 //     counters (NumberOfMessagesSent and the like) are summed per minute of

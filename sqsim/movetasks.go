@@ -185,15 +185,7 @@ func (s *Simulator) progressMoveTask(t *moveTask, now time.Time) {
 			return
 		}
 		t.source.remove(m)
-		moved := m.relocated(now)
-		moved.receiveCount = 0
-		moved.firstReceivedAt = time.Time{}
-		moved.dlqSourceARN = ""
-		moved.enqueuedAt = now
-		if dq.attrs.fifo {
-			moved.sequence = dq.nextSequence()
-		}
-		dq.add(moved)
+		dq.add(s.redriven(m, dq, now))
 		t.moved++
 		budget--
 		s.notify()
@@ -203,6 +195,24 @@ func (s *Simulator) progressMoveTask(t *moveTask, now time.Time) {
 	if len(t.pending) == 0 {
 		t.finish(moveTaskCompleted, "")
 	}
+}
+
+// redriven returns the copy of m that a move task puts in dq. SQS documents
+// that "all redriven messages are considered new messages and are assigned a
+// new messageID and enqueueTime": a new id and SentTimestamp, a retention
+// period starting afresh, no receives and no DeadLetterQueueSourceArn. The
+// body, the attributes and a FIFO message's group and deduplication ids stay.
+func (s *Simulator) redriven(m *message, dq *queue, now time.Time) *message {
+	moved := m.relocated(now)
+	moved.id = s.newMessageID()
+	moved.sentAt, moved.enqueuedAt = now, now
+	moved.receiveCount = 0
+	moved.firstReceivedAt = time.Time{}
+	moved.dlqSourceARN = ""
+	if dq.attrs.fifo {
+		moved.sequence = dq.nextSequence()
+	}
+	return moved
 }
 
 type listMessageMoveTasksInput struct {

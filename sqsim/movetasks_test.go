@@ -238,3 +238,61 @@ func TestMoveTaskFailsWhenDestinationDeleted(t *testing.T) {
 		t.Errorf("DLQ holds %d, want the 7 not moved", len(dlq))
 	}
 }
+
+// TestRedriveGivesNewMessages: a move task redrives each message as a new
+// one, as SQS documents: a new message id and SentTimestamp, no receives, its
+// body and attributes (and FIFO group and deduplication ids) kept; the
+// retention period starts again.
+func TestRedriveGivesNewMessages(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			suffix := map[bool]string{true: ".fifo"}[fifo]
+			src, _, _, dlqARN := redriveSetup(t, h, 3, fifo)
+			before, _ := h.sim.Snapshot("dlq" + suffix)
+			h.advance(time.Hour)
+			if _, err := h.sqs.StartMessageMoveTask(context.Background(), &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlqARN)}); err != nil {
+				t.Fatal(err)
+			}
+			// The task moves DefaultMoveRate messages a second: all three
+			// within its first second.
+			h.advance(time.Second)
+			redriveAt := h.clock.Now()
+			got := h.receive(t, src, 10)
+			if len(got) != len(before) {
+				t.Fatalf("received %d redriven messages, want %d", len(got), len(before))
+			}
+			old := map[string]MessageSnapshot{}
+			for _, m := range before {
+				old[m.Body] = m
+			}
+			for _, m := range got {
+				was, ok := old[aws.ToString(m.Body)]
+				switch {
+				case !ok:
+					t.Errorf("received %q, which the DLQ did not hold", aws.ToString(m.Body))
+				case aws.ToString(m.MessageId) == was.MessageID:
+					t.Errorf("%q kept its message id %s across the redrive", was.Body, was.MessageID)
+				case m.Attributes["SentTimestamp"] != fmt.Sprint(redriveAt.UnixMilli()):
+					t.Errorf("%q SentTimestamp %s, want the redrive's %d", was.Body, m.Attributes["SentTimestamp"], redriveAt.UnixMilli())
+				case m.Attributes["ApproximateReceiveCount"] != "1" || m.Attributes["DeadLetterQueueSourceArn"] != "":
+					t.Errorf("%q attributes %v, want a first receive and no DeadLetterQueueSourceArn", was.Body, m.Attributes)
+				case fifo && (m.Attributes["MessageGroupId"] != was.GroupID || m.Attributes["MessageDeduplicationId"] != was.DeduplicationID):
+					t.Errorf("%q group %s dedup %s, want %s %s kept", was.Body, m.Attributes["MessageGroupId"], m.Attributes["MessageDeduplicationId"], was.GroupID, was.DeduplicationID)
+				}
+			}
+			// Retention starts at the redrive: the default four days after it,
+			// not after the first send an hour earlier.
+			h.advance(4*24*time.Hour - time.Second)
+			if snap, _ := h.sim.Snapshot("src" + suffix); len(snap) != len(before) {
+				t.Errorf("%d messages left just before four days from the redrive, want %d", len(snap), len(before))
+			}
+			h.advance(time.Second)
+			if snap, _ := h.sim.Snapshot("src" + suffix); len(snap) != 0 {
+				t.Errorf("%d messages left four days after the redrive, want none", len(snap))
+			}
+		})
+	}
+}
