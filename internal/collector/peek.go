@@ -278,7 +278,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	}
 	c.tel.peekReceives.WithLabelValues(q.name, q.region.key).Add(float64(pass.receives))
 
-	own := q.noteSeen(pass, sample.At, approx, inFlight, c.lastMoveStarted(ctx, q), maxSeen*c.opts.Peek.MaxMessages)
+	own := q.noteSeen(pass, sample.At, approx, inFlight, maxSeen*c.opts.Peek.MaxMessages)
 	q.setPeeked(sample.At, approx, pass.receives)
 	if pass.stopped != "" {
 		c.setPeekPaused(ctx, q, pass.stopped)
@@ -309,20 +309,6 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 // maxSeen bounds what a queue's peeks remember (watchedQueue.noteSeen), in multiples of
 // Peek.MaxMessages.
 const maxSeen = 4
-
-// lastMoveStarted returns when q's newest move task started (zero without one): messages seen
-// before it may have left and come back since.
-func (c *Collector) lastMoveStarted(ctx context.Context, q *watchedQueue) time.Time {
-	tasks, err := c.store.ListMoveTasks(ctx, q.id, 1)
-	if err != nil {
-		c.warn(ctx, "collector: move tasks of a peeked queue", "queue", q.name, "err", err)
-		return time.Time{}
-	}
-	if len(tasks) == 0 {
-		return time.Time{}
-	}
-	return tasks[0].StartedAt
-}
 
 // forgetMoved drops the messages a dead-letter queue's sample found there from their sources'
 // memory: they left the source, so a source paused to protect them may be sampled again.

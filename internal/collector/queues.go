@@ -257,14 +257,15 @@ func (q *watchedQueue) forgetMessage(id string) {
 
 // noteSeen records the messages a pass received in q.seen and returns, by message id, how many
 // of each one's receives are the dashboard's own since it arrived in the queue (this pass's
-// included). A message arrived anew when its receive count went down since toolq last saw it,
-// its first-receive time changed, or a move task of the queue started since (movedAt): whatever
-// toolq spent on it before belongs to an earlier stay (before a redrive, say) and is not
-// subtracted. A complete pass over a queue with nothing in flight (inFlight, read before it)
+// included). A message arrived anew when its receive count went down since toolq last saw it or
+// its first-receive time changed: whatever toolq spent on it before belongs to an earlier stay
+// and is not subtracted. A redrive is no such sign: SQS gives the messages it moves new ids, so
+// one seen again under its id after a redrive is one the task left in place (a cancelled task,
+// say), and toolq's earlier receives of it still count. A complete pass over a queue with nothing in flight (inFlight, read before it)
 // forgets the messages it did not see that toolq last saw more than a visibility timeout ago:
 // they would have been visible again, so they are gone; one in a consumer's hands is not. At
 // most limit messages are kept, the newest seen.
-func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx, inFlight int64, movedAt time.Time, limit int) map[string]int {
+func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx, inFlight int64, limit int) map[string]int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.seen == nil {
@@ -280,8 +281,7 @@ func (q *watchedQueue) noteSeen(pass peekPass, at time.Time, approx, inFlight in
 		first := attrInt(m.Attributes, string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp))
 		prev, known := q.seen[id]
 		anew := !known || receives < prev.receives+1 ||
-			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive) ||
-			(!movedAt.IsZero() && movedAt.After(prev.at))
+			(first != 0 && prev.firstReceive != 0 && first != prev.firstReceive)
 		n := 1
 		if !anew {
 			n = prev.own + 1
