@@ -94,9 +94,11 @@ func (h *Hub[V]) writePump(conn *websocket.Conn, c *client[V], o ConnOptions) {
 				closeWith(code)
 				return
 			}
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := conn.WritePreparedMessage(msg.prepared); err != nil {
-				return
+			for _, pm := range msg.prepared {
+				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := conn.WritePreparedMessage(pm); err != nil {
+					return
+				}
 			}
 		case <-ping.C:
 			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))

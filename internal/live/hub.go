@@ -7,8 +7,9 @@
 // A rendering says what changed since the view's previous one (Push.Update), for the subscribers
 // that had every push since they joined, and the whole view (Push.Full) for those that joined
 // since: a push to a thousand overview pages then carries the rows that changed, not the table.
-// Each message is framed, and compressed for the connections that negotiated permessage-deflate,
-// once for all of its subscribers (websocket.PreparedMessage).
+// A push is one or more websocket messages, each swapped by htmx on its own; each is framed,
+// and compressed for the connections that negotiated permessage-deflate, once for all of its
+// subscribers (websocket.PreparedMessage).
 package live
 
 import (
@@ -47,22 +48,24 @@ const (
 	CloseTryAgainLater  = 1013 // the client was too slow and was dropped
 )
 
-// Push is one rendering of a subscription.
+// Push is one rendering of a subscription, in messages sent in order: htmx parses each message
+// as a fragment of its own, so that what one holds (table rows, say) cannot change how the next
+// parses.
 type Push struct {
 	// Update goes to the subscribers that had every earlier push of the subscription: what
 	// changed since the rendering whose Memo this one was given. Empty: nothing for them.
-	Update []byte
+	Update [][]byte
 	// Full is the whole view, for the subscribers that joined since the previous rendering. A
 	// rendering whose changes include Connect must have one; without it, joiners wait for
 	// theirs.
-	Full []byte
+	Full [][]byte
 	// Memo is handed to the subscription's next rendering, to find what changed; the hub keeps
 	// it while the subscription has subscribers.
 	Memo any
 }
 
 // Whole is the Push of a rendering that does not tell changes apart: everyone gets all of it.
-func Whole(msg []byte) Push { return Push{Update: msg, Full: msg} }
+func Whole(msg []byte) Push { return Push{Update: [][]byte{msg}, Full: [][]byte{msg}} }
 
 // Options configure a Hub. Render and Freshness are required.
 type Options[V comparable] struct {
@@ -114,30 +117,38 @@ type Hub[V comparable] struct {
 // and read by the write pump after.
 type client[V comparable] struct {
 	sub       Subscription[V]
-	send      chan *message
+	send      chan *message // a push each
 	closeCode int
 	// synced: the client got a Full push of its subscription, and every push since, so an
 	// Update applies to what its page shows.
 	synced bool
 }
 
-// message is one websocket message for any number of clients: its bytes, and its frames,
-// compressed or not, made once for all of them.
+// message is one push for any number of clients: its websocket messages' bytes, and their
+// frames, compressed or not, made once for all of them.
 type message struct {
-	data     []byte
-	prepared *websocket.PreparedMessage
+	data     [][]byte
+	prepared []*websocket.PreparedMessage
 }
 
-// newMessage frames data once for every client it goes to; nil for no data.
-func newMessage(data []byte) (*message, error) {
-	if len(data) == 0 {
+// newMessage frames a push's messages once for every client it goes to, leaving out the empty
+// ones; nil when all are.
+func newMessage(data [][]byte) (*message, error) {
+	m := &message{}
+	for _, d := range data {
+		if len(d) == 0 {
+			continue
+		}
+		pm, err := websocket.NewPreparedMessage(websocket.TextMessage, d)
+		if err != nil {
+			return nil, err
+		}
+		m.data, m.prepared = append(m.data, d), append(m.prepared, pm)
+	}
+	if len(m.data) == 0 {
 		return nil, nil
 	}
-	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
-	if err != nil {
-		return nil, err
-	}
-	return &message{data: data, prepared: pm}, nil
+	return m, nil
 }
 
 // job is one rendering for the workers: a subscription's, or the freshness every client gets.
@@ -446,7 +457,7 @@ func (h *Hub[V]) render(ctx context.Context, j job[V]) result[V] {
 	if r.update, r.err = newMessage(p.Update); r.err != nil {
 		return r
 	}
-	if len(p.Full) > 0 && len(p.Update) > 0 && &p.Full[0] == &p.Update[0] && len(p.Full) == len(p.Update) {
+	if sameMessages(p.Full, p.Update) {
 		r.full = r.update // one rendering for everyone: framed once
 		return r
 	}
@@ -478,4 +489,17 @@ func (h *Hub[V]) drop(st *hubState[V], c *client[V], code int) {
 	h.count.Add(-1)
 	c.closeCode = code
 	close(c.send)
+}
+
+// sameMessages reports whether two pushes are the same messages, the same bytes in memory.
+func sameMessages(a, b [][]byte) bool {
+	if len(a) != len(b) || len(a) == 0 {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) || (len(a[i]) > 0 && &a[i][0] != &b[i][0]) {
+			return false
+		}
+	}
+	return true
 }

@@ -85,7 +85,8 @@ func (th *testHub) subscribe(t testing.TB, topic Topic, view string) *client[str
 	return c
 }
 
-// receive returns the next message of a client, failing after a generous bound.
+// receive returns the next push of a client, failing after a generous bound: its one message
+// (the test hub's pushes have one each).
 func receive(t *testing.T, c *client[string]) []byte {
 	t.Helper()
 	select {
@@ -93,7 +94,10 @@ func receive(t *testing.T, c *client[string]) []byte {
 		if !ok {
 			t.Fatal("the client was dropped")
 		}
-		return msg.data
+		if len(msg.data) != 1 {
+			t.Fatalf("a push of %d messages, want one", len(msg.data))
+		}
+		return msg.data[0]
 	case <-time.After(5 * time.Second):
 		t.Fatal("no message")
 	}
@@ -374,6 +378,31 @@ func TestServeRealWebsockets(t *testing.T) {
 // TestHubSendsUpdatesToSyncedAndFullToJoiners: a client that had every push of its view gets
 // what changed; one that joined since gets the whole view once, then the updates; an empty
 // update sends nothing; each rendering gets the previous one's memo.
+// TestHubSendsEveryMessageOfAPush: a push of several messages reaches a client as its messages,
+// in order, empty ones left out, framed once for every client.
+func TestHubSendsEveryMessageOfAPush(t *testing.T) {
+	th := newTestHub(t, 4)
+	th.mu.Lock()
+	th.custom = func(ctx context.Context, sub Subscription[string], changes Changes, memo any) (Push, error) {
+		msgs := [][]byte{[]byte("rows"), nil, []byte("parts")}
+		return Push{Update: msgs, Full: msgs}, nil
+	}
+	th.mu.Unlock()
+	a, b := th.subscribe(t, Overview(), ""), th.subscribe(t, Overview(), "")
+	th.fire(t)
+	var got [2]*message
+	for i, c := range []*client[string]{a, b} {
+		select {
+		case got[i] = <-c.send:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no push")
+		}
+	}
+	if got[0] != got[1] || len(got[0].prepared) != 2 || string(got[0].data[0]) != "rows" || string(got[0].data[1]) != "parts" {
+		t.Errorf("pushes %q and %q, want one push of [rows parts] for both", got[0].data, got[1].data)
+	}
+}
+
 func TestHubSendsUpdatesToSyncedAndFullToJoiners(t *testing.T) {
 	th := newTestHub(t, 8)
 	var memos []any
@@ -386,7 +415,7 @@ func TestHubSendsUpdatesToSyncedAndFullToJoiners(t *testing.T) {
 		n := len(memos)
 		u := updates[0]
 		updates = updates[1:]
-		return Push{Update: []byte(u), Full: fmt.Appendf(nil, "full %d", n), Memo: n}, nil
+		return Push{Update: [][]byte{[]byte(u)}, Full: [][]byte{fmt.Appendf(nil, "full %d", n)}, Memo: n}, nil
 	}
 	updates = []string{"", "update 2", "", "update 4"}
 	th.mu.Unlock()

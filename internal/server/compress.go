@@ -12,20 +12,18 @@ import (
 )
 
 // compressLevel is the gzip level of dynamic responses. The overview of 1,000 queues is about a
-// megabyte of HTML that compresses some 40-fold; level 5 of klauspost's gzip gives nearly level
-// 9's size at a fraction of its time (docs/performance.md, Compression).
-const compressLevel = 5
+// megabyte of HTML that compresses some 40-fold; level 1 of klauspost's gzip is the fastest, at
+// a size near level 5's (docs/performance.md, Compression).
+const compressLevel = 1
 
 // compressResponses gzips the pages, fragments, JSON and CSV exports for the clients that accept
 // it (gzhttp: Accept-Encoding with q-values, Vary, ETags, nothing under 1 KiB, nothing already
-// encoded, such as /metrics when Prometheus compresses its own; a large response on every
-// processor, splitGzip). The static assets are not its business: they are compressed at build
+// encoded, such as /metrics when Prometheus compresses its own). The static assets are not its business: they are compressed at build
 // time, brotli and gzip, and served as they are (web/static). Websockets compress their own frames (permessage-deflate), and event streams
 // are left alone, since a compressor buffers what a stream must send at once.
 func compressResponses() (echo.MiddlewareFunc, error) {
 	wrap, err := gzhttp.NewWrapper(
 		gzhttp.CompressionLevel(compressLevel),
-		gzhttp.Implementation(splitGzip()),
 		gzhttp.EnableZstd(false),
 		gzhttp.ExceptContentTypes([]string{"text/event-stream"}),
 	)

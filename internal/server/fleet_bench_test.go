@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/static"
 	"github.com/toolq/toolq/web/templates"
 )
@@ -37,6 +37,8 @@ import (
 // for a fleet of source queues, each with its dead-letter queue, after an hour: every queue's
 // attributes as SQS returns them, an hour of 15-s depth samples, an age-of-oldest-message
 // datapoint a minute for the sources, and a sample of five messages of each dead-letter queue.
+// Its views follow its bus, as app.New wires them, and build the next snapshot once a cycle
+// published its change.
 type fleetWorld struct {
 	*actionstest.World
 	srv     *Server
@@ -84,13 +86,18 @@ func sqsAttributes(name string, fifo bool, dlq string, visible int64) map[string
 	return a
 }
 
-// newFleetWorld builds the fleet: pairs sources (half of them FIFO) and their DLQs.
-func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
+// newFleetWorld builds the fleet: pairs sources (half of them FIFO) and their DLQs, of which
+// the first busy pairs' depths moved over the hour and the others' stayed, as in a fleet where
+// most tool calls go to a few queues.
+func newFleetWorld(b *testing.B, pairs, busy int) *fleetWorld {
 	b.Helper()
 	w := actionstest.New(b)
 	ctx := context.Background()
 	now := w.Now()
 	fw := &fleetWorld{World: w, bus: events.NewBus()}
+	// Every read after a change waits for the snapshot that has it, so that each measured page
+	// reads the cycle stored before it (Run builds it as soon in the server).
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Changes: fw.bus, Lag: -1})
 	var history []store.AttributeSample
 	var ages []store.MetricPoint
 	for i := range pairs {
@@ -113,8 +120,12 @@ func newFleetWorld(b *testing.B, pairs int) *fleetWorld {
 			fw.ids = append(fw.ids, id)
 			fw.queues = append(fw.queues, fleetQueue{id: id, name: q.name, dlq: q.dlq, fifo: fifo})
 			for k := 240; k > 0; k-- {
+				moved := int64(0)
+				if i < busy {
+					moved = int64(k % 5)
+				}
 				history = append(history, store.AttributeSample{QueueID: id, At: now.Add(-time.Duration(k) * 15 * time.Second),
-					Visible: q.visible + int64(k%5), InFlight: 2})
+					Visible: q.visible + moved, InFlight: 2})
 			}
 			if q.dlq != "" {
 				for k := 60; k > 0; k-- {
@@ -177,8 +188,9 @@ func (fw *fleetWorld) saveAttributes(b *testing.B, q fleetQueue, at time.Time, v
 
 // cycle stores what an attribute cycle would, as the collector does: every queue's attributes
 // as SQS returns them with its depth sample, n sources of them with a new depth (their health
-// and so the rows' order stay), 15 s after the previous cycle.
-func (fw *fleetWorld) cycle(b *testing.B, n int) {
+// and so the rows' order stay), 15 s after the previous cycle; then it publishes the change, and
+// returns when it did.
+func (fw *fleetWorld) cycle(b *testing.B, n int) time.Time {
 	b.Helper()
 	fw.Advance(15 * time.Second)
 	now := fw.Now()
@@ -199,10 +211,26 @@ func (fw *fleetWorld) cycle(b *testing.B, n int) {
 	if err := fw.Store.FinishRun(ctx, store.CollectorRun{ID: run, Kind: store.RunAttributes, StartedAt: now.Add(-time.Second), FinishedAt: now, Queues: len(fw.ids), Calls: len(fw.ids)}); err != nil {
 		b.Fatal(err)
 	}
+	published := time.Now()
+	fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: now})
+	return published
 }
 
-// benchPairs1000 is 1,000 queues: 500 sources, each with its DLQ.
-const benchPairs1000 = 500
+// snapshot builds the snapshot of what was stored, as the views' Run does after a change.
+func (fw *fleetWorld) snapshot(b *testing.B) *views.Snapshot {
+	b.Helper()
+	snap, err := fw.Views.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snap
+}
+
+// benchPairs1000 is 1,000 queues: 500 sources, each with its DLQ; benchBusy of them busy.
+const (
+	benchPairs1000 = 500
+	benchBusy      = 100
+)
 
 // reportPercentiles reports the p50 and p99 of durations in milliseconds.
 func reportPercentiles(b *testing.B, name string, d []time.Duration) {
@@ -234,59 +262,40 @@ func deflateSize(b []byte) int {
 	return buf.Len()
 }
 
-// pageTurn and pageWithin mark the measured requests' goroutines, and those they start, in a
-// CPU profile, apart from the cycles stored between them: go tool pprof -tagfocus phase=page,
-// and -tagfocus minute=turn or minute=within for either kind of page.
-var (
-	pageTurn   = pprof.Labels("phase", "page", "minute", "turn")
-	pageWithin = pprof.Labels("phase", "page", "minute", "within")
-)
-
 // BenchmarkFleetOverviewPage is GET / of 1,000 queues with an hour of history through the router,
-// gzipped as a browser asks, a new attribute cycle stored before each request, as the pages are
-// read between cycles. The first page after start, which loads the hour of depth samples into
-// the store's memory, comes before the measured ones. Besides every page's percentiles it
-// reports those of the pages after a cycle that began a minute ("turn": every sparkline moves
-// on) and of the others ("within"). It reports the page's size as sent and the JavaScript a
-// first visit loads.
+// gzipped as a browser asks, an attribute cycle stored and its snapshot built before each pair
+// of requests, as the pages are read between cycles: the first page after a snapshot renders
+// its rows (in the server a push usually has), the second writes them as rendered. It reports
+// the page's size as sent and the JavaScript a first visit loads.
 func BenchmarkFleetOverviewPage(b *testing.B) {
-	fw := newFleetWorld(b, benchPairs1000)
+	fw := newFleetWorld(b, benchPairs1000, benchBusy)
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	fw.handler.ServeHTTP(httptest.NewRecorder(), req)
-	var took, turns, within []time.Duration
+	var first, again []time.Duration
 	var sent, raw int
 	for b.Loop() {
 		b.StopTimer()
 		fw.cycle(b, 100)
+		fw.snapshot(b)
 		b.StartTimer()
-		turn := fw.Now().Sub(fw.Now().Truncate(time.Minute)) < 15*time.Second // the cycle began this minute
-		labels := pageWithin
-		if turn {
-			labels = pageTurn
+		for _, took := range []*[]time.Duration{&first, &again} {
+			start := time.Now()
+			rec := httptest.NewRecorder()
+			fw.handler.ServeHTTP(rec, req)
+			*took = append(*took, time.Since(start))
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
+				b.Fatalf("status %d, encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
+			}
+			sent = rec.Body.Len()
 		}
-		start := time.Now()
-		rec := httptest.NewRecorder()
-		pprof.Do(context.Background(), labels, func(context.Context) { fw.handler.ServeHTTP(rec, req) })
-		d := time.Since(start)
-		took = append(took, d)
-		if turn {
-			turns = append(turns, d)
-		} else {
-			within = append(within, d)
-		}
-		if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
-			b.Fatalf("status %d, encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
-		}
-		sent = rec.Body.Len()
 	}
 	b.StopTimer()
 	rec := httptest.NewRecorder()
 	fw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	raw = rec.Body.Len()
-	reportPercentiles(b, "page", took)
-	reportPercentiles(b, "turn", turns)
-	reportPercentiles(b, "within", within)
+	reportPercentiles(b, "first", first)
+	reportPercentiles(b, "page", again)
 	b.ReportMetric(float64(sent)/1024, "page-gzip-KB")
 	b.ReportMetric(float64(raw)/1024, "page-raw-KB")
 	js, jsGzip := 0, 0
@@ -310,11 +319,19 @@ func BenchmarkFleetOverviewPage(b *testing.B) {
 }
 
 // BenchmarkFleetOverviewPush is one overview push of 1,000 queues after an attribute cycle in
-// which 100 queues changed depth: what the hub renders once for all the subscribers of a view.
-// It reports the updates' sizes, median and largest (raw and as permessage-deflate sends them),
-// and the whole table's, which a page that just subscribed gets.
+// which 100 queues changed depth: what the hub renders once for all the subscribers of a view,
+// the snapshot built before. In a fleet of 100 busy pairs and in one where every queue's depth
+// moved over the hour, it reports the updates' sizes, median and largest (a minute's turn: the
+// sparklines that moved; raw and as permessage-deflate sends them), and the whole table's, which
+// a page that just subscribed gets.
 func BenchmarkFleetOverviewPush(b *testing.B) {
-	fw := newFleetWorld(b, benchPairs1000)
+	for _, busy := range []int{benchBusy, benchPairs1000} {
+		b.Run(fmt.Sprintf("busy=%d", 2*busy), func(b *testing.B) { benchmarkOverviewPush(b, busy) })
+	}
+}
+
+func benchmarkOverviewPush(b *testing.B, busy int) {
+	fw := newFleetWorld(b, benchPairs1000, busy)
 	ctx := context.Background()
 	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
 	first, err := fw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
@@ -323,19 +340,20 @@ func BenchmarkFleetOverviewPush(b *testing.B) {
 	}
 	memo := first.Memo
 	var took []time.Duration
-	var updates [][]byte
+	var updates [][]byte // each push's messages, one after another
 	for b.Loop() {
 		b.StopTimer()
 		fw.cycle(b, 100)
+		fw.snapshot(b)
 		b.StartTimer()
 		start := time.Now()
-		p, err := fw.srv.hubPush(ctx, sub, live.Changes{events.QueuesChanged: true}, memo)
+		p, err := fw.srv.hubPush(ctx, sub, live.Changes{events.SnapshotBuilt: true}, memo)
 		took = append(took, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
 		}
 		memo = p.Memo
-		updates = append(updates, p.Update)
+		updates = append(updates, bytes.Join(p.Update, nil))
 	}
 	b.StopTimer()
 	reportPercentiles(b, "push", took)
@@ -346,8 +364,9 @@ func BenchmarkFleetOverviewPush(b *testing.B) {
 	b.ReportMetric(float64(deflateSize(median))/1024, "update-p50-deflate-KB")
 	b.ReportMetric(float64(len(largest))/1024, "update-max-raw-KB")
 	b.ReportMetric(float64(deflateSize(largest))/1024, "update-max-deflate-KB")
-	b.ReportMetric(float64(len(first.Full))/1024, "full-raw-KB")
-	b.ReportMetric(float64(deflateSize(first.Full))/1024, "full-deflate-KB")
+	full := bytes.Join(first.Full, nil)
+	b.ReportMetric(float64(len(full))/1024, "full-raw-KB")
+	b.ReportMetric(float64(deflateSize(full))/1024, "full-deflate-KB")
 }
 
 // BenchmarkFleetPushTo1000Websockets connects 1,000 websocket clients to the overview of 1,000
@@ -385,7 +404,11 @@ func (m clientMode) String() string {
 }
 
 func benchmarkPushToWebsockets(b *testing.B, clients int, mode clientMode) {
-	fw := newFleetWorld(b, benchPairs1000)
+	fw := newFleetWorld(b, benchPairs1000, benchBusy)
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = fw.Views.Run(ctx); close(ran) }()
+	b.Cleanup(func() { stop(); <-ran })
 	srv := httptest.NewServer(fw.handler)
 	b.Cleanup(srv.Close)
 	// Each client notes when it got a push with rows; the benchmark waits for one note of each.
@@ -419,16 +442,13 @@ func benchmarkPushToWebsockets(b *testing.B, clients int, mode clientMode) {
 		if fw.Now().Add(15*time.Second).Truncate(time.Minute) != fw.Now().Truncate(time.Minute) {
 			b.StopTimer()
 			fw.cycle(b, 100) // the minute turns
-			fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
 			for i := range clients {
 				wait(i)
 			}
 			drain()
 			b.StartTimer()
 		}
-		fw.cycle(b, 100)
-		published := time.Now()
-		fw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: fw.Now()})
+		published := fw.cycle(b, 100)
 		ats := make([]time.Time, clients)
 		first := time.Time{}
 		for i := range clients {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -14,191 +14,301 @@ import (
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/web/templates"
 	"github.com/toolq/toolq/web/templates/ids"
 )
 
-// TestOverviewPushCarriesWhatChanged: the overview's first push is the whole table; the next,
-// given its memo, carries the rows whose rendering changed, each swapped by its id (the cells
-// that changed, once a row has changed before), the parts that changed and the freshness; the
-// whole body again when the order of the rows changed; and a connect push carries the whole
-// table for the page that joined.
-func TestOverviewPushCarriesWhatChanged(t *testing.T) {
-	pw := newPageWorld(t, pageWorldOptions{})
-	ctx := context.Background()
-	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
-	queues := live.Changes{events.QueuesChanged: true}
-	push := func(changes live.Changes, memo any) live.Push {
-		t.Helper()
-		p, err := pw.srv.hubPush(ctx, sub, changes, memo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	setDepth := func(name string, visible int64) {
-		t.Helper()
-		q, err := pw.Views.ResolveQueue(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored, err := pw.Store.GetQueue(ctx, q.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pw.Advance(time.Second) // a new sample time
-		if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: stored.Attributes,
-			DeadLetterTargetARN: stored.DeadLetterTargetARN, MaxReceiveCount: stored.MaxReceiveCount,
-			Depth: store.AttributeSample{Visible: visible}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	idOf := func(name string) int64 {
-		q, err := pw.Views.ResolveQueue(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q.ID
-	}
-
-	first := push(queues, nil)
-	if !strings.Contains(string(first.Update), `id="`+ids.OverviewRows()+`"`) || string(first.Update) != string(first.Full) {
-		t.Fatalf("first push is not the whole table:\n%s", clip(string(first.Update)))
-	}
-
-	same := push(queues, first.Memo)
-	doc := parseFragment(t, same.Update)
-	if n := doc.Find("tr[hx-swap-oob]").Length(); n != 0 || doc.Find("tbody").Length() != 0 {
-		t.Errorf("nothing changed, yet the push carries %d rows:\n%s", n, clip(string(same.Update)))
-	}
-	if doc.Find("#freshness").Length() != 1 || doc.Find("#totals").Length() != 0 {
-		t.Errorf("an unchanged push carries the freshness and nothing else:\n%s", clip(string(same.Update)))
-	}
-	if same.Full != nil {
-		t.Error("a push without a new subscriber rendered the whole table")
-	}
-
-	setDepth("notifications", 7) // healthy before and after: its row changes, not its place
-	one := push(queues, same.Memo)
-	doc = parseFragment(t, one.Update)
-	rows := doc.Find(`template > tr[hx-swap-oob="true"]`)
-	if rows.Length() != 1 || rows.AttrOr("id", "") != ids.QueueRow(idOf("notifications")) {
-		t.Fatalf("pushed rows %d (first %q), want notifications' alone:\n%s", rows.Length(), rows.AttrOr("id", ""), clip(string(one.Update)))
-	}
-	if doc.Find("#totals").Length() != 1 {
-		t.Error("the totals changed and were not pushed")
-	}
-
-	// Its second change sends the cells that changed, not the row: the visible count (third
-	// column) and its sparkline, swapped by the row's id and their column.
-	setDepth("notifications", 9)
-	cells := push(queues, one.Memo)
-	doc = parseFragment(t, cells.Update)
-	row := ids.QueueRow(idOf("notifications"))
-	visible := doc.Find(`template > td[hx-swap-oob="outerHTML:#` + row + `>:nth-child(3)"]`)
-	if doc.Find("tr").Length() != 0 || visible.Length() != 1 || strings.TrimSpace(visible.Text()) != "9" {
-		t.Fatalf("a second change of one row: want its visible cell alone (9), no row:\n%s", clip(string(cells.Update)))
-	}
-	page, _ := pw.page(t, request{path: "/"}, http.StatusOK)
-	doc.Find("template > td, template > th").Each(func(_ int, cell *goquery.Selection) {
-		swap := cell.AttrOr("hx-swap-oob", "")
-		if !strings.HasPrefix(swap, "outerHTML:#"+row+">:nth-child(") {
-			t.Errorf("a pushed cell swaps %q, not a cell of notifications' row", swap)
-		}
-		// htmx swaps what the selector finds: in the page, one cell of the same kind.
-		target := page.Find(strings.TrimPrefix(swap, "outerHTML:"))
-		if target.Length() != 1 || goquery.NodeName(target) != goquery.NodeName(cell) || target.AttrOr("class", "") != cell.AttrOr("class", "") {
-			t.Errorf("%q finds %d elements in the page (%s), want the one cell it replaces (%s)", swap, target.Length(), outer(target), outer(cell))
-		}
-		if swap == "outerHTML:#"+row+">:nth-child(1)" || swap == "outerHTML:#"+row+">:nth-child(2)" {
-			t.Errorf("the name or the type of notifications did not change, yet %q was pushed", swap)
-		}
-	})
-
-	// A minute on, every queue read so far is read twice, with a spike of 3 messages and at the
-	// depth it had: each sparkline has one more minute, higher, and the rest of each row shows
-	// as it did.
-	readAgain := func() live.Push {
-		t.Helper()
-		pw.Advance(time.Minute)
-		latest, err := pw.Store.LatestAttributeSamples(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, err := pw.Store.ListQueues(ctx, store.QueueFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, spike := range []int64{3, 0} { // a spike, the depth back a second later
-			for _, q := range all {
-				a, read := latest[q.ID]
-				if !read {
-					continue // a queue never read stays so
+// applyPush swaps a push's messages into a page as htmx-ext-ws does: each message parsed on its
+// own as a template's content, each of its top-level elements swapped out of band by its
+// hx-swap-oob ("true": the element of its id; "style:selector": the elements the selector finds,
+// with the element itself for outerHTML and its children for the other styles). A swap whose
+// target is missing fails the test, as htmx reports htmx:oobErrorNoTarget.
+func applyPush(t *testing.T, page *goquery.Document, msgs [][]byte) {
+	t.Helper()
+	for _, msg := range msgs {
+		parseFragment(t, msg).Find("template").First().Children().Each(func(_ int, el *goquery.Selection) {
+			value := el.AttrOr("hx-swap-oob", "true")
+			style, selector := "outerHTML", "#"+el.AttrOr("id", "")
+			switch before, after, found := strings.Cut(value, ":"); {
+			case found:
+				style, selector = before, after
+			case value != "true":
+				style = value
+			}
+			el.RemoveAttr("hx-swap-oob")
+			targets := page.Find(selector)
+			if targets.Length() == 0 {
+				t.Errorf("htmx:oobErrorNoTarget: %s swaps %q, which the page does not have", goquery.NodeName(el), selector)
+				return
+			}
+			targets.Each(func(_ int, target *goquery.Selection) {
+				switch style {
+				case "outerHTML":
+					target.ReplaceWithSelection(el.Clone())
+				case "innerHTML":
+					target.Empty().AppendSelection(el.Children().Clone())
+				case "afterbegin":
+					target.PrependSelection(el.Children().Clone())
+				case "beforeend":
+					target.AppendSelection(el.Children().Clone())
+				case "afterend":
+					target.AfterSelection(el.Children().Clone())
+				case "delete":
+					target.Remove()
+				default:
+					t.Errorf("a push swaps with %q, which this test does not know", style)
 				}
-				if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: q.Attributes,
-					DeadLetterTargetARN: q.DeadLetterTargetARN, MaxReceiveCount: q.MaxReceiveCount,
-					Depth: store.AttributeSample{Visible: a.Visible + spike, InFlight: a.InFlight, Delayed: a.Delayed}}); err != nil {
+			})
+		})
+	}
+}
+
+// overviewParts are the parts of the overview page a push keeps as they render.
+var overviewPageParts = []string{"#" + ids.OverviewRows(), "#" + ids.Attention(), "#" + ids.Sight(), "#" + ids.Totals(), "#" + ids.Cost(), "#freshness"}
+
+// samePage fails the test when a page that took pushes differs from the page rendered now.
+func samePage(t *testing.T, step string, pushed, rendered *goquery.Document) {
+	t.Helper()
+	for _, sel := range overviewPageParts {
+		got, want := pushed.Find(sel), rendered.Find(sel)
+		if a, b := outer(got), outer(want); a != b {
+			t.Errorf("%s: %s after the pushes\n%s\nrendered\n%s", step, sel, clip(a), clip(b))
+		}
+	}
+}
+
+// pushWorld is a page world whose queues' depths a test sets, one sample at a time.
+type pushWorld struct {
+	*pageWorld
+	t *testing.T
+}
+
+// setDepth stores a new depth sample of a queue, a second after the clock's.
+func (pw pushWorld) setDepth(name string, visible int64) {
+	pw.t.Helper()
+	ctx := context.Background()
+	q, err := pw.Views.ResolveQueue(ctx, name)
+	if err != nil {
+		pw.t.Fatal(err)
+	}
+	stored, err := pw.Store.GetQueue(ctx, q.ID)
+	if err != nil {
+		pw.t.Fatal(err)
+	}
+	pw.Advance(time.Second)
+	if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: stored.Attributes,
+		DeadLetterTargetARN: stored.DeadLetterTargetARN, MaxReceiveCount: stored.MaxReceiveCount,
+		Depth: store.AttributeSample{Visible: visible}}); err != nil {
+		pw.t.Fatal(err)
+	}
+}
+
+// readEvery reads every queue read so far again, at the depth it has.
+func (pw pushWorld) readEvery() {
+	pw.t.Helper()
+	ctx := context.Background()
+	latest, err := pw.Store.LatestAttributeSamples(ctx)
+	if err != nil {
+		pw.t.Fatal(err)
+	}
+	all, err := pw.Store.ListQueues(ctx, store.QueueFilter{})
+	if err != nil {
+		pw.t.Fatal(err)
+	}
+	for _, q := range all {
+		if a, read := latest[q.ID]; read {
+			if err := pw.Store.SaveQueueAttributes(ctx, store.QueueAttributes{QueueID: q.ID, At: pw.Now(), Attributes: q.Attributes,
+				DeadLetterTargetARN: q.DeadLetterTargetARN, MaxReceiveCount: q.MaxReceiveCount,
+				Depth: store.AttributeSample{Visible: a.Visible, InFlight: a.InFlight, Delayed: a.Delayed}}); err != nil {
+				pw.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// pushKinds names what each message of a push swaps: "body" (the whole table's body), "moves"
+// (rows taken out and put in), "rows", "cells" and "parts" (everything else).
+func pushKinds(t *testing.T, msgs [][]byte) []string {
+	t.Helper()
+	var kinds []string
+	for _, msg := range msgs {
+		top := parseFragment(t, msg).Find("template").First().Children().First()
+		switch swap := top.AttrOr("hx-swap-oob", ""); {
+		case top.Is("tbody#" + ids.OverviewRows()):
+			kinds = append(kinds, "body")
+		case top.Is("tbody"):
+			kinds = append(kinds, "moves")
+		case top.Is("tr"):
+			kinds = append(kinds, "rows")
+		case top.Is("td, th"):
+			kinds = append(kinds, "cells")
+		default:
+			kinds = append(kinds, "parts")
+			_ = swap
+		}
+	}
+	return kinds
+}
+
+// TestOverviewPushesKeepThePageAsRendered follows the overview of several views (the default
+// order, sorted by a column, filtered, one sparkline scale, embedded) through changes, and swaps
+// each push into the page as htmx does: after each, the page is the page rendered now, every
+// swap found its target, and the push carried only the kind of change that happened (a row's
+// number: its cells; a health that moves a row: that row's move; the sparklines' minute: their
+// cells; a new queue: its row put in).
+func TestOverviewPushesKeepThePageAsRendered(t *testing.T) {
+	for _, v := range []struct {
+		name  string
+		query url.Values
+		nav   templates.Nav
+		// moves: a depth can move a row (the view is sorted by it, or shows two rows, where
+		// one move is most of them) or redraw every row's sparkline (one scale); the kinds of a
+		// push are checked only in the other views.
+		moves bool
+	}{
+		{"health order", nil, templates.Nav{}, false},
+		{"by visible, descending", url.Values{"sort": {"visible"}, "dir": {"desc"}}, templates.Nav{}, true},
+		{"filtered", url.Values{"q": {"web"}}, templates.Nav{}, true},
+		{"one scale", url.Values{"scale": {"shared"}}, templates.Nav{}, true},
+		{"embedded", nil, templates.Nav{Embed: true}, false},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			pw := pushWorld{newPageWorld(t, pageWorldOptions{}), t}
+			ctx := context.Background()
+			sub := subscriptionOf(live.Overview(), v.nav, v.query)
+			path := v.nav.URL("/", v.query)
+			render := func() *goquery.Document {
+				t.Helper()
+				doc, _ := pw.page(t, request{path: path}, http.StatusOK)
+				return doc
+			}
+			page := render()
+			first, err := pw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kinds := fmt.Sprint(pushKinds(t, first.Full)); kinds != "[body parts]" || fmt.Sprint(first.Update) != fmt.Sprint(first.Full) {
+				t.Fatalf("first push %s, want the whole table and every part to everyone", kinds)
+			}
+			applyPush(t, page, first.Full)
+			samePage(t, "the first push", page, render())
+			memo := first.Memo
+			step := func(name string, change func(), want ...string) {
+				t.Helper()
+				change()
+				p, err := pw.srv.hubPush(ctx, sub, live.Changes{events.SnapshotBuilt: true}, memo)
+				if err != nil {
 					t.Fatal(err)
 				}
+				memo = p.Memo
+				if p.Full != nil {
+					t.Errorf("%s: a push without a new subscriber rendered the whole view", name)
+				}
+				applyPush(t, page, p.Update)
+				samePage(t, name, page, render())
+				if kinds := pushKinds(t, p.Update); want != nil && !v.moves && fmt.Sprint(kinds) != fmt.Sprint(want) {
+					t.Errorf("%s: the push carries %v, want %v:\n%s", name, kinds, want, clip(pushText(p.Update)))
+				}
 			}
-			pw.Advance(time.Second)
-		}
-		return push(queues, cells.Memo)
-	}
-	swapsOf := func(doc *goquery.Document) map[string][]string { // by row id
-		swaps := map[string][]string{}
-		doc.Find("template > td, template > th, template > tr").Each(func(_ int, el *goquery.Selection) {
-			swap := el.AttrOr("hx-swap-oob", "")
-			id, _, _ := strings.Cut(strings.TrimPrefix(swap, "outerHTML:#"), ">")
-			if goquery.NodeName(el) == "tr" {
-				id = el.AttrOr("id", "")
-			}
-			swaps[id] = append(swaps[id], swap)
+			step("nothing changed", func() {}, "parts")
+			step("one queue's depth", func() { pw.setDepth("web-search", 7) }, "cells", "parts")
+			step("its depth again", func() { pw.setDepth("web-search", 9) }, "cells", "parts")
+			// It moves (and its source's DLQ depth cell changes); the table is not sent whole.
+			step("a dead-letter queue turns critical", func() { pw.setDepth("web-search-dlq", 500) }, "moves", "cells", "parts")
+			step("and back", func() { pw.setDepth("web-search-dlq", 0) }, "moves", "cells", "parts")
+			step("a new queue", func() {
+				pw.Advance(time.Second)
+				if _, err := pw.Store.UpsertQueue(ctx, store.Queue{Region: "us-east-1", Name: "web-fetch", ARN: pw.ARN("web-fetch"),
+					URL: "https://sqs/web-fetch", FirstSeen: pw.Now(), LastSeen: pw.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}, "moves", "parts")
+			step("a minute on, every queue read again", func() {
+				pw.Advance(time.Minute)
+				pw.readEvery()
+			}, "cells", "parts")
+			step("several depths at once", func() {
+				for i, name := range []string{"notifications", "tool-calls.fifo", "web-search"} {
+					pw.setDepth(name, int64(3*i+1))
+				}
+			}, "cells", "parts")
 		})
-		return swaps
 	}
-	// The other rows change for the first time since the page subscribed, and go whole: so does
-	// notifications', though only its sparkline moved, as a push carries rows or cells, not both
-	// (parseFragment fails a push that mixes them).
-	mixed := readAgain()
-	if got := swapsOf(parseFragment(t, mixed.Update))[row]; !slices.Equal(got, []string{"true"}) {
-		t.Fatalf("notifications' swaps in a push of whole rows are %q, want its row alone:\n%s", got, clip(string(mixed.Update)))
-	}
-	// A minute on again: of every row, the sparkline alone moved, and the push carries each
-	// row's sparkline cell and nothing else, rendered afresh.
-	cells = mixed
-	spark := readAgain()
-	doc = parseFragment(t, spark.Update)
-	swaps := swapsOf(doc)
-	if len(swaps) < 2 {
-		t.Errorf("the sparklines moved on, yet the push swaps %d rows' cells, want several:\n%s", len(swaps), clip(string(spark.Update)))
-	}
-	for id, got := range swaps {
-		if want := fmt.Sprintf("outerHTML:#%s>:nth-child(%d)", id, templates.SparkCell+1); !slices.Equal(got, []string{want}) {
-			t.Errorf("the sparklines alone moved on; %s's swaps are %q, want [%s]:\n%s", id, got, want, clip(string(spark.Update)))
-		}
-	}
-	sparkSwap := fmt.Sprintf("outerHTML:#%s>:nth-child(%d)", row, templates.SparkCell+1)
-	page, _ = pw.page(t, request{path: "/"}, http.StatusOK)
-	pushed, err := doc.Find(`template > td[hx-swap-oob="` + sparkSwap + `"]`).Html()
+}
+
+// TestOverviewPushToAJoiningPage: a connect push carries the whole view for the page that
+// joined, and for the pages in sync only what changed.
+func TestOverviewPushToAJoiningPage(t *testing.T) {
+	pw := pushWorld{newPageWorld(t, pageWorldOptions{}), t}
+	ctx := context.Background()
+	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
+	first, err := pw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if shown, _ := page.Find(strings.TrimPrefix(sparkSwap, "outerHTML:")).Html(); pushed != shown || !strings.Contains(shown, "<polyline") {
-		t.Errorf("the pushed sparkline is\n%s\nthe page's is\n%s", pushed, shown)
+	pw.setDepth("notifications", 4)
+	joined, err := pw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true, events.SnapshotBuilt: true}, first.Memo)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if kinds := fmt.Sprint(pushKinds(t, joined.Full)); kinds != "[body parts]" {
+		t.Errorf("the joiner's push carries %s, want the whole view", kinds)
+	}
+	if kinds := fmt.Sprint(pushKinds(t, joined.Update)); kinds != "[cells parts]" {
+		t.Errorf("the push to the pages in sync carries %s, want notifications' cells and the parts", kinds)
+	}
+}
 
-	setDepth("web-search-dlq", 500) // critical: it moves up
-	moved := push(queues, spark.Memo)
-	if !strings.Contains(string(moved.Update), `id="`+ids.OverviewRows()+`"`) {
-		t.Errorf("the order changed and the push does not swap the whole body:\n%s", clip(string(moved.Update)))
+// TestDiffRowsMovesFewRows: of rows reordered, those that keep their relative order stay, and
+// the others are taken out and put back after the row they follow.
+func TestDiffRowsMovesFewRows(t *testing.T) {
+	rows := func(ids ...int64) []*templates.RenderedRow {
+		out := make([]*templates.RenderedRow, len(ids))
+		for i, id := range ids {
+			r, err := templates.RenderRow(context.Background(), templates.OverviewRow{QueueSummary: viewsQueue(id)}, templates.Nav{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = r
+		}
+		return out
 	}
+	tests := []struct {
+		name       string
+		prev, next []*templates.RenderedRow
+		want       string // deleted, then inserts as id@after
+	}{
+		{"the same", rows(1, 2, 3, 4, 5, 6), rows(1, 2, 3, 4, 5, 6), "[] []"},
+		{"one to the top", rows(1, 2, 3, 4, 5, 6), rows(5, 1, 2, 3, 4, 6), "[5] [5@0]"},
+		{"one down", rows(1, 2, 3, 4, 5, 6), rows(2, 3, 1, 4, 5, 6), "[1] [1@3]"},
+		{"one new, one gone", rows(1, 2, 3, 4, 5, 6), rows(1, 2, 7, 3, 4, 5), "[6] [7@2]"},
+		{"most moved", rows(1, 2, 3, 4, 5, 6), rows(6, 5, 4, 3, 2, 1), "whole"},
+		{"none before", rows(), rows(1, 2), "whole"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := diffRows(tt.prev, tt.next)
+			got := "whole"
+			if !c.whole {
+				var ins []string
+				for _, in := range c.inserts {
+					ins = append(ins, fmt.Sprintf("%d@%d", in.row.ID, in.after))
+				}
+				got = fmt.Sprintf("%v %v", c.deleted, ins)
+				if ins == nil {
+					got = fmt.Sprintf("%v []", c.deleted)
+				}
+			}
+			if got != tt.want {
+				t.Errorf("diffRows = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
 
-	joined := push(live.Changes{live.Connect: true}, moved.Memo)
-	if !strings.Contains(string(joined.Full), `id="`+ids.OverviewRows()+`"`) {
-		t.Error("a connect push has no whole table for the page that joined")
-	}
-	if doc := parseFragment(t, joined.Update); doc.Find("tr").Length() != 0 {
-		t.Error("a connect push gives the pages in sync rows that did not change")
-	}
+// viewsQueue is a healthy queue's summary of that id, for rows compared by their place.
+func viewsQueue(id int64) views.QueueSummary {
+	name := fmt.Sprintf("q-%d", id)
+	return views.QueueSummary{ID: id, Name: name, Ref: name, Health: views.Health{Status: views.HealthOK}}
 }

@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
 )
 
 // BenchmarkOverviewPage is a full overview request through the router: views, store and render.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/toolq/toolq/internal/store"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolq/toolq/internal/store"
 )
 
 // TestOverviewOpensWithProblems checks that the overview opens with what needs a person, each

@@ -3,11 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/toolq/toolq/internal/live"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -126,11 +127,11 @@ func TestPushesTargetTheirPage(t *testing.T) {
 			if err != nil {
 				t.Fatalf("render the push of %q: %v", sub.Topic, err)
 			}
-			push := parseFragment(t, msg)
+			push := parsePush(t, msg)
 			assertSafe(t, push)
 			oob := push.Find("template").Children().Filter("[hx-swap-oob]")
 			if oob.Length() == 0 {
-				t.Fatalf("the push of %q swaps nothing:\n%s", sub.Topic, clip(string(msg)))
+				t.Fatalf("the push of %q swaps nothing:\n%s", sub.Topic, clip(pushText(msg)))
 			}
 			oob.Each(func(_ int, s *goquery.Selection) {
 				id, _ := s.Attr("id")

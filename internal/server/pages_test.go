@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/toolq/toolq/internal/live"
-	"github.com/toolq/toolq/web/templates"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/web/templates"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -767,7 +768,7 @@ func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			push := parseFragment(t, msg)
+			push := parsePush(t, msg)
 			if push.Find("#flash").Length() != 0 {
 				t.Error("the push overwrites the flash area")
 			}

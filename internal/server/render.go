@@ -18,9 +18,8 @@ import (
 // renders into a buffer first, so that a failure half-way becomes a clean error page rather than
 // a truncated one.
 func render(c echo.Context, status int, component templ.Component) error {
-	buf := renderBuffers.get(newRenderBuffer)
-	defer putRenderBuffer(buf)
-	if err := component.Render(c.Request().Context(), buf); err != nil {
+	var buf bytes.Buffer
+	if err := component.Render(c.Request().Context(), &buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
 	h := c.Response().Header()
@@ -29,25 +28,6 @@ func render(c echo.Context, status int, component templ.Component) error {
 	h.Set("Cache-Control", "no-cache, private")
 	return c.HTMLBlob(status, buf.Bytes()) // written (or copied by the compressor) before it returns
 }
-
-// renderBuffers keep the pages' buffers from one page to the next, two at once: the overview
-// of a thousand queues is a megabyte, and growing a buffer to it allocated and copied 3.6 MB a
-// page.
-var renderBuffers = newFreeList[*bytes.Buffer](2)
-
-func newRenderBuffer() *bytes.Buffer { return new(bytes.Buffer) }
-
-// putRenderBuffer gives a buffer back, unless a rare huge page made it too large to keep.
-func putRenderBuffer(buf *bytes.Buffer) {
-	if buf.Cap() > maxKeptRenderBuffer {
-		return
-	}
-	buf.Reset()
-	renderBuffers.put(buf)
-}
-
-// maxKeptRenderBuffer is the largest buffer kept: an overview of some 8,000 queues.
-const maxKeptRenderBuffer = 8 << 20
 
 // renderBytes renders a component once for the hub, which sends the same bytes to every
 // subscriber.

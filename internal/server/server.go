@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -90,9 +91,9 @@ type Server struct {
 	embedOrigins []string
 
 	hub *live.Hub[pageView] // the websockets of the live pages
-	// rows keeps the overview rows' renderings for the page and its pushes alike.
-	rows    *templates.RowCache
-	wsQuota websocketQuota // live websockets per identity
+	// overview is the newest snapshot's overview as rendered for the pages and their pushes.
+	overview atomic.Pointer[overviewRendering]
+	wsQuota  websocketQuota // live websockets per identity
 
 	streamsDone chan struct{} // closed by EndStreams: every event stream ends
 	streamsOnce sync.Once
@@ -151,7 +152,6 @@ func New(opts Options) (*Server, error) {
 		auth:         opts.Auth,
 		limiter:      newRateLimiter(opts.RateLimit, opts.RateBurst),
 		streamsDone:  make(chan struct{}),
-		rows:         templates.NewRowCache(),
 		// Sign-in attempts are throttled whatever RateLimit says: they guess at credentials.
 		loginByAddr:   newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
 		loginByPrefix: newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),

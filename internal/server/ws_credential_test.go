@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/live"
 )
 
 // testRecheck is how often the websockets of these tests check their credential: the server's

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/toolq/toolq/internal/live"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolq/toolq/internal/live"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -72,11 +73,14 @@ func TestWebsocketPushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := nextWith(t, overview, "#totals")
+	// The first push: the table's body in one message, the parts in the next.
+	doc := nextWith(t, overview, "#overview-rows")
 	assertSafe(t, doc)
 	if n := doc.Find(`tbody#overview-rows[hx-swap-oob="true"] tr`).Length(); n != 6 {
 		t.Errorf("pushed rows = %d, want 6", n)
 	}
+	doc = next(t, overview)
+	assertSafe(t, doc)
 	for _, id := range []string{"#totals", "#cost", "#freshness"} {
 		if v, _ := doc.Find(id).Attr("hx-swap-oob"); v != "true" {
 			t.Errorf("%s not pushed out of band", id)
@@ -287,9 +291,9 @@ func TestOverviewPushKeepsEachView(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		push = parseFragment(t, msg)
+		push = parsePush(t, msg)
 		if push.Find(`tbody#overview-rows[hx-swap-oob="true"]`).Length() != 1 {
-			t.Fatalf("the push does not swap the table body:\n%s", clip(string(msg)))
+			t.Fatalf("the push does not swap the table body:\n%s", clip(pushText(msg)))
 		}
 		return rowNames(push), rowNames(doc), push
 	}
@@ -413,7 +417,7 @@ func TestQueuePushCharts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc := parseFragment(t, msg)
+			doc := parsePush(t, msg)
 			grid := doc.Find(`#chart-grid[hx-swap-oob="true"]`)
 			if tt.wantSince == 0 {
 				if grid.Length() != 0 {
@@ -499,7 +503,7 @@ func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := parseFragment(t, msg).Find(`#redrive-waiting[hx-swap-oob="true"] strong`)
+	waiting := parsePush(t, msg).Find(`#redrive-waiting[hx-swap-oob="true"] strong`)
 	if waiting.Length() != 1 || waiting.Text() != templates.Count(q.Visible) {
 		t.Errorf("pushed waiting count = %q (%d elements), want %q", waiting.Text(), waiting.Length(), templates.Count(q.Visible))
 	}
@@ -547,7 +551,7 @@ func TestQueuePushKeepsSamplingCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	push := parseFragment(t, msg)
+	push := parsePush(t, msg)
 	peek := push.Find(`#` + ids.Peek() + `[hx-swap-oob="true"]`)
 	if !strings.Contains(strings.Join(strings.Fields(peek.Text()), " "), "7 of about 9 messages") {
 		t.Errorf("the pushed sampling card does not count the new sample (7 of about 9):\n%s", clip(outer(peek)))
@@ -555,7 +559,7 @@ func TestQueuePushKeepsSamplingCurrent(t *testing.T) {
 	if n := push.Find(`#` + ids.NearMax() + `[hx-swap-oob="true"] tr`).FilterFunction(func(_ int, s *goquery.Selection) bool {
 		return strings.Contains(s.Text(), "m-near")
 	}).Length(); n != 1 {
-		t.Errorf("the push lists m-near %d times among the messages nearing the DLQ, want once:\n%s", n, clip(string(msg)))
+		t.Errorf("the push lists m-near %d times among the messages nearing the DLQ, want once:\n%s", n, clip(pushText(msg)))
 	}
 	if errs := push.Find(`#` + ids.CollectorErrors() + `[hx-swap-oob="true"] li`); errs.Length() != 1 || !strings.Contains(errs.Text(), "AccessDenied") {
 		t.Errorf("the push's collector errors = %q, want the AccessDenied", errs.Text())

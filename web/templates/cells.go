@@ -12,15 +12,14 @@ import (
 // out-of-band swap of the cell alone, see CellSwap; nil in the row).
 type QueueCell func(attrs templ.Attributes) templ.Component
 
-// SparkCell is the place of the sparkline's cell among QueueCells. In a busy fleet every
-// sparkline moves on once a minute while the rest of its row stays, so the row cache keeps that
-// cell apart from the rest of the row, and a push that finds only it changed renders it alone.
+// SparkCell is the place of the sparkline's cell among QueueCells: a shared scale redraws it
+// alone (RenderedRow.WithSparkTop).
 const SparkCell = 7
 
-// QueueCells are the cells of a queue's overview row, in the table's column order: QueueRow
+// QueueCells are the cells of a queue's overview row, in the table's column order: RenderRow
 // renders them, and a push compares them one by one to send only those that changed. The cell
 // at SparkCell reads the row's Sparkline and SparkTop and nothing else, and no other cell reads
-// them (TestRowPrintCoversEveryField).
+// SparkTop.
 func QueueCells(r OverviewRow, nav Nav) []QueueCell {
 	return []QueueCell{
 		func(a templ.Attributes) templ.Component { return queueNameCell(r, nav, a) },

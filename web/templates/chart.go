@@ -409,7 +409,7 @@ func SparkRange(values []float64) string {
 }
 
 // SparkTop is the largest value of every row's sparkline: the top of their shared scale.
-func SparkTop(rows []OverviewRow) float64 {
+func SparkTop(rows []*RenderedRow) float64 {
 	top := 0.0
 	for _, r := range rows {
 		for _, v := range r.Sparkline {

@@ -152,10 +152,13 @@ type OverviewRow struct {
 	SparkTop float64
 }
 
-// OverviewParts says which parts of the overview besides its rows a push carries.
-type OverviewParts struct {
+// OverviewPartSet says which parts of the overview besides its rows a push carries.
+type OverviewPartSet struct {
 	Attention, Sight, Totals, Cost bool
 }
+
+// AllOverviewParts is every part, for a page that just subscribed.
+var AllOverviewParts = OverviewPartSet{Attention: true, Sight: true, Totals: true, Cost: true}
 
 // SortColumn is one sortable column of the overview.
 type SortColumn struct {
@@ -173,10 +176,10 @@ var OverviewColumns = []SortColumn{
 type OverviewProps struct {
 	Page
 	Overview views.Overview
-	Rows     []OverviewRow // filtered and sorted
-	Sort     string        // a SortColumn key or "health" (the default order)
-	Dir      string        // "asc" or "desc"
-	Query    string        // the filter
+	Rows     []*RenderedRow // filtered, sorted and scaled
+	Sort     string         // a SortColumn key or "health" (the default order)
+	Dir      string         // "asc" or "desc"
+	Query    string         // the filter
 	// Misconfigured keeps only the queues the advisor found something on.
 	Misconfigured bool
 	// Account and Region keep the queues of one account (name or id) and one region; "": all.
@@ -184,12 +187,6 @@ type OverviewProps struct {
 	// SharedScale draws every row's sparkline on one scale (?scale=shared), so that 1→3 and
 	// 7→28 no longer look alike; each row's min and max are written beside it either way.
 	SharedScale bool
-	// RowCache keeps the rows' renderings between renderings; nil renders every row.
-	RowCache *RowCache
-	// RowSet is Rows prepared through RowCache (fingerprinted and rendered on every processor);
-	// the table's body writes its renderings. Without one, or one prepared from other rows or
-	// for another Nav, each row is rendered through RowCache as the body is written.
-	RowSet *RowSet
 }
 
 // scaleParam is the overview's sparkline scale as a query value.

@@ -1,0 +1,299 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/a-h/templ"
+
+	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/internal/views"
+	"github.com/toolq/toolq/web/templates"
+)
+
+// overviewRendering is one snapshot's overview, rendered once for every page and push that shows
+// it: each queue's row, for each kind of link context (whether links leave an embedded view),
+// and the parts besides the rows as pushes swap them.
+type overviewRendering struct {
+	snap  *views.Snapshot
+	mu    sync.Mutex
+	table map[bool][]*templates.RenderedRow // by Nav.LeavesEmbed, in the snapshot's order
+	parts map[bool]overviewParts            // by Nav.Embed
+}
+
+// overviewParts are the renderings of the overview's parts in a push: the problem list, the
+// sight, the totals and the cost (OverviewPartSet's order).
+type overviewParts [4][]byte
+
+// renderingOf returns the rendering of a snapshot: the server's current one when it is of snap,
+// else a new one, kept as current unless a newer snapshot's already is.
+func (s *Server) renderingOf(snap *views.Snapshot) *overviewRendering {
+	for {
+		cur := s.overview.Load()
+		if cur != nil && cur.snap == snap {
+			return cur
+		}
+		next := &overviewRendering{snap: snap, table: map[bool][]*templates.RenderedRow{}, parts: map[bool]overviewParts{}}
+		if cur != nil && cur.snap.Seq > snap.Seq {
+			return next
+		}
+		if s.overview.CompareAndSwap(cur, next) {
+			return next
+		}
+	}
+}
+
+// rows returns every queue's row for links of nav, rendered on the first call.
+func (r *overviewRendering) rows(ctx context.Context, nav templates.Nav) ([]*templates.RenderedRow, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rows, ok := r.table[nav.LeavesEmbed()]; ok {
+		return rows, nil
+	}
+	queues := r.snap.Overview.Queues
+	rows := make([]*templates.RenderedRow, len(queues))
+	for i, q := range queues {
+		var err error
+		if rows[i], err = templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: q}, nav); err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+	}
+	r.table[nav.LeavesEmbed()] = rows
+	return rows, nil
+}
+
+// partsOf returns the parts a push of p swaps, rendered on the first call.
+func (r *overviewRendering) partsOf(ctx context.Context, p templates.OverviewProps) (overviewParts, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if parts, ok := r.parts[p.Nav.Embed]; ok {
+		return parts, nil
+	}
+	var parts overviewParts
+	ov := &r.snap.Overview
+	for i, c := range []templ.Component{templates.Attention(ov.Problems, p.Nav, true), templates.Sight(ov.Sight, p.Nav, true),
+		templates.Totals(ov.Totals, true), templates.Cost(ov.Cost, true)} {
+		var err error
+		if parts[i], err = renderBytes(ctx, c); err != nil {
+			return overviewParts{}, err
+		}
+	}
+	r.parts[p.Nav.Embed] = parts
+	return parts, nil
+}
+
+// overviewMemo is what the previous push of one overview view showed: its rows, in their order,
+// and its parts.
+type overviewMemo struct {
+	rows  []*templates.RenderedRow
+	parts overviewParts
+}
+
+// overviewPush renders what the hub sends the overview subscribers of one view, filtered, sorted
+// and scaled as their URL says (one rendering for all of them). A page that just subscribed
+// gets the whole table and every part; one that had the previous push (memo) gets what changed
+// since: the rows that came, went or moved, the rows and cells whose rendering changed, the
+// parts that changed, and the freshness.
+func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.Changes, memo any) (live.Push, error) {
+	p := overviewViewOf(view.query())
+	p.Nav = view.Nav
+	r, err := s.overviewOf(ctx, &p)
+	if err != nil {
+		return live.Push{}, err
+	}
+	parts, err := r.partsOf(ctx, p)
+	if err != nil {
+		return live.Push{}, err
+	}
+	next := &overviewMemo{rows: p.Rows, parts: parts}
+	push := live.Push{Memo: next}
+	prev, _ := memo.(*overviewMemo)
+	if prev == nil || changes[live.Connect] {
+		if push.Full, err = renderMessages(ctx, templates.OverviewRows(p, true), templates.OverviewParts(p, templates.AllOverviewParts)); err != nil {
+			return live.Push{}, err
+		}
+	}
+	if prev == nil {
+		push.Update = push.Full
+		return push, nil
+	}
+	changed := templates.OverviewPartSet{Attention: !bytes.Equal(prev.parts[0], parts[0]), Sight: !bytes.Equal(prev.parts[1], parts[1]),
+		Totals: !bytes.Equal(prev.parts[2], parts[2]), Cost: !bytes.Equal(prev.parts[3], parts[3])}
+	push.Update, err = renderMessages(ctx, append(diffRows(prev.rows, p.Rows).messages(p), templates.OverviewParts(p, changed))...)
+	return push, err
+}
+
+// renderMessages renders a push's messages, each component one message, nil for a nil one.
+func renderMessages(ctx context.Context, messages ...templ.Component) ([][]byte, error) {
+	out := make([][]byte, 0, len(messages))
+	for _, m := range messages {
+		if m == nil {
+			continue
+		}
+		b, err := renderBytes(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// rowChanges is what a page showing one list of rows must do to show another. Each kind goes
+// in a message of its own: htmx parses a message as a template's content, where a cell after a
+// row lands in a row of its own and a row after anything but rows loses its tags.
+type rowChanges struct {
+	whole   bool                     // most rows came, went or moved: swap the whole body
+	deleted []int64                  // rows to take out: gone from the view, or moving
+	inserts []rowInsert              // rows to put in, in their new order: new, or moving
+	rows    []*templates.RenderedRow // rows in place whose class or most of whose cells changed
+	cells   []cellChange             // the changed cells of the other rows in place
+}
+
+// rowInsert puts row after the row of the queue after (0: first).
+type rowInsert struct {
+	row   *templates.RenderedRow
+	after int64
+}
+
+// cellChange is a row's cell to swap.
+type cellChange struct {
+	row  *templates.RenderedRow
+	cell int
+}
+
+// diffRows compares two lists of rows. The rows that keep their place are the longest run of
+// the new list in the old one's order; the others are taken out and put back where they go.
+func diffRows(prev, next []*templates.RenderedRow) rowChanges {
+	if len(prev) == 0 || len(next) == 0 {
+		return rowChanges{whole: true} // the empty table's one row comes or goes
+	}
+	was := make(map[int64]int, len(prev))
+	for i, r := range prev {
+		was[r.ID] = i
+	}
+	var common []int // the places in next of the rows prev shows too
+	var wasAt []int  // and theirs in prev
+	for i, r := range next {
+		if j, ok := was[r.ID]; ok {
+			common, wasAt = append(common, i), append(wasAt, j)
+		}
+	}
+	stays := make([]bool, len(next))
+	for k, in := range longestIncreasing(wasAt) {
+		stays[common[k]] = in
+	}
+	var c rowChanges
+	shown := make(map[int64]bool, len(next))
+	for i, r := range next {
+		shown[r.ID] = true
+		if !stays[i] {
+			after := int64(0)
+			if i > 0 {
+				after = next[i-1].ID
+			}
+			c.inserts = append(c.inserts, rowInsert{row: r, after: after})
+			if _, ok := was[r.ID]; ok {
+				c.deleted = append(c.deleted, r.ID)
+			}
+			continue
+		}
+		c.compare(prev[was[r.ID]], r)
+	}
+	for _, r := range prev {
+		if !shown[r.ID] {
+			c.deleted = append(c.deleted, r.ID)
+		}
+	}
+	if 2*(len(c.inserts)+len(c.deleted)) > len(next) {
+		return rowChanges{whole: true}
+	}
+	return c
+}
+
+// compare notes what changed between two renderings of a row in place: the row, when its class
+// changed (only the whole row carries it) or most of its cells did, else the cells that did.
+func (c *rowChanges) compare(old, now *templates.RenderedRow) {
+	if now.Same(old) {
+		return
+	}
+	var cells []cellChange
+	for i := range now.Cells() {
+		if !bytes.Equal(now.Cell(i), old.Cell(i)) {
+			cells = append(cells, cellChange{row: now, cell: i})
+		}
+	}
+	if now.Class != old.Class || 2*len(cells) > now.Cells() {
+		c.rows = append(c.rows, now)
+		return
+	}
+	c.cells = append(c.cells, cells...)
+}
+
+// messages are the push's messages for the rows of p: the whole body, or the rows taken out and
+// put in, the rows swapped and the cells swapped, each kind a message; nil for a kind without
+// any.
+func (c rowChanges) messages(p templates.OverviewProps) []templ.Component {
+	if c.whole {
+		return []templ.Component{templates.OverviewRows(p, true)}
+	}
+	var moves, cells []templ.Component
+	for _, id := range c.deleted {
+		moves = append(moves, templates.RowDelete(id))
+	}
+	for _, in := range c.inserts {
+		moves = append(moves, templates.RowInsert(in.row, in.after))
+	}
+	for _, ch := range c.cells {
+		cells = append(cells, ch.row.CellSwapped(ch.cell, p.Nav))
+	}
+	out := []templ.Component{join(moves), nil, join(cells)}
+	if len(c.rows) > 0 {
+		out[1] = templates.OverviewRowsChanged(c.rows)
+	}
+	return out
+}
+
+// join renders components one after another; nil for none.
+func join(cs []templ.Component) templ.Component {
+	if len(cs) == 0 {
+		return nil
+	}
+	return templ.Join(cs...)
+}
+
+// longestIncreasing marks the values of one longest strictly increasing subsequence of vals
+// (patience sorting, O(n log n)).
+func longestIncreasing(vals []int) []bool {
+	tails := []int{}               // tails[k]: the index in vals of the smallest end of a run of k+1
+	prev := make([]int, len(vals)) // the index before each in its run, -1 for none
+	for i, v := range vals {
+		lo, hi := 0, len(tails)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if vals[tails[mid]] < v {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		prev[i] = -1
+		if lo > 0 {
+			prev[i] = tails[lo-1]
+		}
+		if lo == len(tails) {
+			tails = append(tails, i)
+		} else {
+			tails[lo] = i
+		}
+	}
+	in := make([]bool, len(vals))
+	if len(tails) > 0 {
+		for i := tails[len(tails)-1]; i >= 0; i = prev[i] {
+			in[i] = true
+		}
+	}
+	return in
+}
