@@ -85,8 +85,8 @@ func (s *Service) loadMemory(ctx context.Context) (*memory, error) {
 	return m, nil
 }
 
-// Check compares what the views show now with what the detector saw last, and stores the
-// alerts that makes (with its new memory, in one transaction). It returns them.
+// Check compares what the views' current snapshot shows with what the detector saw last, and
+// stores the alerts that makes (with its new memory, in one transaction). It returns them.
 func (s *Service) Check(ctx context.Context) ([]views.Alert, error) {
 	s.checkMu.Lock()
 	defer s.checkMu.Unlock()
@@ -94,12 +94,13 @@ func (s *Service) Check(ctx context.Context) ([]views.Alert, error) {
 	if err != nil {
 		return nil, err
 	}
-	ov, err := s.opts.Views.Overview(ctx)
+	snap, err := s.opts.Views.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
+	ov := snap.Overview
 	now := s.opts.Now().UTC()
-	d := &detection{s: s, ctx: ctx, now: now, mem: mem}
+	d := &detection{s: s, ctx: ctx, now: now, mem: mem, snap: snap}
 	d.regions(ov)
 	blind := map[string]bool{}
 	for _, r := range ov.Freshness.Blind {
@@ -156,6 +157,7 @@ type detection struct {
 	ctx     context.Context
 	now     time.Time
 	mem     *memory
+	snap    *views.Snapshot // what the views show
 	alerts  []views.Alert
 	pending bool // an arrival still waits for its sample
 }
@@ -221,11 +223,7 @@ func (d *detection) queue(q views.QueueSummary, current bool) error {
 		raised = append(raised, as...)
 	}
 	if q.IsDeadLetterQueue {
-		as, err := d.redrives(base, q, m, known)
-		if err != nil {
-			return err
-		}
-		raised = append(raised, as...)
+		raised = append(raised, d.redrives(base, q, m, known)...)
 	}
 	if m.Pending == nil {
 		d.alerts = append(d.alerts, raised...)
@@ -351,11 +349,8 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 
 // redrives raises an alert when a DLQ's move task starts or ends. Tasks of a queue first seen
 // now are its history, not news.
-func (d *detection) redrives(base views.Alert, q views.QueueSummary, m *queueMemory, known bool) ([]views.Alert, error) {
-	tasks, err := d.s.opts.Views.Redrives(d.ctx, q.ID)
-	if err != nil {
-		return nil, fmt.Errorf("notify: %w", err)
-	}
+func (d *detection) redrives(base views.Alert, q views.QueueSummary, m *queueMemory, known bool) []views.Alert {
+	tasks := d.snap.Redrives(q.ID)
 	tasks = tasks[:min(len(tasks), redriveHistory)]
 	seen := map[string]string{}
 	var out []views.Alert
@@ -385,7 +380,7 @@ func (d *detection) redrives(base views.Alert, q views.QueueSummary, m *queueMem
 		out = append(out, d.redriveAlert(base, q, t, kind))
 	}
 	m.Tasks = seen
-	return out, nil
+	return out
 }
 
 // redriveAlert describes a move task that started or ended, and who did it when toolq did.

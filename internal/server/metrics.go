@@ -254,7 +254,10 @@ func (c *triageCollector) Collect(ch chan<- prometheus.Metric) {
 	breakdowns, err := c.views.SampleBreakdowns(ctx, triageTopN)
 	var redrives []views.QueueRedrive
 	if err == nil {
-		redrives, err = c.views.RunningRedrives(ctx)
+		var snap *views.Snapshot
+		if snap, err = c.views.Snapshot(ctx); err == nil {
+			redrives = snap.RunningRedrives()
+		}
 	}
 	if err != nil {
 		c.log("metrics: read samples and redrives", "err", err)

@@ -65,6 +65,24 @@ func (s *Store) ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]
 	return ts, nil
 }
 
+// RecentMoveTasks returns every dead-letter queue's newest tasks, at most perQueue of each,
+// newest first, by queue id, in one query.
+func (s *Store) RecentMoveTasks(ctx context.Context, perQueue int) (map[int64][]MoveTask, error) {
+	ts, err := s.queryMoveTasks(ctx, `
+		SELECT `+moveTaskColumns+` FROM (
+			SELECT move_tasks.*, row_number() OVER (PARTITION BY queue_id ORDER BY started_at DESC, id DESC) AS n
+			FROM move_tasks) AS recent
+		WHERE n <= ? ORDER BY queue_id, started_at DESC, id DESC`, perQueue)
+	if err != nil {
+		return nil, fmt.Errorf("store: recent move tasks: %w", err)
+	}
+	out := map[int64][]MoveTask{}
+	for _, t := range ts {
+		out[t.QueueID] = append(out[t.QueueID], t)
+	}
+	return out, nil
+}
+
 // GetMoveTask returns the move task with that id, ErrNotFound when there is none.
 func (s *Store) GetMoveTask(ctx context.Context, id int64) (MoveTask, error) {
 	t, err := scanMoveTask(s.db.QueryRowContext(ctx, "SELECT "+moveTaskColumns+" FROM move_tasks WHERE id = ?", id))

@@ -46,6 +46,14 @@ func TestMoveTasks(t *testing.T) {
 			t.Errorf("ListMoveTasks limit 1 = %+v", one)
 		}
 
+		recent, err := s.RecentMoveTasks(ctx, 1)
+		if err != nil || len(recent) != 2 || len(recent[dlq.ID]) != 1 || recent[dlq.ID][0].ID != id || recent[other.ID][0].TaskHandle != "h-2" {
+			t.Errorf("RecentMoveTasks(1) = %+v, %v; want each queue's newest", recent, err)
+		}
+		if recent, err = s.RecentMoveTasks(ctx, 5); err != nil || len(recent[dlq.ID]) != 2 || recent[dlq.ID][1].Status != MoveTaskCompleted || recent[dlq.ID][1].Moved != 5 {
+			t.Errorf("RecentMoveTasks(5) of %s = %+v, %v; want both, newest first", dlq.Name, recent[dlq.ID], err)
+		}
+
 		run, err := s.RunningMoveTasks(ctx)
 		if err != nil || len(run) != 1 || run[0].TaskHandle != "h-2" || !run[0].Running() {
 			t.Errorf("RunningMoveTasks = %+v, %v; want the cancelling one", run, err)

@@ -41,8 +41,8 @@ type readings struct {
 	empty    map[int64]time.Time              // each queue's newest sample without messages, within sparklineWindow
 	estimate *store.CostEstimate              // the collector's newest, with its cadences; nil before one
 	cadence  store.Cadences                   // the estimate's cadences; zero before one
-	running  map[int64]bool                   // queues with a running move task
-	tasks    []store.MoveTask                 // the running move tasks
+	redrives map[int64][]store.MoveTask       // each DLQ's newest move tasks, newest first
+	running  []store.MoveTask                 // the running ones, oldest first
 	run      *store.CollectorRun              // the newest attribute cycle; nil before one
 	sight    sightFacts
 	topology topology       // what surrounds the queues: consumers, rules, alarms
@@ -55,7 +55,7 @@ type readings struct {
 // The reads are independent of each other (but for the counts), so they run at once.
 func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*readings, error) {
 	history := &mem.history
-	rd := &readings{now: now, clock: newHorizon(now), byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}, running: map[int64]bool{}}
+	rd := &readings{now: now, clock: newHorizon(now), byARN: map[string]*store.Queue{}, errors: map[int64][]store.CollectorError{}}
 	var errs []store.CollectorError
 	err := concurrently(ctx,
 		func(ctx context.Context) (err error) {
@@ -90,7 +90,10 @@ func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*r
 			}
 			return nil
 		},
-		func(ctx context.Context) (err error) { rd.tasks, err = s.store.RunningMoveTasks(ctx); return err },
+		func(ctx context.Context) (err error) {
+			rd.redrives, err = s.store.RecentMoveTasks(ctx, recentRedrives)
+			return err
+		},
 		func(ctx context.Context) (err error) { rd.sight, err = s.readSight(ctx); return err },
 		func(ctx context.Context) (err error) { rd.topology, err = s.readTopology(ctx); return err },
 	)
@@ -110,9 +113,16 @@ func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*r
 		// An error counts while it is within the window: from then on, one fewer.
 		rd.clock.change(e.At.Add(s.th.ErrorWindow + time.Nanosecond))
 	}
-	for _, t := range rd.tasks {
-		rd.running[t.QueueID] = true
+	for _, tasks := range rd.redrives {
+		for _, t := range tasks {
+			if t.Running() {
+				rd.running = append(rd.running, t)
+			}
+		}
 	}
+	slices.SortFunc(rd.running, func(a, b store.MoveTask) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
+	})
 	if rd.counted, err = s.countSamples(ctx, mem, rd); err != nil {
 		return nil, err
 	}
@@ -237,7 +247,7 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 		IsDeadLetterQueue: deadLetter(q),
 		SourceQueues:      []string{},
 		Gone:              q.Gone(),
-		RunningRedrive:    rd.running[q.ID],
+		RunningRedrive:    slices.ContainsFunc(rd.redrives[q.ID], store.MoveTask.Running),
 		Sparkline:         []float64{},
 	}
 	switch {
@@ -551,15 +561,9 @@ func (s *Service) Queue(ctx context.Context, queueID int64) (QueueDetail, error)
 		}
 		d.Errors = append(d.Errors, CollectorErrorView{Operation: e.Operation, Code: e.Code, Message: e.Message, At: e.At.UTC()})
 	}
-	if q.IsDeadLetterQueue() {
-		tasks, err := s.store.ListMoveTasks(ctx, q.ID, 1)
-		if err != nil {
-			return QueueDetail{}, fmt.Errorf("views: queue %s: %w", q.Name, err)
-		}
-		if len(tasks) > 0 {
-			r := redriveOf(tasks[0], now)
-			d.Redrive = &r
-		}
+	if tasks := rd.redrives[q.ID]; q.IsDeadLetterQueue() && len(tasks) > 0 {
+		r := redriveOf(tasks[0], now)
+		d.Redrive = &r
 	}
 	d.DeadLetterChain = deadLetterChain(rd, q)
 	d.Consumers = consumersOf(rd.topology.mappings[q.ARN])

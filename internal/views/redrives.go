@@ -156,20 +156,15 @@ type QueueRedrive struct {
 	Redrive
 }
 
-// RunningRedrives returns the move tasks that are running or cancelling, with their queues.
-func (s *Service) RunningRedrives(ctx context.Context) ([]QueueRedrive, error) {
-	tasks, err := s.store.RunningMoveTasks(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("views: running redrives: %w", err)
-	}
-	now := s.clock()
-	out := make([]QueueRedrive, 0, len(tasks))
-	for _, t := range tasks {
-		q, err := s.queue(ctx, t.QueueID)
-		if err != nil {
-			return nil, err
+// RunningRedrives returns the move tasks that are running or cancelling, with their queues, as
+// of the snapshot.
+func (snap *Snapshot) RunningRedrives() []QueueRedrive {
+	rd := snap.readings
+	out := make([]QueueRedrive, 0, len(rd.running))
+	for _, t := range rd.running {
+		if q, ok := snap.Queue(t.QueueID); ok {
+			out = append(out, QueueRedrive{Queue: q.Name, Region: q.Region, Redrive: redriveOf(t, snap.At)})
 		}
-		out = append(out, QueueRedrive{Queue: q.Name, Region: q.Region, Redrive: redriveOf(t, now)})
 	}
-	return out, nil
+	return out
 }

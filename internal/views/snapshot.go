@@ -79,6 +79,20 @@ func (snap *Snapshot) Summary(now time.Time) Summary {
 	return sum
 }
 
+// recentRedrives is how many of each dead-letter queue's newest move tasks a snapshot holds.
+const recentRedrives = 10
+
+// Redrives returns a dead-letter queue's newest move tasks (at most recentRedrives), newest
+// first, as of the snapshot.
+func (snap *Snapshot) Redrives(queueID int64) []Redrive {
+	tasks := snap.readings.redrives[queueID]
+	out := make([]Redrive, len(tasks))
+	for i, t := range tasks {
+		out[i] = redriveOf(t, snap.At)
+	}
+	return out
+}
+
 // Advice returns the advice of the snapshot's queues that aq asks for, worst first.
 func (snap *Snapshot) Advice(aq AdviceQuery) []Advice {
 	out := []Advice{}

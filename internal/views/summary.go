@@ -67,7 +67,7 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 		}
 		sum.DeadLetterQueues[i].Triage = *c.triage
 	}
-	for _, t := range snap.readings.tasks {
+	for _, t := range snap.readings.running {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, snap.At))
 	}
 	return sum, nil
