@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/live"
 	"github.com/toolq/toolq/internal/store"
@@ -311,4 +314,42 @@ func TestDiffRowsMovesFewRows(t *testing.T) {
 func viewsQueue(id int64) views.QueueSummary {
 	name := fmt.Sprintf("q-%d", id)
 	return views.QueueSummary{ID: id, Name: name, Ref: name, Health: views.Health{Status: views.HealthOK}}
+}
+
+// TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly: a server whose views keep one
+// snapshot (and its rendered rows) until a change or its Until serves the overview a server that
+// computes and renders everything for each request serves, in several views, at random instants
+// between cycles that store new depths.
+func TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly(t *testing.T) {
+	pw := pushWorld{newPageWorld(t, pageWorldOptions{Snapshots: true}), t}
+	direct, err := New(Options{Views: views.New(views.Options{Store: pw.Store, Now: pw.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"}),
+		Actions: pw.Actions(actions.Options{}), Bus: events.NewBus(), Now: pw.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.Close(context.Background()) })
+	paths := []string{"/", "/?sort=visible&dir=desc", "/?scale=shared", "/?q=web", "/?embed=1", "/?misconfigured=1"}
+	r := rand.New(rand.NewPCG(7, 7))
+	names := []string{"web-search", "web-search-dlq", "notifications", "tool-calls.fifo", "tool-calls-dlq.fifo"}
+	for step := range 60 {
+		if step%6 == 5 { // a cycle: new depths, and its event
+			for _, name := range names {
+				pw.setDepth(name, int64(r.IntN(150)))
+			}
+			pw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: pw.Now()})
+		}
+		pw.Advance(time.Duration(r.IntN(20_000)) * time.Millisecond)
+		for _, path := range paths {
+			kept, _ := pw.page(t, request{path: path}, http.StatusOK)
+			rec := httptest.NewRecorder()
+			direct.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			fresh, err := goquery.NewDocumentFromReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := outer(kept.Find("#"+ids.OverviewTable())), outer(fresh.Find("#"+ids.OverviewTable())); got != want {
+				t.Fatalf("step %d, %s at %s: the page from the snapshot\n%s\nrendered directly\n%s", step, path, pw.Now().Format(time.TimeOnly), clip(got), clip(want))
+			}
+		}
+	}
 }

@@ -42,6 +42,10 @@ type pageWorldOptions struct {
 	TokenAuth bool // token mode with a viewer token, instead of auth none (a local operator)
 	// Notifier builds the notifier over the world's store and views; nil: none.
 	Notifier func(w *actionstest.World) Notifier
+	// Snapshots: the views follow the world's bus, as app.New wires them, and one snapshot
+	// serves every read until an event says the store changed (every read after one waits for
+	// the snapshot that has it). Otherwise every read builds its own.
+	Snapshots bool
 }
 
 // newPageWorld builds the standard world: web-search (standard) with web-search-dlq holding three
@@ -114,6 +118,10 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	}
 
 	pw := &pageWorld{World: w, bus: events.NewBus()}
+	if o.Snapshots {
+		w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
+			Changes: pw.bus, Lag: -1})
+	}
 	opts := Options{
 		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,
 		ReadOnly: o.ReadOnly, Now: w.Now,
