@@ -212,3 +212,55 @@ func TestCellPushSwapsOneCell(t *testing.T) {
 		t.Error("an element of the page kept its hx-swap-oob attribute")
 	}
 }
+
+// htmxWatchJS records, from now on, every htmx error event the page raises (a push swapping into
+// a target the page lacks, a swap that throws) and every websocket message htmx handled.
+const htmxWatchJS = `(() => {
+	window.__toolqHtmx = {errors: [], messages: 0};
+	for (const name of ['htmx:oobErrorNoTarget', 'htmx:swapError', 'htmx:targetError', 'htmx:onLoadError',
+		'htmx:evalDisallowedError', 'htmx:syntax:error', 'htmx:wsError']) {
+		document.addEventListener(name, e => window.__toolqHtmx.errors.push(name + ' ' +
+			((e.detail && (e.detail.content?.outerHTML || e.detail.target?.id || e.detail.error)) || '').toString().slice(0, 200)));
+	}
+	document.addEventListener('htmx:wsAfterMessage', () => window.__toolqHtmx.messages++);
+	return true;
+})()`
+
+// costFooterJS reads the overview's cost footer: its sections (per loop, per account) and the
+// rows of each one's table.
+const costFooterJS = `Array.from(document.querySelectorAll('#cost details')).map(d =>
+	d.querySelector('summary').textContent.trim() + ': ' + d.querySelectorAll('table tbody tr').length)`
+
+// TestLivePushesRaiseNoHtmxErrors: a minute of live pushes on the overview of the demo, whose
+// queues change every second, raises no htmx error event (each pushed element finds its target
+// and swaps), and the cost footer keeps its tables: the pushes are parsed one kind of element a
+// message, so a table's rows can no longer swallow what comes after them.
+func TestLivePushesRaiseNoHtmxErrors(t *testing.T) {
+	t.Parallel() // a minute of watching, beside the other tests
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(d.page("/"))
+	p.waitSelector(60*time.Second, "#cost details")
+	mustEval[bool](p, htmxWatchJS)
+	before := waitJS(p, 30*time.Second, "the cost footer's tables", costFooterJS, func(parts []string) bool { return len(parts) > 0 })
+	time.Sleep(time.Minute) // the minute of pushes watched, not a wait for something to happen
+	watch := mustEval[struct {
+		Errors   []string
+		Messages int
+	}](p, `window.__toolqHtmx`)
+	if len(watch.Errors) > 0 {
+		t.Errorf("%d htmx errors in a minute of %d pushed messages, first: %q", len(watch.Errors), watch.Messages, watch.Errors[:min(5, len(watch.Errors))])
+	}
+	if watch.Messages < 30 {
+		t.Errorf("%d pushed messages in a minute of a demo that changes every second: the test watched nothing", watch.Messages)
+	}
+	after := mustEval[[]string](p, costFooterJS)
+	if strings.Join(after, "; ") != strings.Join(before, "; ") {
+		t.Errorf("the cost footer was %q before the pushes, %q after", before, after)
+	}
+	for _, part := range after {
+		if strings.HasSuffix(part, ": 0") {
+			t.Errorf("the cost footer's %q table is empty", part)
+		}
+	}
+}
