@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/pgtest"
+	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -293,6 +294,8 @@ func TestReplicasOnOnePostgreSQL(t *testing.T) {
 			fmt.Sprint(results, " and ", intents, " intents"), nil
 	})
 
+	followerSeesWithinTwoSeconds(t, db, client, follower)
+
 	// The leader dies without a word; the follower collects within two attribute intervals
 	// (the kernel closes the dead process's socket and the server frees the lock at once; the
 	// follower tries every half interval, and its collector lists and reads at once).
@@ -318,4 +321,63 @@ func TestReplicasOnOnePostgreSQL(t *testing.T) {
 	})
 	// The page open on the survivor is still live: the redrive's progress keeps coming.
 	waitRunning(p)
+}
+
+// followerSeesWithinTwoSeconds: the overview open on the follower shows a change (messages a
+// queue took) within 2 s of the leader's collector writing it to the database: the notice
+// reaches the follower, whose views build the next snapshot and whose hub pushes it.
+func followerSeesWithinTwoSeconds(t *testing.T, db string, client *sqs.Client, follower *replica) {
+	t.Helper()
+	st, err := store.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exports, err := st.ResolveQueue(t.Context(), "exports")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTab(t)
+	p.open(follower.url + "/")
+	overviewRows(p, 30*time.Second, "exports")
+	const delayed = 7
+	// The page notes the wall-clock time at which the row first shows the messages.
+	mustEval[bool](p, fmt.Sprintf(`(() => {
+		window.__toolqSeen = 0;
+		const col = [...document.querySelectorAll('table.queues thead th')].findIndex(th => th.textContent.trim() === 'Delayed');
+		const poll = setInterval(() => {
+			const row = [...document.querySelectorAll('tr[id^="queue-row-"]')].find(tr => tr.querySelector('th a')?.textContent.trim() === 'exports');
+			if (row && parseInt(row.children[col].textContent.replace(/\D/g, ''), 10) >= %d) {
+				window.__toolqSeen = Date.now();
+				clearInterval(poll);
+			}
+		}, 20);
+		return true;
+	})()`, delayed))
+	out, err := client.GetQueueUrl(t.Context(), &sqs.GetQueueUrlInput{QueueName: aws.String("exports")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range delayed {
+		if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: out.QueueUrl, DelaySeconds: 900,
+			MessageBody: aws.String(fmt.Sprintf(`{"toolName":"export","toolCallId":"tc_late_%d"}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var written time.Time
+	eventually(t, 30*time.Second, "the leader writing the delayed messages", func() (bool, string, error) {
+		latest, err := st.LatestAttributeSamples(t.Context())
+		if err != nil {
+			return false, "", err
+		}
+		written = time.Now()
+		a := latest[exports.ID]
+		return a.Delayed >= delayed, fmt.Sprint(a), nil
+	})
+	seen := waitJS(p, 30*time.Second, "the follower's page showing them", `window.__toolqSeen`, func(at int64) bool { return at != 0 })
+	took := time.UnixMilli(seen).Sub(written)
+	t.Logf("the follower's page showed the leader's write %s after it was committed", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("the follower's page showed the change %s after the leader's write; want within 2 s", took)
+	}
 }
