@@ -217,6 +217,7 @@ func LoadConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("awsconf: load: %w", err)
 	}
+	cfg.APIOptions = append(cfg.APIOptions, addReadOnlyRequestBody)
 	if cfg.Region == "" {
 		if opts.EndpointURL == "" {
 			return aws.Config{}, ErrNoRegion
