@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/flate"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -244,16 +243,7 @@ func reportPercentiles(b *testing.B, name string, d []time.Duration) {
 	b.ReportMetric(at(0.99), name+"-p99-ms")
 }
 
-// gzipSize is the size of b gzipped at the server's level, and deflateSize at permessage-deflate's
-// (gorilla's level 1).
-func gzipSize(b []byte) int {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, compressLevel)
-	zw.Write(b)
-	zw.Close()
-	return buf.Len()
-}
-
+// deflateSize is the size of b as permessage-deflate sends it (gorilla's level 1).
 func deflateSize(b []byte) int {
 	var buf bytes.Buffer
 	zw, _ := flate.NewWriter(&buf, flate.BestSpeed)

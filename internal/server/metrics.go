@@ -40,9 +40,7 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 	})
 	build.Set(1)
 	for _, c := range []prometheus.Collector{m.requests, clients, build,
-		&queueCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
-		&sightCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout},
-		&triageCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout}} {
+		&snapshotCollector{views: s.opts.Views, log: s.log.Warn, timeout: s.opts.ScrapeTimeout}} {
 		if err := s.opts.Metrics.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -70,9 +68,11 @@ func (m *serverMetrics) observeRequest(route, method string, code int) {
 	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 }
 
-// queueCollector exports each watched queue's depth as the collector last stored it. It reads
-// the views at scrape time, so the values are exactly what the pages show and nothing is cached.
-type queueCollector struct {
+// snapshotCollector exports what the views' current snapshot shows, read at scrape time: each
+// watched queue's depth, age, health, advice and blocked sessions, what toolq can see of each
+// region, what each dead-letter queue's newest sample holds by tool and dimension, and the
+// running redrives. One snapshot for all: the series say what the pages say.
+type snapshotCollector struct {
 	views   *views.Service
 	log     func(msg string, args ...any)
 	timeout time.Duration
@@ -80,6 +80,12 @@ type queueCollector struct {
 
 // defaultScrapeTimeout bounds the views queries of one scrape (Options.ScrapeTimeout).
 const defaultScrapeTimeout = 5 * time.Second
+
+// The label values of the tool and dimension series that stand for no single value.
+const (
+	otherLabel = "(other)" // the messages of every value beyond the top views.BreakdownTop
+	noneLabel  = "(none)"  // the messages without a tool name
+)
 
 var (
 	labels        = []string{"queue", "region"}
@@ -94,50 +100,127 @@ var (
 	// The labels are bounded: rule ids are a fixed list (views.AdviceRules), queues the watched ones.
 	descAdvice = prometheus.NewDesc("toolq_advice", "1 for each advisor rule that fires on a queue (GET /api/v1/advice says what and how to fix it); absent when it holds or is turned off.",
 		[]string{"rule", "queue", "region"}, nil)
+
+	descRegionVisible = prometheus.NewDesc("toolq_region_visible",
+		"1 when toolq can see the region, 0 when it cannot (its queues cannot be listed, or none could be read in the last cycle).", []string{"region"}, nil)
+	descOperationFailing = prometheus.NewDesc("toolq_aws_operation_failing",
+		"1 when the newest call of an AWS operation in a region failed (see /api/v1/status for why).", []string{"region", "operation"}, nil)
+	descSightErr = prometheus.NewDesc("toolq_sight_metrics_error", "1 when the region gauges could not be read at this scrape.", nil, nil)
+
+	descByTool = prometheus.NewDesc("toolq_dlq_sampled_messages",
+		"Messages of a dead-letter queue's newest sample by tool name: the 10 most frequent, the rest as tool=\"(other)\", those without a tool name as \"(none)\".",
+		[]string{"queue", "region", "tool"}, nil)
+	descByDimension = prometheus.NewDesc("toolq_dlq_sampled_messages_by_dimension",
+		"Messages of a dead-letter queue's newest sample by the value of a dimension (--dimension, such as mcpServer): the 10 most frequent values, the rest as value=\"(other)\".",
+		[]string{"queue", "region", "dimension", "value"}, nil)
+	descMoved = prometheus.NewDesc("toolq_redrive_moved_messages",
+		"Messages the running move task of a dead-letter queue has moved (ApproximateNumberOfMessagesMoved); absent while none runs.", labels, nil)
+	descToMove = prometheus.NewDesc("toolq_redrive_to_move_messages",
+		"Messages the running move task of a dead-letter queue set out to move (ApproximateNumberOfMessagesToMove); absent while none runs.", labels, nil)
+	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
-func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked, descScrapeErr, descAdvice} {
+func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked,
+		descScrapeErr, descAdvice, descRegionVisible, descOperationFailing, descSightErr, descByTool, descByDimension, descMoved,
+		descToMove, descTriageErr} {
 		ch <- d
 	}
 }
 
-// Collect implements prometheus.Collector.
-func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+// Collect implements prometheus.Collector. A failed read must not fail the whole scrape: the
+// collector's own metrics share it, and each *_metrics_error gauge says which part is missing.
+func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	queues, err := q.views.Queues(ctx, views.QueueQuery{})
-	if err != nil {
-		// A failed read must not fail the whole scrape: the collector's own metrics share it.
-		q.log("metrics: read queues", "err", err)
-		ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 1)
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	failed := func(err error, descs ...*prometheus.Desc) bool {
+		for _, d := range descs {
+			gauge(d, btof(err != nil))
+		}
+		if err != nil {
+			c.log("metrics: read the views", "err", err)
+		}
+		return err != nil
+	}
+	snap, err := c.views.Snapshot(ctx)
+	if failed(err, descScrapeErr, descSightErr) {
+		gauge(descTriageErr, 1)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descScrapeErr, prometheus.GaugeValue, 0)
-	for _, qs := range queues {
-		if qs.Gone {
-			continue
+	for _, qs := range snap.Overview.Queues {
+		if !qs.Gone {
+			queueGauges(gauge, qs)
 		}
-		lv := []string{qs.Name, qs.Region}
-		gauge := func(d *prometheus.Desc, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	for _, r := range snap.Regions(snap.At) {
+		gauge(descRegionVisible, btof(!r.Blind), r.Region)
+		for _, op := range r.Operations {
+			if op.Called {
+				gauge(descOperationFailing, btof(op.Failing), r.Region, op.Operation)
+			}
 		}
-		gauge(descVisible, float64(qs.Visible))
-		gauge(descInFlight, float64(qs.InFlight))
-		gauge(descDelayed, float64(qs.Delayed))
-		if qs.OldestMessageAgeSeconds != nil {
-			gauge(descOldestAge, *qs.OldestMessageAgeSeconds)
+	}
+	breakdowns, err := c.views.SampleBreakdowns(ctx)
+	if failed(err, descTriageErr) {
+		return
+	}
+	for _, b := range breakdowns {
+		breakdownGauges(gauge, b)
+	}
+	for _, r := range snap.RunningRedrives() {
+		gauge(descMoved, float64(r.Moved), r.Queue, r.Region)
+		gauge(descToMove, float64(r.ToMove), r.Queue, r.Region)
+	}
+}
+
+// queueGauges are one queue's series.
+func queueGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qs views.QueueSummary) {
+	lv := []string{qs.Name, qs.Region}
+	gauge(descVisible, float64(qs.Visible), lv...)
+	gauge(descInFlight, float64(qs.InFlight), lv...)
+	gauge(descDelayed, float64(qs.Delayed), lv...)
+	if qs.OldestMessageAgeSeconds != nil {
+		gauge(descOldestAge, *qs.OldestMessageAgeSeconds, lv...)
+	}
+	if qs.IsDeadLetterQueue {
+		gauge(descDLQDepth, float64(qs.Visible), lv...)
+	}
+	gauge(descHealth, healthValue(qs.Health.Status), lv...)
+	for _, a := range qs.Advice {
+		gauge(descAdvice, 1, a.Rule, qs.Name, qs.Region)
+	}
+	if qs.FIFO && !qs.IsDeadLetterQueue {
+		gauge(descBlocked, float64(qs.BlockedGroups), lv...)
+	}
+}
+
+// breakdownGauges are one dead-letter queue's sample series by tool and by dimension. A tool may
+// well be called "(other)": its count joins the others' rather than making a second series of
+// the same labels, which would fail the whole scrape.
+func breakdownGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), b views.SampleBreakdown) {
+	tools := map[string]int{}
+	for _, t := range b.Tools {
+		tools[cmp.Or(t.Value, noneLabel)] += t.Count
+	}
+	tools[otherLabel] += b.OtherTools
+	for tool, n := range tools {
+		if n > 0 {
+			gauge(descByTool, float64(n), b.Queue, b.Region, tool)
 		}
-		if qs.IsDeadLetterQueue {
-			gauge(descDLQDepth, float64(qs.Visible))
+	}
+	for _, d := range b.Dimensions {
+		values := map[string]int{otherLabel: d.Others}
+		for _, v := range d.Values {
+			values[v.Value] += v.Count
 		}
-		gauge(descHealth, healthValue(qs.Health.Status))
-		for _, a := range qs.Advice {
-			ch <- prometheus.MustNewConstMetric(descAdvice, prometheus.GaugeValue, 1, a.Rule, qs.Name, qs.Region)
-		}
-		if qs.FIFO && !qs.IsDeadLetterQueue {
-			gauge(descBlocked, float64(qs.BlockedGroups))
+		for value, n := range values {
+			if n > 0 {
+				gauge(descByDimension, float64(n), b.Queue, b.Region, d.Name, value)
+			}
 		}
 	}
 }
@@ -155,143 +238,10 @@ func healthValue(status views.HealthStatus) float64 {
 	return 0
 }
 
-// sightCollector exports what toolq can see of each region, read from the views at scrape time.
-type sightCollector struct {
-	views   *views.Service
-	log     func(msg string, args ...any)
-	timeout time.Duration
-}
-
-var (
-	descRegionVisible = prometheus.NewDesc("toolq_region_visible",
-		"1 when toolq can see the region, 0 when it cannot (its queues cannot be listed, or none could be read in the last cycle).", []string{"region"}, nil)
-	descOperationFailing = prometheus.NewDesc("toolq_aws_operation_failing",
-		"1 when the newest call of an AWS operation in a region failed (see /api/v1/status for why).", []string{"region", "operation"}, nil)
-	descSightErr = prometheus.NewDesc("toolq_sight_metrics_error", "1 when the region gauges could not be read at this scrape.", nil, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (c *sightCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRegionVisible, descOperationFailing, descSightErr} {
-		ch <- d
+// btof is 1 for true, 0 for false.
+func btof(b bool) float64 {
+	if b {
+		return 1
 	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *sightCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	st, err := c.views.Status(ctx)
-	if err != nil {
-		c.log("metrics: read status", "err", err)
-		ch <- prometheus.MustNewConstMetric(descSightErr, prometheus.GaugeValue, 1)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(descSightErr, prometheus.GaugeValue, 0)
-	for _, r := range st.Regions {
-		visible := 1.0
-		if r.Blind {
-			visible = 0
-		}
-		ch <- prometheus.MustNewConstMetric(descRegionVisible, prometheus.GaugeValue, visible, r.Region)
-		for _, op := range r.Operations {
-			if !op.Called {
-				continue
-			}
-			failing := 0.0
-			if op.Failing {
-				failing = 1
-			}
-			ch <- prometheus.MustNewConstMetric(descOperationFailing, prometheus.GaugeValue, failing, r.Region, op.Operation)
-		}
-	}
-}
-
-// triageTopN bounds the tools and the values of each dimension exported per dead-letter queue:
-// tool names and dimension values come from messages, and every label value is a series kept for
-// the life of the process. The rest are summed under otherLabel.
-const triageTopN = 10
-
-// The label values of the tool and dimension series that stand for no single value.
-const (
-	otherLabel = "(other)" // the messages of every value beyond the top N
-	noneLabel  = "(none)"  // the messages without a tool name
-)
-
-// triageCollector exports what the dead-letter queues' newest samples hold by tool and by
-// dimension, and the running move tasks' progress, read from the views at scrape time.
-type triageCollector struct {
-	views   *views.Service
-	log     func(msg string, args ...any)
-	timeout time.Duration
-}
-
-var (
-	descByTool = prometheus.NewDesc("toolq_dlq_sampled_messages",
-		"Messages of a dead-letter queue's newest sample by tool name: the 10 most frequent, the rest as tool=\"(other)\", those without a tool name as \"(none)\".",
-		[]string{"queue", "region", "tool"}, nil)
-	descByDimension = prometheus.NewDesc("toolq_dlq_sampled_messages_by_dimension",
-		"Messages of a dead-letter queue's newest sample by the value of a dimension (--dimension, such as mcpServer): the 10 most frequent values, the rest as value=\"(other)\".",
-		[]string{"queue", "region", "dimension", "value"}, nil)
-	descMoved = prometheus.NewDesc("toolq_redrive_moved_messages",
-		"Messages the running move task of a dead-letter queue has moved (ApproximateNumberOfMessagesMoved); absent while none runs.", labels, nil)
-	descToMove = prometheus.NewDesc("toolq_redrive_to_move_messages",
-		"Messages the running move task of a dead-letter queue set out to move (ApproximateNumberOfMessagesToMove); absent while none runs.", labels, nil)
-	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (c *triageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descByTool, descByDimension, descMoved, descToMove, descTriageErr} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *triageCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	breakdowns, err := c.views.SampleBreakdowns(ctx, triageTopN)
-	var redrives []views.QueueRedrive
-	if err == nil {
-		var snap *views.Snapshot
-		if snap, err = c.views.Snapshot(ctx); err == nil {
-			redrives = snap.RunningRedrives()
-		}
-	}
-	if err != nil {
-		c.log("metrics: read samples and redrives", "err", err)
-		ch <- prometheus.MustNewConstMetric(descTriageErr, prometheus.GaugeValue, 1)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(descTriageErr, prometheus.GaugeValue, 0)
-	for _, b := range breakdowns {
-		// A tool may well be called "(other)": its count joins the others' rather than making a
-		// second series of the same labels, which would fail the whole scrape.
-		tools := map[string]int{}
-		for _, t := range b.Tools {
-			tools[cmp.Or(t.Value, noneLabel)] += t.Count
-		}
-		tools[otherLabel] += b.OtherTools
-		for tool, n := range tools {
-			if n > 0 {
-				ch <- prometheus.MustNewConstMetric(descByTool, prometheus.GaugeValue, float64(n), b.Queue, b.Region, tool)
-			}
-		}
-		for _, d := range b.Dimensions {
-			values := map[string]int{otherLabel: d.Others}
-			for _, v := range d.Values {
-				values[v.Value] += v.Count
-			}
-			for value, n := range values {
-				if n > 0 {
-					ch <- prometheus.MustNewConstMetric(descByDimension, prometheus.GaugeValue, float64(n), b.Queue, b.Region, d.Name, value)
-				}
-			}
-		}
-	}
-	for _, r := range redrives {
-		ch <- prometheus.MustNewConstMetric(descMoved, prometheus.GaugeValue, float64(r.Moved), r.Queue, r.Region)
-		ch <- prometheus.MustNewConstMetric(descToMove, prometheus.GaugeValue, float64(r.ToMove), r.Queue, r.Region)
-	}
+	return 0
 }

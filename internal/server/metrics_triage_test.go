@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/views"
 )
 
 // TestTriageMetrics: the DLQ's sample by tool and by dimension, bounded to the top 10 plus
@@ -82,8 +83,8 @@ func TestTriageMetrics(t *testing.T) {
 		sum += v
 	}
 	// The tool called "(other)" is among the others, not a second series of that name.
-	if len(tools) > triageTopN+1 || sum != float64(len(msgs)) {
-		t.Errorf("%d tool series summing to %v; want at most %d (top 10 and other) summing to %d:\n%v", len(tools), sum, triageTopN+1, len(msgs), tools)
+	if len(tools) > views.BreakdownTop+1 || sum != float64(len(msgs)) {
+		t.Errorf("%d tool series summing to %v; want at most %d (top 10 and other) summing to %d:\n%v", len(tools), sum, views.BreakdownTop+1, len(msgs), tools)
 	}
 	for _, want := range []string{
 		`toolq_dlq_sampled_messages{queue="orders-dlq",region="us-east-1",tool="create_document"} 10`,
@@ -98,8 +99,8 @@ func TestTriageMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if servers := series("toolq_dlq_sampled_messages_by_dimension", "orders-dlq"); len(servers) != triageTopN+1 {
-		t.Errorf("%d server series; want %d", len(servers), triageTopN+1)
+	if servers := series("toolq_dlq_sampled_messages_by_dimension", "orders-dlq"); len(servers) != views.BreakdownTop+1 {
+		t.Errorf("%d server series; want %d", len(servers), views.BreakdownTop+1)
 	}
 	if regexp.MustCompile(`(?m)^injected_metric`).MatchString(body) {
 		t.Error("a tool name wrote a line of its own into /metrics")

@@ -23,13 +23,6 @@ func (h *horizon) change(t time.Time) {
 	}
 }
 
-// merge records the changes another horizon of the same instant recorded.
-func (h *horizon) merge(o *horizon) {
-	if !o.until.IsZero() {
-		h.change(o.until)
-	}
-}
-
 // past reports whether now is after t, as now.Sub(x) > d does for t = x+d.
 func (h *horizon) past(t time.Time) bool {
 	if h.now.After(t) {

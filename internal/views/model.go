@@ -51,11 +51,13 @@ type buildMemory struct {
 }
 
 // sampleFacts is what the snapshot counts in one message sample: its messages near
-// maxReceiveCount, its FIFO groups, and (for the deepest dead-letter queues) its triage.
+// maxReceiveCount, its FIFO groups, (for the deepest dead-letter queues) its triage, and (once
+// /metrics asked, under Service.breakdowns) its breakdown.
 type sampleFacts struct {
-	nearMax int
-	groups  []store.GroupBacklog
-	triage  *Triage
+	nearMax   int
+	groups    []store.GroupBacklog
+	triage    *Triage
+	breakdown *SampleBreakdown
 }
 
 // invalidates reports whether an event changes what a snapshot shows.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/toolq/toolq/internal/events"
@@ -54,6 +55,8 @@ type Service struct {
 	errorDim  string
 	log       *slog.Logger
 	snaps     snapshots
+	// breakdowns guards the samples' breakdowns (sampleFacts.breakdown), counted once a sample.
+	breakdowns sync.Mutex
 }
 
 // New returns a Service.

@@ -338,17 +338,31 @@ type LoopStatus struct {
 // loopOrder is the order of the loops on the status page.
 var loopOrder = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks, store.RunTopology}
 
-// Status returns what toolq can and cannot see, region by region.
+// Status returns what toolq can and cannot see, region by region, as the current snapshot has
+// it, with the database and the replicas as they are now.
+// A database that is not sound is what the status page must say above all: then what cannot be
+// read is left empty rather than failing the page.
 func (s *Service) Status(ctx context.Context) (Status, error) {
-	f, err := s.readSight(ctx)
-	if err != nil {
-		return Status{}, fmt.Errorf("views: %w", err)
+	now := s.clock()
+	out := Status{GeneratedAt: now, Database: s.databaseStatus(ctx), Regions: []RegionStatus{}, Sight: []SightProblem{}, Replicas: []ReplicaStatus{}}
+	snap, err := s.Snapshot(ctx)
+	if err == nil {
+		out.Regions, out.Sight = snap.Regions(now), snap.Overview.Sight
+		out.Replicas, err = s.replicas(ctx, now)
 	}
-	out := Status{GeneratedAt: s.clock(), Database: s.databaseStatus(ctx), Regions: []RegionStatus{}, Sight: f.problems()}
-	if out.Replicas, err = s.replicas(ctx, out.GeneratedAt); err != nil {
+	if err != nil && out.Database.OK {
 		return Status{}, err
 	}
-	blind := blindRegions(out.Sight)
+	return out, nil
+}
+
+// Regions returns, for each region, every AWS operation toolq uses with its last success and
+// failure (a backoff while it lasts at now), and each collector loop's last cycle, as the
+// snapshot read them.
+func (snap *Snapshot) Regions(now time.Time) []RegionStatus {
+	f := snap.readings.sight
+	out := []RegionStatus{}
+	blind := snap.Overview.Freshness.Blind
 	for _, region := range f.regions {
 		rs := RegionStatus{Region: region, Blind: slices.Contains(blind, region), Operations: []OperationStatus{}, Loops: []LoopStatus{}}
 		for _, op := range awscalls.Operations {
@@ -359,7 +373,7 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 				v.LastSuccessAt, v.LastFailureAt = timePtr(o.LastSuccessAt), timePtr(o.LastFailureAt)
 				v.FailureCode, v.FailureMessage, v.FailureHTTPStatus = o.FailureCode, o.FailureMessage, o.FailureStatus
 				v.FailuresInRow = o.FailuresInRow
-				if o.BackoffUntil.After(out.GeneratedAt) {
+				if o.BackoffUntil.After(now) {
 					v.BackoffUntil = timePtr(o.BackoffUntil)
 				}
 			}
@@ -373,9 +387,9 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 				})
 			}
 		}
-		out.Regions = append(out.Regions, rs)
+		out = append(out, rs)
 	}
-	return out, nil
+	return out
 }
 
 // replicas lists the dashboards heard from within the last hour.

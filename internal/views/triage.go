@@ -161,31 +161,38 @@ type SampleBreakdown struct {
 	Dimensions    []DimensionTop
 }
 
-// SampleBreakdowns counts the newest sample of every dead-letter queue that is not gone, top
-// values of each field at most.
-func (s *Service) SampleBreakdowns(ctx context.Context, top int) ([]SampleBreakdown, error) {
-	queues, err := s.store.ListQueues(ctx, store.QueueFilter{})
+// BreakdownTop is how many values of each field a SampleBreakdown lists.
+const BreakdownTop = 10
+
+// SampleBreakdowns counts the newest sample of every dead-letter queue the current snapshot
+// shows and that is not gone, BreakdownTop values of each field at most; each sample once, as a
+// sample never changes once stored.
+func (s *Service) SampleBreakdowns(ctx context.Context) ([]SampleBreakdown, error) {
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("views: breakdowns: %w", err)
+		return nil, err
 	}
-	samples, err := s.store.LatestSamples(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("views: breakdowns: %w", err)
-	}
+	s.breakdowns.Lock()
+	defer s.breakdowns.Unlock()
+	rd := snap.readings
 	out := []SampleBreakdown{}
-	for _, q := range queues {
-		sample, ok := samples[q.ID]
-		if !ok || !q.IsDeadLetterQueue() || q.Gone() {
+	for _, q := range snap.Overview.Queues {
+		sample, ok := rd.samples[q.ID]
+		if !ok || !rd.byARN[q.ARN].IsDeadLetterQueue() || q.Gone {
 			continue
 		}
-		b := SampleBreakdown{Queue: q.Name, Region: q.Region}
-		if b.Tools, b.OtherTools, err = s.countTop(ctx, sample.ID, store.Field{Kind: store.FieldTool}, top, true); err != nil {
-			return nil, err
+		c := rd.counted[sample.ID]
+		if c.breakdown == nil {
+			b := SampleBreakdown{Queue: q.Name, Region: q.Region}
+			if b.Tools, b.OtherTools, err = s.countTop(ctx, sample.ID, store.Field{Kind: store.FieldTool}, BreakdownTop, true); err != nil {
+				return nil, err
+			}
+			if b.Dimensions, err = s.dimensionTops(ctx, sample.ID, BreakdownTop); err != nil {
+				return nil, err
+			}
+			c.breakdown = &b
 		}
-		if b.Dimensions, err = s.dimensionTops(ctx, sample.ID, top); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+		out = append(out, *c.breakdown)
 	}
 	return out, nil
 }
