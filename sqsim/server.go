@@ -179,6 +179,8 @@ var sqsOperations = map[string]operation{
 	"StartMessageMoveTask":         locked((*Simulator).startMessageMoveTask),
 	"ListMessageMoveTasks":         locked((*Simulator).listMessageMoveTasks),
 	"CancelMessageMoveTask":        locked((*Simulator).cancelMessageMoveTask),
+	"AddPermission":                locked((*Simulator).addPermission),
+	"RemovePermission":             locked((*Simulator).removePermission),
 }
 
 func decodeJSON(body []byte, v any) *apiError {
