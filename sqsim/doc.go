@@ -65,7 +65,7 @@
 // queues, and scheduled rules, are kept as configuration only.
 //
 // Lambda: CreateFunction, GetFunction, GetFunctionConfiguration,
-// DeleteFunction, CreateEventSourceMapping, GetEventSourceMapping,
+// ListFunctions, DeleteFunction, CreateEventSourceMapping, GetEventSourceMapping,
 // ListEventSourceMappings (by EventSourceArn and FunctionName),
 // UpdateEventSourceMapping and DeleteEventSourceMapping, for SQS event
 // sources, with Lambda's validation (batch size and window, FIFO limits,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -77,6 +78,8 @@ func (s *Simulator) serveLambda(w http.ResponseWriter, r *http.Request, rc *requ
 	switch {
 	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodPost:
 		op = "CreateFunction"
+	case len(parts) == 1 && parts[0] == "functions" && r.Method == http.MethodGet:
+		op = "ListFunctions"
 	case len(parts) == 2 && parts[0] == "functions" && r.Method == http.MethodGet:
 		op, arg = "GetFunction", parts[1]
 	case len(parts) == 2 && parts[0] == "functions" && r.Method == http.MethodDelete:
@@ -161,6 +164,9 @@ func (s *Simulator) lambdaOperation(op, arg string, query map[string][]string, b
 		}
 		f, err := s.createFunction(&in)
 		return http.StatusCreated, f, err
+	case "ListFunctions":
+		out, err := s.listFunctions(get("Marker"), get("MaxItems"))
+		return http.StatusOK, out, err
 	case "GetFunction":
 		f, err := s.function(arg, get("Qualifier"))
 		if err != nil {
@@ -328,6 +334,47 @@ func (s *Simulator) createFunction(in *createFunctionInput) (*lambdaFunction, *a
 	}
 	s.functions[f.FunctionName] = f
 	return f, nil
+}
+
+// listFunctions lists the functions in name order, MaxItems (default 50) a
+// page; the marker is the last name of the page before.
+func (s *Simulator) listFunctions(marker, maxItems string) (any, *apiError) {
+	limit, err := lambdaMaxItems(maxItems, 50)
+	if err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(s.functions))
+	if marker != "" {
+		i, found := slices.BinarySearch(names, marker)
+		if !found {
+			return nil, errLambdaInvalidParameter("Invalid marker.")
+		}
+		names = names[i+1:]
+	}
+	out := struct {
+		Functions  []*lambdaFunction
+		NextMarker string `json:",omitempty"`
+	}{Functions: []*lambdaFunction{}}
+	for _, name := range names {
+		if len(out.Functions) == limit {
+			out.NextMarker = out.Functions[limit-1].FunctionName
+			break
+		}
+		out.Functions = append(out.Functions, s.functions[name])
+	}
+	return out, nil
+}
+
+// lambdaMaxItems reads a list's MaxItems: 1 to 10000, def when absent.
+func lambdaMaxItems(maxItems string, def int) (int, *apiError) {
+	if maxItems == "" {
+		return def, nil
+	}
+	n, err := parseIntParam(maxItems)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, errLambdaInvalidParameter("1 validation error detected: Value '%s' at 'maxItems' failed to satisfy constraint: Member must have value between 1 and 10000", truncate(maxItems, 20))
+	}
+	return n, nil
 }
 
 // function resolves a FunctionName: a name, a full or partial ARN, each
@@ -515,13 +562,9 @@ func (s *Simulator) updateEventSourceMapping(uuid string, in *eventSourceMapping
 }
 
 func (s *Simulator) listEventSourceMappings(sourceARN, functionName, marker, maxItems string) (any, *apiError) {
-	limit := 100
-	if maxItems != "" {
-		n, err := parseIntParam(maxItems)
-		if err != nil || n < 1 || n > 10000 {
-			return nil, errLambdaInvalidParameter("1 validation error detected: Value '%s' at 'maxItems' failed to satisfy constraint: Member must have value between 1 and 10000", truncate(maxItems, 20))
-		}
-		limit = n
+	limit, err := lambdaMaxItems(maxItems, 100)
+	if err != nil {
+		return nil, err
 	}
 	var functionARN string
 	if functionName != "" {

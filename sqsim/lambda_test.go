@@ -3,6 +3,7 @@ package sqsim
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -173,5 +174,42 @@ func TestLambdaErrors(t *testing.T) {
 	_, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{FunctionName: aws.String("f"), EventSourceArn: aws.String(queueARN)})
 	if !errors.As(err, &conflict) {
 		t.Errorf("second mapping: %v, want ResourceConflictException", err)
+	}
+}
+
+// TestListFunctions: the stock paginator lists every function once, in
+// pages of MaxItems.
+func TestListFunctions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	lc := h.lambda()
+	for _, name := range []string{"web-search-worker", "audit-logger", "export-worker"} {
+		if _, err := lc.CreateFunction(ctx, &lambda.CreateFunctionInput{
+			FunctionName: aws.String(name), Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"),
+			Role: aws.String("arn:aws:iam::000000000000:role/worker"), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	pages := 0
+	for p := lambda.NewListFunctionsPaginator(lc, &lambda.ListFunctionsInput{MaxItems: aws.Int32(2)}); p.HasMorePages(); pages++ {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range out.Functions {
+			names = append(names, aws.ToString(f.FunctionName))
+			if aws.ToString(f.FunctionArn) != "arn:aws:lambda:us-east-1:000000000000:function:"+aws.ToString(f.FunctionName) {
+				t.Errorf("FunctionArn %s", aws.ToString(f.FunctionArn))
+			}
+		}
+	}
+	if want := []string{"audit-logger", "export-worker", "web-search-worker"}; !slices.Equal(names, want) || pages != 2 {
+		t.Errorf("listed %v in %d pages, want %v in 2", names, pages, want)
+	}
+	if _, err := lc.ListFunctions(ctx, &lambda.ListFunctionsInput{Marker: aws.String("nope")}); err == nil {
+		t.Error("ListFunctions accepted a marker it never gave")
 	}
 }
