@@ -35,15 +35,16 @@ type alarm struct {
 	config cbor.Map
 
 	// What evaluation needs of config.
-	namespace, metric, queueName string
-	statistic                    string // empty for an extended statistic
-	period                       int64  // seconds
-	evaluationPeriods            int64
-	datapointsToAlarm            int64
-	threshold                    float64
-	hasThreshold                 bool
-	comparison                   string
-	treatMissingData             string
+	namespace, metric string
+	dims              []dimension
+	statistic         string // empty for an extended statistic
+	period            int64  // seconds
+	evaluationPeriods int64
+	datapointsToAlarm int64
+	threshold         float64
+	hasThreshold      bool
+	comparison        string
+	treatMissingData  string
 
 	state           string
 	stateReason     string
@@ -99,18 +100,11 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 		actionsEnabled = v
 	}
 	config["ActionsEnabled"] = cbor.Bool(actionsEnabled)
-	dims := cbor.List{}
-	queueName := ""
-	dimensions := in.structures(in.m, "Dimensions")
-	for _, d := range dimensions {
-		n, _ := in.str(d, "Name")
-		v, _ := in.str(d, "Value")
-		dims = append(dims, cbor.Map{"Name": cbor.String(n), "Value": cbor.String(v)})
-		if n == "QueueName" && len(dimensions) == 1 {
-			queueName = v
-		}
+	dims, err := in.dimensions(in.m, "Dimensions", "Dimensions")
+	if err != nil {
+		return nil, err
 	}
-	config["Dimensions"] = dims
+	config["Dimensions"] = cborDimensions(dims)
 	op, _ := in.str(in.m, "ComparisonOperator")
 	evaluationPeriods, _ := in.integer(in.m, "EvaluationPeriods")
 	datapointsToAlarm, hasDatapoints := in.integer(in.m, "DatapointsToAlarm")
@@ -160,7 +154,7 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 	a.updatedAt, a.config = now, config
 	a.namespace, _ = in.str(in.m, "Namespace")
 	a.metric, _ = in.str(in.m, "MetricName")
-	a.queueName, a.statistic, a.comparison = queueName, statistic, op
+	a.dims, a.statistic, a.comparison = dims, statistic, op
 	a.period, a.evaluationPeriods, a.datapointsToAlarm = max(period, 60), evaluationPeriods, datapointsToAlarm
 	a.threshold, a.hasThreshold = threshold, hasThreshold
 	a.treatMissingData = treatMissing
@@ -201,7 +195,7 @@ func (s *Simulator) evaluate(a *alarm, now time.Time) {
 	period := time.Duration(a.period) * time.Second
 	end := time.Unix(now.Unix()/a.period*a.period, 0).UTC()
 	start := end.Add(-time.Duration(a.evaluationPeriods) * period)
-	q := metricQuery{namespace: a.namespace, metric: a.metric, queueName: a.queueName, period: a.period, stat: a.statistic}
+	q := metricQuery{namespace: a.namespace, metric: a.metric, dims: a.dims, period: a.period, stat: a.statistic}
 	times, values := s.metricSeries(q, start, end, true)
 	var points []datapoint // newest first
 	for i := range times {

@@ -2,6 +2,7 @@ package sqsim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,14 @@ func TestBadInputOverRawHTTP(t *testing.T) {
 		return r
 	}
 	huge := bytes.Repeat([]byte("x"), maxRequestBody+1)
+	gzipped := func(r *http.Request) *http.Request {
+		r.Header.Set("Content-Encoding", "gzip")
+		return r
+	}
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(huge)
+	zw.Close()
 	tests := []struct {
 		name       string
 		req        *http.Request
@@ -60,6 +69,13 @@ func TestBadInputOverRawHTTP(t *testing.T) {
 		{"cbor wrong member type", cwReq("GetMetricData", cbor.Encode(cbor.Map{"MetricDataQueries": cbor.String("x")})), 400, "SerializationException"},
 		{"unknown cloudwatch operation", cwReq("DeleteEverything", nil), 400, "InvalidAction"},
 		{"cbor body too large", cwReq("GetMetricData", huge), 413, "RequestEntityTooLarge"},
+		{"gzip that is not", gzipped(cwReq("PutMetricData", cbor.Encode(cbor.Map{}))), 400, "SerializationException"},
+		{"gzip bomb", gzipped(cwReq("PutMetricData", bomb.Bytes())), 413, "RequestEntityTooLarge"},
+		{"unknown content encoding", func() *http.Request {
+			r := cwReq("PutMetricData", cbor.Encode(cbor.Map{}))
+			r.Header.Set("Content-Encoding", "br")
+			return r
+		}(), 400, "SerializationException"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,6 +198,24 @@ func (in *cborInput) strings(m cbor.Map, key string) []string {
 	return out
 }
 
+// floats reads a list of finite numbers.
+func (in *cborInput) floats(m cbor.Map, key string) []float64 {
+	l, _ := in.list(m, key)
+	out := make([]float64, 0, len(l))
+	for _, v := range l {
+		f, err := cbor.AsFloat64(v)
+		if text, ok := v.(cbor.String); ok && in.proto == protoQuery {
+			f, err = strconv.ParseFloat(string(text), 64)
+		}
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			in.fail(key, "a list of finite numbers")
+			return nil
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // structures reads a list of structures.
 func (in *cborInput) structures(m cbor.Map, key string) []cbor.Map {
 	l, _ := in.list(m, key)

@@ -1,6 +1,7 @@
 package sqsim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/http"
 	"regexp"
@@ -29,6 +30,7 @@ var cloudWatchOperations = map[string]cwOperation{
 	"SetAlarmState":  (*Simulator).setAlarmState,
 	// GetMetricStatistics is the older way to read the same points.
 	"GetMetricStatistics": (*Simulator).getMetricStatistics,
+	"PutMetricData":       (*Simulator).putMetricData,
 }
 
 // serveCloudWatch answers an RPC v2 CBOR request, the protocol of
@@ -112,9 +114,29 @@ type metricQuery struct {
 	returnData bool
 	namespace  string
 	metric     string
-	queueName  string // empty when the dimensions do not name one queue
-	period     int64  // seconds, a multiple of 60
+	dims       []dimension
+	unit       string // empty: any
+	period     int64  // seconds: 1, 5, 10, 20, 30 or a multiple of 60
 	stat       string
+}
+
+// queueName returns the queue an AWS/SQS query names: its one dimension,
+// QueueName.
+func (q *metricQuery) queueName() string {
+	if len(q.dims) == 1 && q.dims[0].Name == "QueueName" {
+		return q.dims[0].Value
+	}
+	return ""
+}
+
+// validPeriod reports whether CloudWatch takes a period of p seconds: 1, 5,
+// 10, 20 or 30 for high-resolution data, or a multiple of 60.
+func validPeriod(p int64) bool {
+	switch p {
+	case 1, 5, 10, 20, 30:
+		return true
+	}
+	return p > 0 && p%60 == 0
 }
 
 var statistics = []string{"Sum", "Average", "Minimum", "Maximum", "SampleCount"}
@@ -128,7 +150,11 @@ func (s *Simulator) getMetricData(in *cborInput) (cbor.Map, *apiError) {
 	token, _ := in.str(in.m, "NextToken")
 	parsed := make([]metricQuery, 0, len(queries))
 	for _, q := range queries {
-		parsed = append(parsed, in.metricQuery(q))
+		mq, err := in.metricQuery(q)
+		if err != nil {
+			return nil, err
+		}
+		parsed = append(parsed, mq)
 	}
 	if in.err != nil {
 		return nil, in.err
@@ -214,7 +240,7 @@ func (s *Simulator) getMetricData(in *cborInput) (cbor.Map, *apiError) {
 }
 
 // metricQuery reads a MetricDataQuery; validate checks it.
-func (in *cborInput) metricQuery(m cbor.Map) metricQuery {
+func (in *cborInput) metricQuery(m cbor.Map) (metricQuery, *apiError) {
 	q := metricQuery{returnData: true}
 	q.id, _ = in.str(m, "Id")
 	q.label, _ = in.str(m, "Label")
@@ -223,27 +249,27 @@ func (in *cborInput) metricQuery(m cbor.Map) metricQuery {
 	}
 	if _, ok := in.str(m, "Expression"); ok {
 		q.stat = "expression"
-		return q
+		return q, in.err
 	}
 	ms, ok := in.structure(m, "MetricStat")
 	if !ok {
-		return q
+		return q, in.err
 	}
 	q.period, _ = in.integer(ms, "Period")
 	q.stat, _ = in.str(ms, "Stat")
+	q.unit, _ = in.str(ms, "Unit")
 	metric, _ := in.structure(ms, "Metric")
 	q.namespace, _ = in.str(metric, "Namespace")
 	q.metric, _ = in.str(metric, "MetricName")
-	dims := in.structures(metric, "Dimensions")
-	if len(dims) == 1 {
-		if name, _ := in.str(dims[0], "Name"); name == "QueueName" {
-			q.queueName, _ = in.str(dims[0], "Value")
-		}
+	dims, err := in.dimensions(metric, "Dimensions", "MetricStat.Metric.Dimensions")
+	if err != nil {
+		return q, err
 	}
+	q.dims = dims
 	if q.label == "" {
 		q.label = q.metric
 	}
-	return q
+	return q, in.err
 }
 
 func (q *metricQuery) validate() *apiError {
@@ -254,56 +280,116 @@ func (q *metricQuery) validate() *apiError {
 		return errCWInvalidParameterValue("Metric math expressions are not supported by this simulator (query %s).", q.id)
 	case q.metric == "" || q.namespace == "":
 		return errCWInvalidParameterCombination("Query %s must have either an Expression or a MetricStat with a Metric (Namespace and MetricName).", q.id)
-	case q.period <= 0 || q.period%60 != 0:
-		return errCWInvalidParameterValue("The parameter MetricDataQueries.member.Period of query %s must be a multiple of 60.", q.id)
+	case !validPeriod(q.period):
+		return errCWInvalidParameterValue("The parameter MetricDataQueries.member.Period of query %s must be 1, 5, 10, 20, 30 or a multiple of 60.", q.id)
 	case !slices.Contains(statistics, q.stat):
 		return errCWInvalidParameterValue("The statistic %s of query %s is not supported: use Sum, Average, Minimum, Maximum or SampleCount.", truncate(q.stat, 50), q.id)
+	case q.unit != "" && !slices.Contains(standardUnits, q.unit):
+		return errCWInvalidParameterValue("The unit %s of query %s is not one of CloudWatch's units.", truncate(q.unit, 60), q.id)
 	}
 	return nil
 }
 
-// metricSeries aggregates the query's metric into periods from start
-// (rounded down to a whole minute, as CloudWatch rounds recent data) to
-// end. Periods without data have no point.
+// metricSeries aggregates the query's metric into periods from start to
+// end, in time order or, when descending, newest first. Periods start at
+// start rounded down to a whole minute, as CloudWatch rounds recent data, or
+// for a period of less than a minute to a multiple of the period. Periods
+// without data have no point.
 func (s *Simulator) metricSeries(q metricQuery, start, end time.Time, descending bool) ([]time.Time, []float64) {
-	queue := s.queues[q.queueName]
-	if q.namespace != "AWS/SQS" || queue == nil {
-		return nil, nil
+	sr := newSeries(q, start, end)
+	if q.namespace == "AWS/SQS" {
+		s.sqsPoints(q, sr)
+	} else {
+		s.customPoints(q, sr)
+	}
+	sr.flush()
+	if descending {
+		slices.Reverse(sr.times)
+		slices.Reverse(sr.values)
+	}
+	return sr.times, sr.values
+}
+
+// sqsPoints feeds the minutes of the queue's AWS/SQS metric that fall in
+// the series' range to it, in time order. A queue's metrics are one-minute
+// data: whatever the period, each minute's point lands in the period
+// holding the minute's start.
+func (s *Simulator) sqsPoints(q metricQuery, sr *series) {
+	queue := s.queues[q.queueName()]
+	if queue == nil || (q.unit != "" && q.unit != sqsMetrics[q.metric]) {
+		return
 	}
 	if _, ok := sqsMetrics[q.metric]; !ok || (fifoOnlyMetrics[q.metric] && !queue.attrs.fifo) {
-		return nil, nil
+		return
 	}
-	var times []time.Time
-	var values []float64
-	first, last := minuteOf(start), minuteOf(end.Add(-time.Nanosecond))
-	step := q.period / 60
 	// Only the minutes the queue keeps can hold data: a range of years
 	// costs no more than its last 15 days.
-	kept, keptLast := queue.metrics.first, queue.metrics.first+int64(len(queue.metrics.minutes))-1
-	if first < kept {
-		first += (kept - first) / step * step
-	}
-	last = min(last, keptLast)
-	for bucket := first; bucket <= last; bucket += step {
-		var agg statistic
-		for m := bucket; m < bucket+step && m <= last; m++ {
-			if ms, ok := queue.metrics.lookup(m); ok {
-				if v, ok := ms.value(q.metric); ok {
-					agg.merge(v)
-				}
+	first := max(ceilDiv(sr.origin, 60), queue.metrics.first)
+	last := min(ceilDiv(sr.end, 60)-1, queue.metrics.first+int64(len(queue.metrics.minutes))-1)
+	for m := first; m <= last; m++ {
+		if ms, ok := queue.metrics.lookup(m); ok {
+			if v, ok := ms.value(q.metric); ok {
+				sr.add(m*60, v)
 			}
 		}
-		if agg.count == 0 {
-			continue
-		}
-		times = append(times, time.Unix(bucket*60, 0).UTC())
-		values = append(values, agg.statistic(q.stat))
 	}
-	if descending {
-		slices.Reverse(times)
-		slices.Reverse(values)
+}
+
+// series gathers data points, fed in time order, into periods, and the
+// periods' values of one statistic.
+type series struct {
+	origin, end, period int64 // seconds: the first period's start, the range's end
+	stat                string
+	times               []time.Time
+	values              []float64
+	open                int64     // the period being gathered, counted from origin
+	agg                 statistic // its data so far
+}
+
+func newSeries(q metricQuery, start, end time.Time) *series {
+	origin := start.Unix() - mod(start.Unix(), 60)
+	if q.period < 60 {
+		origin = start.Unix() - mod(start.Unix(), q.period)
 	}
-	return times, values
+	sr := &series{origin: origin, end: end.Unix(), period: q.period, stat: q.stat}
+	if end.Nanosecond() > 0 {
+		sr.end++
+	}
+	return sr
+}
+
+// covers reports whether a point at the second at is in the series' range.
+func (sr *series) covers(at int64) bool {
+	return at >= sr.origin && at < sr.end
+}
+
+// add gathers a point at the second at, which must be covered and no earlier
+// than the points before it.
+func (sr *series) add(at int64, st statistic) {
+	if p := (at - sr.origin) / sr.period; p != sr.open {
+		sr.flush()
+		sr.open = p
+	}
+	sr.agg.merge(st)
+}
+
+// flush ends the open period, with a point if it gathered data.
+func (sr *series) flush() {
+	if sr.agg.count == 0 {
+		return
+	}
+	sr.times = append(sr.times, time.Unix(sr.origin+sr.open*sr.period, 0).UTC())
+	sr.values = append(sr.values, sr.agg.statistic(sr.stat))
+	sr.agg = statistic{}
+}
+
+// ceilDiv is a/b rounded up, for b > 0.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b > 0 {
+		q++
+	}
+	return q
 }
 
 func (st statistic) statistic(name string) float64 {
@@ -321,19 +407,23 @@ func (st statistic) statistic(name string) float64 {
 	}
 }
 
-// getMetricStatistics answers GetMetricStatistics from the same
-// per-minute data as GetMetricData: one datapoint per period with data,
-// carrying each statistic asked for.
+// maxStatisticsDatapoints is how many data points one GetMetricStatistics
+// may ask for.
+const maxStatisticsDatapoints = 1440
+
+// getMetricStatistics answers GetMetricStatistics from the same data as
+// GetMetricData: one datapoint per period with data and per unit, carrying
+// each statistic asked for.
 func (s *Simulator) getMetricStatistics(in *cborInput) (cbor.Map, *apiError) {
 	q := metricQuery{id: "m", returnData: true}
 	q.namespace, _ = in.str(in.m, "Namespace")
 	q.metric, _ = in.str(in.m, "MetricName")
-	dims := in.structures(in.m, "Dimensions")
-	if len(dims) == 1 {
-		if name, _ := in.str(dims[0], "Name"); name == "QueueName" {
-			q.queueName, _ = in.str(dims[0], "Value")
-		}
+	q.unit, _ = in.str(in.m, "Unit")
+	dims, err := in.dimensions(in.m, "Dimensions", "Dimensions")
+	if err != nil {
+		return nil, err
 	}
+	q.dims = dims
 	start, hasStart := in.timestamp(in.m, "StartTime")
 	end, hasEnd := in.timestamp(in.m, "EndTime")
 	q.period, _ = in.integer(in.m, "Period")
@@ -353,96 +443,153 @@ func (s *Simulator) getMetricStatistics(in *cborInput) (cbor.Map, *apiError) {
 		return nil, errCWMissingParameter("EndTime")
 	case !start.Before(end):
 		return nil, errCWInvalidParameterValue("The parameter StartTime must be less than the parameter EndTime.")
-	case q.period <= 0 || q.period%60 != 0:
-		return nil, errCWInvalidParameterValue("The parameter Period must be a multiple of 60.")
+	case !validPeriod(q.period):
+		return nil, errCWInvalidParameterValue("The parameter Period must be 1, 5, 10, 20, 30 or a multiple of 60.")
 	case len(stats) == 0 && len(extended) == 0:
 		return nil, errCWMissingParameter("Statistics")
 	case len(extended) > 0:
 		return nil, errCWInvalidParameterValue("Extended statistics are not supported by this simulator.")
+	case q.unit != "" && !slices.Contains(standardUnits, q.unit):
+		return nil, errCWInvalidParameterValue("The value %s for parameter Unit is invalid.", truncate(q.unit, 60))
+	}
+	if n := ceilDiv(end.Unix()-start.Unix(), q.period); n > maxStatisticsDatapoints {
+		return nil, errCWInvalidParameterCombination("You have requested up to %d datapoints, which exceeds the limit of %d. You may reduce the datapoints requested by increasing Period, or decreasing the time range.", n, maxStatisticsDatapoints)
 	}
 	for _, st := range stats {
 		if !slices.Contains(statistics, st) {
 			return nil, errCWInvalidParameterValue("The parameter Statistics.member.1 must be a value in the set [ Average, Sum, SampleCount, Maximum, Minimum ].")
 		}
 	}
-	byTime := map[int64]cbor.Map{}
-	var order []int64
-	for _, st := range stats {
-		q.stat = st
-		times, values := s.metricSeries(q, start, end, false)
-		for i, t := range times {
-			p := byTime[t.Unix()]
-			if p == nil {
-				p = cbor.Map{"Timestamp": cborTime(t), "Unit": cbor.String(sqsMetrics[q.metric])}
-				byTime[t.Unix()] = p
-				order = append(order, t.Unix())
+	units := []string{sqsMetrics[q.metric]}
+	if q.namespace != "AWS/SQS" {
+		units = s.customUnits(q)
+	}
+	type pointKey struct {
+		at   int64
+		unit string
+	}
+	byKey := map[pointKey]cbor.Map{}
+	var keys []pointKey
+	for _, unit := range units {
+		q.unit = unit
+		for _, st := range stats {
+			q.stat = st
+			times, values := s.metricSeries(q, start, end, false)
+			for i, t := range times {
+				k := pointKey{t.Unix(), unit}
+				p := byKey[k]
+				if p == nil {
+					p = cbor.Map{"Timestamp": cborTime(t), "Unit": cbor.String(unit)}
+					byKey[k] = p
+					keys = append(keys, k)
+				}
+				p[st] = cbor.Float64(values[i])
 			}
-			p[st] = cbor.Float64(values[i])
 		}
 	}
-	slices.Sort(order)
+	slices.SortFunc(keys, func(a, b pointKey) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return strings.Compare(a.unit, b.unit)
+	})
 	points := cbor.List{}
-	for _, t := range order {
-		points = append(points, byTime[t])
+	for _, k := range keys {
+		points = append(points, byKey[k])
 	}
 	return cbor.Map{"Label": cbor.String(q.metric), "Datapoints": points}, nil
 }
 
-// listMetrics lists the AWS/SQS metrics of the existing queues.
+// listedMetric is one metric ListMetrics may list.
+type listedMetric struct {
+	namespace, name string
+	dims            []dimension
+}
+
+// sortKey orders the listed metrics and is their page token.
+func (m listedMetric) sortKey() string { return metricKey(m.namespace, m.name, m.dims) }
+
+// listMetrics lists the AWS/SQS metrics of the existing queues and the
+// custom metrics published, filtered by namespace, metric name and
+// dimensions (each filter a dimension name the metric must have, with its
+// value if the filter gives one).
 func (s *Simulator) listMetrics(in *cborInput) (cbor.Map, *apiError) {
 	namespace, _ := in.str(in.m, "Namespace")
 	metricName, _ := in.str(in.m, "MetricName")
 	token, _ := in.str(in.m, "NextToken")
-	var queueFilter string
+	filters := map[string]*string{}
 	for _, d := range in.structures(in.m, "Dimensions") {
-		if name, _ := in.str(d, "Name"); name != "QueueName" {
-			return cbor.Map{"Metrics": cbor.List{}}, in.err
+		name, _ := in.str(d, "Name")
+		if value, ok := in.str(d, "Value"); ok {
+			filters[name] = &value
+		} else {
+			filters[name] = nil
 		}
-		queueFilter, _ = in.str(d, "Value")
 	}
 	if in.err != nil {
 		return nil, in.err
 	}
-	var entries []string // "queue\x00metric", sorted, for paging
-	if namespace == "" || namespace == "AWS/SQS" {
-		for name, q := range s.queues {
-			if queueFilter != "" && name != queueFilter {
-				continue
+	matches := func(m listedMetric) bool {
+		if (namespace != "" && m.namespace != namespace) || (metricName != "" && m.name != metricName) {
+			return false
+		}
+		for name, value := range filters {
+			i := slices.IndexFunc(m.dims, func(d dimension) bool { return d.Name == name })
+			if i < 0 || (value != nil && m.dims[i].Value != *value) {
+				return false
 			}
-			for metric := range sqsMetrics {
-				if (metricName == "" || metric == metricName) && (!fifoOnlyMetrics[metric] || q.attrs.fifo) {
-					entries = append(entries, name+"\x00"+metric)
-				}
+		}
+		return true
+	}
+	var found []listedMetric
+	for name, q := range s.queues {
+		for metric := range sqsMetrics {
+			m := listedMetric{"AWS/SQS", metric, []dimension{{"QueueName", name}}}
+			if (!fifoOnlyMetrics[metric] || q.attrs.fifo) && matches(m) {
+				found = append(found, m)
 			}
 		}
 	}
-	slices.Sort(entries)
+	for _, c := range s.customMetrics {
+		if m := (listedMetric{c.namespace, c.name, c.dims}); matches(m) {
+			found = append(found, m)
+		}
+	}
+	slices.SortFunc(found, func(a, b listedMetric) int { return strings.Compare(a.sortKey(), b.sortKey()) })
 	if token != "" {
 		after, err := base64.RawURLEncoding.DecodeString(token)
 		if err != nil {
 			return nil, errCWInvalidNextToken()
 		}
-		i, _ := slices.BinarySearch(entries, string(after))
-		if i < len(entries) && entries[i] == string(after) {
+		i, _ := slices.BinarySearchFunc(found, string(after), func(m listedMetric, key string) int { return strings.Compare(m.sortKey(), key) })
+		if i < len(found) && found[i].sortKey() == string(after) {
 			i++
 		}
-		entries = entries[i:]
+		found = found[i:]
 	}
 	const pageSize = 500
 	out := cbor.Map{}
-	if len(entries) > pageSize {
-		entries = entries[:pageSize]
-		out["NextToken"] = cbor.String(base64.RawURLEncoding.EncodeToString([]byte(entries[pageSize-1])))
+	if len(found) > pageSize {
+		found = found[:pageSize]
+		out["NextToken"] = cbor.String(base64.RawURLEncoding.EncodeToString([]byte(found[pageSize-1].sortKey())))
 	}
 	metrics := cbor.List{}
-	for _, e := range entries {
-		queue, metric, _ := strings.Cut(e, "\x00")
+	for _, m := range found {
 		metrics = append(metrics, cbor.Map{
-			"Namespace":  cbor.String("AWS/SQS"),
-			"MetricName": cbor.String(metric),
-			"Dimensions": cbor.List{cbor.Map{"Name": cbor.String("QueueName"), "Value": cbor.String(queue)}},
+			"Namespace":  cbor.String(m.namespace),
+			"MetricName": cbor.String(m.name),
+			"Dimensions": cborDimensions(m.dims),
 		})
 	}
 	out["Metrics"] = metrics
 	return out, nil
+}
+
+// cborDimensions is a list of dimensions as the outputs write it.
+func cborDimensions(dims []dimension) cbor.List {
+	l := cbor.List{}
+	for _, d := range dims {
+		l = append(l, cbor.Map{"Name": cbor.String(d.Name), "Value": cbor.String(d.Value)})
+	}
+	return l
 }

@@ -101,6 +101,19 @@ func TestCloudWatchJSONAndQuery(t *testing.T) {
 			wantXML:  []string{"<Code>SerializationException</Code>"},
 		},
 		{
+			op:         "PutMetricData",
+			json:       `{"Namespace":"mcp","MetricData":[{"MetricName":"latency","Timestamp":` + jsonNumber(start+5) + `,"Values":[1,10],"Counts":[2,4],"StorageResolution":1,"Unit":"Milliseconds"}]}`,
+			query:      "Namespace=mcp&MetricData.member.1.MetricName=latency&MetricData.member.1.Timestamp=" + iso(start+5) + "&MetricData.member.1.Values.member.1=1&MetricData.member.1.Values.member.2=10&MetricData.member.1.Counts.member.1=2&MetricData.member.1.Counts.member.2=4&MetricData.member.1.StorageResolution=1&MetricData.member.1.Unit=Milliseconds",
+			wantStatus: 200, wantJSON: []string{"{}"}, wantXML: []string{"<PutMetricDataResponse"},
+		},
+		{
+			op: "GetMetricStatistics", wantStatus: 200,
+			json:     `{"Namespace":"mcp","MetricName":"latency","StartTime":` + jsonNumber(start) + `,"EndTime":` + jsonNumber(start+60) + `,"Period":1,"Statistics":["Sum","SampleCount"]}`,
+			query:    "Namespace=mcp&MetricName=latency&StartTime=" + iso(start) + "&EndTime=" + iso(start+60) + "&Period=1&Statistics.member.1=Sum&Statistics.member.2=SampleCount",
+			wantJSON: []string{`"Datapoints":[{"SampleCount":6,"Sum":42,"Timestamp":` + jsonNumber(start+5) + `,"Unit":"Milliseconds"}]`},
+			wantXML:  []string{"<Datapoints><member><SampleCount>6</SampleCount><Sum>42</Sum><Timestamp>2026-03-02T10:00:05.000Z</Timestamp><Unit>Milliseconds</Unit></member></Datapoints>"},
+		},
+		{
 			op: "DeleteAlarms", json: `{"AlarmNames":["dlq"]}`, query: "AlarmNames.member.1=dlq", wantStatus: 200,
 			wantJSON: []string{"{}"}, wantXML: []string{"<DeleteAlarmsResponse"},
 		},

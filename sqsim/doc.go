@@ -42,6 +42,23 @@
 // activity. Errors carry AWS's shapes and query-compatible codes, so the SDK
 // returns its typed errors (for example *types.QueueDoesNotExist).
 //
+// # Custom metrics
+//
+// PutMetricData publishes metrics in any namespace but the AWS/ ones: single
+// values, statistic sets, Values with Counts, with dimensions and units, at
+// standard (one-minute) or high (StorageResolution 1, one-second)
+// resolution, gzip-compressed or not, with CloudWatch's limits and texts. A
+// metric is its namespace, name and whole set of dimensions, as in
+// CloudWatch: a query must name all its dimensions. GetMetricData,
+// GetMetricStatistics and ListMetrics read custom metrics as they read the
+// AWS/SQS ones, in periods of 1, 5, 10, 20 or 30 seconds or any multiple of
+// 60. Data is kept per unit: GetMetricStatistics answers a datapoint per
+// unit, a query naming a unit reads that unit's data, and a GetMetricData
+// query naming none reads all units together (CloudWatch picks one and says
+// so in its Messages). High-resolution points become one-minute points after
+// three hours, and every point goes after MetricHistory, as CloudWatch keeps
+// them.
+//
 // # EventBridge and Lambda
 //
 // EventBridge: CreateEventBus, DescribeEventBus, DeleteEventBus,

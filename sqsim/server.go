@@ -2,6 +2,7 @@ package sqsim
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
@@ -109,7 +110,10 @@ func PrincipalID(accessKeyID string) string {
 	return "AIDA" + base32.StdEncoding.EncodeToString(sum[:])[:17]
 }
 
-// readBody reads the whole body up to maxRequestBody.
+// readBody reads the whole body up to maxRequestBody, gunzipped when the
+// client compressed it (Content-Encoding: gzip): the SDKs compress a large
+// PutMetricData that way. The limit holds for the body as it arrives and as
+// it unpacks, so that a small bomb cannot make the simulator buffer much.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
@@ -118,7 +122,29 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		}
 		return nil, errMalformedBody("reading the body: " + err.Error())
 	}
-	return body, nil
+	switch encoding := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); encoding {
+	case "", "identity":
+		return body, nil
+	case "gzip":
+		return gunzip(body)
+	default:
+		return nil, errMalformedBody("the content encoding " + truncate(encoding, 50) + " is not gzip")
+	}
+}
+
+func gunzip(body []byte) ([]byte, *apiError) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, errMalformedBody("gzip: " + err.Error())
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxRequestBody+1))
+	if err != nil {
+		return nil, errMalformedBody("gzip: " + err.Error())
+	}
+	if len(out) > maxRequestBody {
+		return nil, errBodyTooLarge(maxRequestBody)
+	}
+	return out, nil
 }
 
 // decoder fills an operation's input struct from the request, in the

@@ -46,6 +46,9 @@ type Simulator struct {
 	deletedAt map[string]time.Time // recently deleted queue names
 	tasks     map[string]*moveTask // by task handle
 	alarms    map[string]*alarm    // by alarm name
+	// customMetrics are the metrics published with PutMetricData, by
+	// metricKey.
+	customMetrics map[string]*customMetric
 	// EventBridge buses by name, Lambda functions by name, event source
 	// mappings by UUID (mappingOrder keeps their creation order).
 	buses        map[string]*eventBus
@@ -69,21 +72,22 @@ type Simulator struct {
 // New returns a Simulator configured by opts.
 func New(opts Options) *Simulator {
 	s := &Simulator{
-		region:      opts.Region,
-		accountID:   opts.AccountID,
-		clock:       opts.Clock,
-		log:         opts.Logger,
-		maxRealWait: opts.MaxRealWait,
-		queues:      make(map[string]*queue),
-		deletedAt:   make(map[string]time.Time),
-		tasks:       make(map[string]*moveTask),
-		alarms:      make(map[string]*alarm),
-		buses:       make(map[string]*eventBus),
-		functions:   make(map[string]*lambdaFunction),
-		mappings:    make(map[string]*eventSourceMapping),
-		ids:         rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
-		changed:     make(chan struct{}),
-		ticked:      make(chan struct{}),
+		region:        opts.Region,
+		accountID:     opts.AccountID,
+		clock:         opts.Clock,
+		log:           opts.Logger,
+		maxRealWait:   opts.MaxRealWait,
+		queues:        make(map[string]*queue),
+		deletedAt:     make(map[string]time.Time),
+		tasks:         make(map[string]*moveTask),
+		alarms:        make(map[string]*alarm),
+		customMetrics: make(map[string]*customMetric),
+		buses:         make(map[string]*eventBus),
+		functions:     make(map[string]*lambdaFunction),
+		mappings:      make(map[string]*eventSourceMapping),
+		ids:           rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
+		changed:       make(chan struct{}),
+		ticked:        make(chan struct{}),
 	}
 	if s.region == "" {
 		s.region = "us-east-1"
@@ -139,7 +143,11 @@ func (s *Simulator) Tick() {
 // tick is Tick with s.mu held.
 func (s *Simulator) tick() {
 	now := s.clock.Now()
+	newMinute := minuteOf(now) > s.lastGaugeMinute
 	s.sampleGauges(now)
+	if newMinute {
+		s.ageCustomMetrics(now)
+	}
 	wake := false
 	for _, q := range s.queues {
 		q.expire(now)

@@ -10,7 +10,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import {
   CloudWatchClient, GetMetricDataCommand, PutMetricAlarmCommand, DescribeAlarmsCommand,
-  ListMetricsCommand, DeleteAlarmsCommand,
+  ListMetricsCommand, DeleteAlarmsCommand, PutMetricDataCommand,
 } from "@aws-sdk/client-cloudwatch";
 
 const endpoint = process.env.SQSIM_ENDPOINT;
@@ -264,6 +264,20 @@ await check("a queue's name is taken where its URL is asked for; another region'
     return;
   }
   throw new Error("sent to another region's queue URL");
+});
+
+await check("an MCP server's own latency: PutMetricData at high resolution, read in one-second periods", async () => {
+  const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const ns = name("mcp");
+  await cw.send(new PutMetricDataCommand({ Namespace: ns, MetricData: [
+    { MetricName: "latency", Timestamp: now, Value: 250, Unit: "Milliseconds", StorageResolution: 1, Dimensions: [{ Name: "tool", Value: "web_search" }] },
+    { MetricName: "latency", Timestamp: new Date(now.getTime() + 1000), Value: 120, Unit: "Milliseconds", StorageResolution: 1, Dimensions: [{ Name: "tool", Value: "web_search" }] }] }));
+  const out = await cw.send(new GetMetricDataCommand({
+    StartTime: new Date(now.getTime() - 60e3), EndTime: new Date(now.getTime() + 60e3), ScanBy: "TimestampAscending",
+    MetricDataQueries: [{ Id: "latency", MetricStat: { Metric: { Namespace: ns, MetricName: "latency", Dimensions: [{ Name: "tool", Value: "web_search" }] }, Period: 1, Stat: "Maximum" } }],
+  }));
+  const r = out.MetricDataResults[0];
+  expect(r.Values.join() === "250,120" && r.Timestamps[0].getTime() === now.getTime(), JSON.stringify(r));
 });
 
 console.log(`${passed} passed, ${failed} failed`);

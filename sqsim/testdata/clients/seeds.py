@@ -266,5 +266,23 @@ def _():
     raise AssertionError("sent to another region's queue URL")
 
 
+@check("an MCP server's own metrics: PutMetricData read back by GetMetricStatistics, GetMetricData and ListMetrics")
+def _():
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    ns = name("mcp")
+    cw.put_metric_data(Namespace=ns, MetricData=[
+        {"MetricName": "calls", "Timestamp": now, "Values": [1.0, 10.0], "Counts": [2, 4], "Unit": "Count"},
+        {"MetricName": "latency", "Timestamp": now, "Value": 250.0, "Unit": "Milliseconds", "StorageResolution": 1,
+         "Dimensions": [{"Name": "tool", "Value": "web_search"}]}])
+    span = dict(StartTime=now - datetime.timedelta(minutes=1), EndTime=now + datetime.timedelta(minutes=1))
+    p = cw.get_metric_statistics(Namespace=ns, MetricName="calls", Period=60, Statistics=["SampleCount", "Sum", "Maximum"], **span)["Datapoints"]
+    expect(len(p) == 1 and (p[0]["SampleCount"], p[0]["Sum"], p[0]["Maximum"], p[0]["Unit"]) == (6.0, 42.0, 10.0, "Count"), p)
+    r = cw.get_metric_data(MetricDataQueries=[{"Id": "latency", "MetricStat": {"Metric": {"Namespace": ns, "MetricName": "latency",
+        "Dimensions": [{"Name": "tool", "Value": "web_search"}]}, "Period": 1, "Stat": "Maximum"}}], **span)["MetricDataResults"][0]
+    expect(r["Values"] == [250.0] and r["Timestamps"][0] == now, r)
+    metrics = cw.list_metrics(Namespace=ns)["Metrics"]
+    expect(sorted(m["MetricName"] for m in metrics) == ["calls", "latency"], metrics)
+
+
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
 sys.exit(1 if failed else 0)
