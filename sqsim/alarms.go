@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,10 +24,11 @@ const (
 // its last evaluation left.
 //
 // Alarms are evaluated on the simulator's clock at the first Tick of every
-// minute, against the simulator's own AWS/SQS metrics, over the last
-// EvaluationPeriods periods that ended by then (periods are aligned to
-// multiples of Period since the epoch). A newly created alarm is
-// INSUFFICIENT_DATA until the first minute after its creation.
+// minute (of every period, for periods of 10 and 30 seconds), against the
+// simulator's metrics, AWS/SQS or custom, over the last EvaluationPeriods
+// periods that ended by then (periods are aligned to multiples of Period
+// since the epoch). A newly created alarm is INSUFFICIENT_DATA until its
+// first evaluation.
 type alarm struct {
 	name      string
 	updatedAt time.Time
@@ -34,11 +36,12 @@ type alarm struct {
 	// returns them.
 	config cbor.Map
 
-	// What evaluation needs of config.
-	namespace, metric string
-	dims              []dimension
-	statistic         string // empty for an extended statistic
-	period            int64  // seconds
+	// What evaluation needs of config. watch is the metric, period and
+	// statistic evaluated: the alarm's own, or that of the one query of its
+	// Metrics that returns data when that query is a MetricStat. Its stat is
+	// empty for what the simulator does not evaluate (extended statistics,
+	// metric math expressions).
+	watch             metricQuery
 	evaluationPeriods int64
 	datapointsToAlarm int64
 	threshold         float64
@@ -50,8 +53,18 @@ type alarm struct {
 	stateReason     string
 	stateReasonData string
 	stateUpdatedAt  time.Time
-	// evaluatedMinute is the minute of the last evaluation.
-	evaluatedMinute int64
+	// evaluated is the step of the last evaluation: now's Unix seconds
+	// divided by the alarm's evaluation interval.
+	evaluated int64
+}
+
+// interval is how often a is evaluated, in seconds: every minute, or every
+// period for a high-resolution alarm.
+func (a *alarm) interval() int64 {
+	if a.watch.period > 0 && a.watch.period < 60 {
+		return a.watch.period
+	}
+	return 60
 }
 
 var comparisonOperators = []string{
@@ -105,11 +118,13 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 		return nil, err
 	}
 	config["Dimensions"] = cborDimensions(dims)
+	metrics, hasMetrics := in.list(in.m, "Metrics")
 	op, _ := in.str(in.m, "ComparisonOperator")
 	evaluationPeriods, _ := in.integer(in.m, "EvaluationPeriods")
 	datapointsToAlarm, hasDatapoints := in.integer(in.m, "DatapointsToAlarm")
 	period, hasPeriod := in.integer(in.m, "Period")
 	statistic, _ := in.str(in.m, "Statistic")
+	unit, _ := in.str(in.m, "Unit")
 	treatMissing, hasTreatMissing := in.str(in.m, "TreatMissingData")
 	if in.err != nil {
 		return nil, in.err
@@ -125,14 +140,29 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 		return nil, errCWInvalidParameterValue("The parameter EvaluationPeriods must be greater than or equal to 1.")
 	case hasDatapoints && (datapointsToAlarm < 1 || datapointsToAlarm > evaluationPeriods):
 		return nil, errCWInvalidParameterValue("DatapointsToAlarm must be between 1 and the EvaluationPeriods (%d).", evaluationPeriods)
+	case hasMetrics && (config["MetricName"] != nil || config["Namespace"] != nil || statistic != "" || config["ExtendedStatistic"] != nil || hasPeriod || unit != "" || len(dims) > 0):
+		return nil, errCWInvalidParameterCombination("The Metrics parameter excludes MetricName, Namespace, Dimensions, Period, Unit, Statistic and ExtendedStatistic: each query of Metrics names its own.")
 	case config["MetricName"] != nil && !hasPeriod:
 		return nil, errCWMissingParameter("Period")
-	case hasPeriod && period != 10 && period != 30 && (period < 60 || period%60 != 0):
+	case hasPeriod && !validAlarmPeriod(period):
 		return nil, errCWInvalidParameterValue("The parameter Period must be 10, 30 or a multiple of 60.")
 	case statistic != "" && !slices.Contains(statistics, statistic):
 		return nil, errCWInvalidParameterValue("Invalid value %s for Statistic.", truncate(statistic, 60))
+	case unit != "" && !slices.Contains(standardUnits, unit):
+		return nil, errCWInvalidParameterValue("Invalid value %s for Unit.", truncate(unit, 60))
 	case hasTreatMissing && !slices.Contains(treatMissingDataValues, treatMissing):
 		return nil, errCWInvalidParameterValue("Invalid value %s for TreatMissingData: use breaching, notBreaching, ignore or missing.", truncate(treatMissing, 60))
+	}
+	watch := metricQuery{period: period, stat: statistic, unit: unit, dims: dims}
+	watch.namespace, _ = in.str(in.m, "Namespace")
+	watch.metric, _ = in.str(in.m, "MetricName")
+	if hasMetrics {
+		queries, returned, err := in.alarmMetrics(metrics)
+		if err != nil {
+			return nil, err
+		}
+		config["Metrics"] = queries
+		watch = returned
 	}
 	if !hasDatapoints {
 		datapointsToAlarm = evaluationPeriods
@@ -143,35 +173,136 @@ func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {
 	if a == nil {
 		// An update keeps the state; a new alarm starts without one.
 		a = &alarm{
-			name:            name,
-			state:           alarmInsufficientData,
-			stateReason:     "Unchecked: Initial alarm creation",
-			stateUpdatedAt:  now,
-			evaluatedMinute: minuteOf(now),
+			name:           name,
+			state:          alarmInsufficientData,
+			stateReason:    "Unchecked: Initial alarm creation",
+			stateUpdatedAt: now,
 		}
 		s.alarms[name] = a
 	}
 	a.updatedAt, a.config = now, config
-	a.namespace, _ = in.str(in.m, "Namespace")
-	a.metric, _ = in.str(in.m, "MetricName")
-	a.dims, a.statistic, a.comparison = dims, statistic, op
-	a.period, a.evaluationPeriods, a.datapointsToAlarm = max(period, 60), evaluationPeriods, datapointsToAlarm
+	a.watch, a.comparison = watch, op
+	a.evaluationPeriods, a.datapointsToAlarm = evaluationPeriods, datapointsToAlarm
 	a.threshold, a.hasThreshold = threshold, hasThreshold
 	a.treatMissingData = treatMissing
 	if a.treatMissingData == "" {
 		a.treatMissingData = "missing"
 	}
+	// The first evaluation comes with the next interval.
+	a.evaluated = now.Unix() / a.interval()
 	return cbor.Map{}, nil
 }
 
-// evaluateAlarms evaluates every alarm not yet evaluated in now's minute.
+// validAlarmPeriod reports whether an alarm may evaluate periods of p
+// seconds: 10 and 30 for high-resolution metrics, or a multiple of 60.
+func validAlarmPeriod(p int64) bool {
+	return p == 10 || p == 30 || (p > 0 && p%60 == 0)
+}
+
+// alarmMetrics reads a metric-math alarm's Metrics: each query an Id and
+// either an Expression or a MetricStat, exactly one of them returning data.
+// It returns them re-encoded as DescribeAlarms returns them, and what
+// evaluation watches: the returned query's MetricStat, or nothing (an
+// empty stat) when that query is an expression.
+func (in *cborInput) alarmMetrics(l cbor.List) (cbor.List, metricQuery, *apiError) {
+	var watch metricQuery
+	out := cbor.List{}
+	ids := map[string]bool{}
+	returning := 0
+	for i, v := range l {
+		m, ok := v.(cbor.Map)
+		if !ok {
+			in.fail("Metrics", "a list of structures")
+			return nil, watch, in.err
+		}
+		q, encoded, err := in.alarmMetric(m, i+1)
+		if err != nil {
+			return nil, watch, err
+		}
+		if ids[q.id] {
+			return nil, watch, errCWInvalidParameterValue("The value %s for field Id is not unique.", truncate(q.id, 100))
+		}
+		ids[q.id] = true
+		if q.returnData {
+			returning++
+			watch = q
+		}
+		out = append(out, encoded)
+	}
+	if returning != 1 {
+		return nil, watch, errCWInvalidParameterValue("Exactly one element of the metrics list should return data.")
+	}
+	if watch.stat == "expression" {
+		watch = metricQuery{}
+	}
+	return out, watch, nil
+}
+
+// alarmMetric reads the nth query of an alarm's Metrics.
+func (in *cborInput) alarmMetric(m cbor.Map, n int) (metricQuery, cbor.Map, *apiError) {
+	field := "Metrics.member." + strconv.Itoa(n)
+	q, err := in.metricQuery(m)
+	if err != nil {
+		return q, nil, err
+	}
+	expression, hasExpression := in.str(m, "Expression")
+	_, hasStat := in.structure(m, "MetricStat")
+	accountID, hasAccount := in.str(m, "AccountId")
+	queryPeriod, hasQueryPeriod := in.integer(m, "Period")
+	label, hasLabel := in.str(m, "Label")
+	if in.err != nil {
+		return q, nil, in.err
+	}
+	switch {
+	case !metricQueryIDPattern.MatchString(q.id):
+		return q, nil, errCWInvalidParameterValue("The value %s for parameter %s.Id is invalid: it must start with a lowercase letter and contain only letters, numbers and underscores.", truncate(q.id, 100), field)
+	case hasExpression == hasStat:
+		return q, nil, errCWInvalidParameterCombination("The parameters %s.Expression and %s.MetricStat are mutually exclusive and one of them must be specified.", field, field)
+	case hasStat && (q.metric == "" || q.namespace == ""):
+		return q, nil, errCWMissingParameter(field + ".MetricStat.Metric")
+	case hasStat && !validAlarmPeriod(q.period):
+		return q, nil, errCWInvalidParameterValue("The parameter %s.MetricStat.Period must be 10, 30 or a multiple of 60.", field)
+	case hasStat && !slices.Contains(statistics, q.stat):
+		return q, nil, errCWInvalidParameterValue("Invalid value %s for %s.MetricStat.Stat.", truncate(q.stat, 60), field)
+	case q.unit != "" && !slices.Contains(standardUnits, q.unit):
+		return q, nil, errCWInvalidParameterValue("Invalid value %s for %s.MetricStat.Unit.", truncate(q.unit, 60), field)
+	}
+	encoded := cbor.Map{"Id": cbor.String(q.id), "ReturnData": cbor.Bool(q.returnData)}
+	if hasExpression {
+		encoded["Expression"] = cbor.String(expression)
+	}
+	if hasLabel {
+		encoded["Label"] = cbor.String(label)
+	}
+	if hasAccount {
+		encoded["AccountId"] = cbor.String(accountID)
+	}
+	if hasQueryPeriod {
+		encoded["Period"] = cborInt(queryPeriod)
+	}
+	if hasStat {
+		stat := cbor.Map{
+			"Metric": cbor.Map{"Namespace": cbor.String(q.namespace), "MetricName": cbor.String(q.metric), "Dimensions": cborDimensions(q.dims)},
+			"Period": cborInt(q.period),
+			"Stat":   cbor.String(q.stat),
+		}
+		if q.unit != "" {
+			stat["Unit"] = cbor.String(q.unit)
+		}
+		encoded["MetricStat"] = stat
+	}
+	return q, encoded, nil
+}
+
+// evaluateAlarms evaluates every alarm whose evaluation interval began since
+// its last evaluation.
 func (s *Simulator) evaluateAlarms(now time.Time) {
-	cur := minuteOf(now)
 	for _, a := range s.alarms {
-		if a.evaluatedMinute >= cur {
+		step := now.Unix() / a.interval()
+		if step <= a.evaluated {
 			continue
 		}
-		a.evaluatedMinute = cur
+		a.evaluated = step
 		s.evaluate(a, now)
 	}
 }
@@ -187,16 +318,15 @@ type datapoint struct {
 // reason and its timestamp change only with the state.
 func (s *Simulator) evaluate(a *alarm, now time.Time) {
 	phrase, known := comparisonPhrases[a.comparison]
-	if !known || a.statistic == "" || !a.hasThreshold || a.metric == "" {
+	if !known || a.watch.stat == "" || !a.hasThreshold || a.watch.metric == "" {
 		// Extended statistics, anomaly bands and metric math are not
 		// simulated: such an alarm keeps its state.
 		return
 	}
-	period := time.Duration(a.period) * time.Second
-	end := time.Unix(now.Unix()/a.period*a.period, 0).UTC()
+	period := time.Duration(a.watch.period) * time.Second
+	end := time.Unix(now.Unix()/a.watch.period*a.watch.period, 0).UTC()
 	start := end.Add(-time.Duration(a.evaluationPeriods) * period)
-	q := metricQuery{namespace: a.namespace, metric: a.metric, dims: a.dims, period: a.period, stat: a.statistic}
-	times, values := s.metricSeries(q, start, end, true)
+	times, values := s.metricSeries(a.watch, start, end, true)
 	var points []datapoint // newest first
 	for i := range times {
 		points = append(points, datapoint{at: times[i], value: values[i]})
@@ -313,7 +443,7 @@ func (a *alarm) reasonData(now, start time.Time, points []datapoint) string {
 		EvaluatedDatapoints []evaluated `json:"evaluatedDatapoints"`
 	}{
 		Version: "1.0", QueryDate: now.UTC().Format(layout), StartDate: start.UTC().Format(layout),
-		Statistic: a.statistic, Period: a.period, Threshold: a.threshold,
+		Statistic: a.watch.stat, Period: a.watch.period, Threshold: a.threshold,
 		RecentDatapoints: []float64{}, EvaluatedDatapoints: []evaluated{},
 	}
 	for i := len(points) - 1; i >= 0; i-- {
@@ -374,26 +504,84 @@ func (s *Simulator) describeAlarms(in *cborInput) (cbor.Map, *apiError) {
 	}
 	list := cbor.List{}
 	for _, name := range matched {
-		a := s.alarms[name]
-		m := cbor.Map{
-			"AlarmName":                          cbor.String(a.name),
-			"AlarmArn":                           cbor.String(s.alarmARN(a.name)),
-			"AlarmConfigurationUpdatedTimestamp": cborTime(a.updatedAt),
-			"StateValue":                         cbor.String(a.state),
-			"StateReason":                        cbor.String(a.stateReason),
-			"StateUpdatedTimestamp":              cborTime(a.stateUpdatedAt),
-			"StateTransitionedTimestamp":         cborTime(a.stateUpdatedAt),
-		}
-		if a.stateReasonData != "" {
-			m["StateReasonData"] = cbor.String(a.stateReasonData)
-		}
-		for k, v := range a.config {
-			m[k] = v
-		}
-		list = append(list, m)
+		list = append(list, s.alarmView(s.alarms[name]))
 	}
 	out["MetricAlarms"] = list
 	return out, nil
+}
+
+// alarmView is an alarm as DescribeAlarms and DescribeAlarmsForMetric show
+// it: its configuration and its state.
+func (s *Simulator) alarmView(a *alarm) cbor.Map {
+	m := cbor.Map{
+		"AlarmName":                          cbor.String(a.name),
+		"AlarmArn":                           cbor.String(s.alarmARN(a.name)),
+		"AlarmConfigurationUpdatedTimestamp": cborTime(a.updatedAt),
+		"StateValue":                         cbor.String(a.state),
+		"StateReason":                        cbor.String(a.stateReason),
+		"StateUpdatedTimestamp":              cborTime(a.stateUpdatedAt),
+		"StateTransitionedTimestamp":         cborTime(a.stateUpdatedAt),
+	}
+	if a.stateReasonData != "" {
+		m["StateReasonData"] = cbor.String(a.stateReasonData)
+	}
+	for k, v := range a.config {
+		m[k] = v
+	}
+	return m
+}
+
+// describeAlarmsForMetric lists the alarms on one metric: its namespace,
+// name and whole set of dimensions, narrowed by the statistic, extended
+// statistic, period and unit when given. Metric-math alarms watch no one
+// metric and are not listed.
+func (s *Simulator) describeAlarmsForMetric(in *cborInput) (cbor.Map, *apiError) {
+	namespace, _ := in.str(in.m, "Namespace")
+	metric, _ := in.str(in.m, "MetricName")
+	filters := map[string]cbor.Value{}
+	for _, key := range []string{"Statistic", "ExtendedStatistic", "Unit"} {
+		if v, ok := in.str(in.m, key); ok {
+			filters[key] = cbor.String(v)
+		}
+	}
+	if v, ok := in.integer(in.m, "Period"); ok {
+		filters["Period"] = cborInt(v)
+	}
+	dims, err := in.dimensions(in.m, "Dimensions", "Dimensions")
+	if err != nil {
+		return nil, err
+	}
+	if in.err != nil {
+		return nil, in.err
+	}
+	switch {
+	case namespace == "":
+		return nil, errCWMissingParameter("Namespace")
+	case metric == "":
+		return nil, errCWMissingParameter("MetricName")
+	}
+	want := metricKey(namespace, metric, dims)
+	var names []string
+	for name, a := range s.alarms {
+		if a.config["Metrics"] != nil || metricKey(a.watch.namespace, a.watch.metric, a.watch.dims) != want {
+			continue
+		}
+		matches := true
+		for key, v := range filters {
+			if !reflect.DeepEqual(a.config[key], v) {
+				matches = false
+			}
+		}
+		if matches {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	list := cbor.List{}
+	for _, name := range names {
+		list = append(list, s.alarmView(s.alarms[name]))
+	}
+	return cbor.Map{"MetricAlarms": list}, nil
 }
 
 // setAlarmState sets an alarm's state until its next evaluation, as

@@ -22,12 +22,13 @@ const cloudWatchPathPrefix = "/service/GraniteServiceVersion20100801/operation/"
 type cwOperation func(s *Simulator, in *cborInput) (cbor.Map, *apiError)
 
 var cloudWatchOperations = map[string]cwOperation{
-	"GetMetricData":  (*Simulator).getMetricData,
-	"ListMetrics":    (*Simulator).listMetrics,
-	"PutMetricAlarm": (*Simulator).putMetricAlarm,
-	"DescribeAlarms": (*Simulator).describeAlarms,
-	"DeleteAlarms":   (*Simulator).deleteAlarms,
-	"SetAlarmState":  (*Simulator).setAlarmState,
+	"GetMetricData":           (*Simulator).getMetricData,
+	"ListMetrics":             (*Simulator).listMetrics,
+	"PutMetricAlarm":          (*Simulator).putMetricAlarm,
+	"DescribeAlarms":          (*Simulator).describeAlarms,
+	"DescribeAlarmsForMetric": (*Simulator).describeAlarmsForMetric,
+	"DeleteAlarms":            (*Simulator).deleteAlarms,
+	"SetAlarmState":           (*Simulator).setAlarmState,
 	// GetMetricStatistics is the older way to read the same points.
 	"GetMetricStatistics": (*Simulator).getMetricStatistics,
 	"PutMetricData":       (*Simulator).putMetricData,

@@ -136,14 +136,20 @@
 //     queues ignore the id, as SQS does.
 //   - SenderId is a principal id derived from the request's access key id
 //     (PrincipalID), or the account id for unsigned requests.
-//   - Alarms are evaluated at the first Tick of each minute against the
-//     simulator's own metrics, over the last EvaluationPeriods whole periods
-//     (aligned to multiples of Period), honouring DatapointsToAlarm and
-//     TreatMissingData; state, reason, reason data and the state's
-//     timestamps change as CloudWatch's do. Since a minute's gauge is
-//     sampled when that minute begins and read once it has ended, a message
-//     arriving in a DLQ turns an ApproximateNumberOfMessagesVisible alarm
-//     to ALARM one to two minutes later, and a NumberOfMessagesSent alarm
-//     within one. Alarms with extended statistics, metric math or anomaly
-//     bands are stored but keep their state.
+//   - Alarms are evaluated at the first Tick of each minute (of each period,
+//     for a high-resolution alarm's Period of 10 or 30 seconds) against the
+//     simulator's metrics, AWS/SQS or custom, over the last
+//     EvaluationPeriods whole periods (aligned to multiples of Period),
+//     honouring DatapointsToAlarm and TreatMissingData; state, reason,
+//     reason data and the state's timestamps change as CloudWatch's do.
+//     Since a minute's gauge is sampled when that minute begins and read
+//     once it has ended, a message arriving in a DLQ turns an
+//     ApproximateNumberOfMessagesVisible alarm to ALARM one to two minutes
+//     later, and a NumberOfMessagesSent alarm within one.
+//   - A metric-math alarm keeps its Metrics as given, for DescribeAlarms to
+//     return. It is evaluated when the one query that returns data is a
+//     MetricStat; an expression is not computed, so such an alarm keeps its
+//     state, as do alarms with extended statistics or anomaly bands.
+//     DescribeAlarmsForMetric lists the alarms of one metric (its whole set
+//     of dimensions), not metric-math ones.
 package sqsim

@@ -284,5 +284,27 @@ def _():
     expect(sorted(m["MetricName"] for m in metrics) == ["calls", "latency"], metrics)
 
 
+@check("alarms on an MCP server's own metrics: DescribeAlarmsForMetric, a metric-math alarm's Metrics round-trip")
+def _():
+    ns = name("mcp-alarms")
+    dims = [{"Name": "tool", "Value": "web_search"}]
+    base = dict(EvaluationPeriods=1, Threshold=5.0, ComparisonOperator="GreaterThanOrEqualToThreshold")
+    cw.put_metric_alarm(AlarmName=ns + "-errors", Namespace=ns, MetricName="errors", Dimensions=dims, Statistic="Sum", Period=60, **base)
+    metrics = [
+        {"Id": "rate", "Expression": "100 * errors / calls", "Label": "error rate", "ReturnData": True},
+        {"Id": "errors", "MetricStat": {"Metric": {"Namespace": ns, "MetricName": "errors", "Dimensions": dims}, "Period": 60, "Stat": "Sum"}, "ReturnData": False},
+        {"Id": "calls", "MetricStat": {"Metric": {"Namespace": ns, "MetricName": "calls", "Dimensions": dims}, "Period": 60, "Stat": "Sum"}, "ReturnData": False}]
+    cw.put_metric_alarm(AlarmName=ns + "-rate", Metrics=metrics, **base)
+    found = cw.describe_alarms_for_metric(Namespace=ns, MetricName="errors", Dimensions=dims)["MetricAlarms"]
+    expect([a["AlarmName"] for a in found] == [ns + "-errors"], found)
+    rate = cw.describe_alarms(AlarmNames=[ns + "-rate"])["MetricAlarms"]
+    expect(len(rate) == 1 and rate[0]["Metrics"] == metrics and "MetricName" not in rate[0], rate)
+    if clock_url:
+        cw.put_metric_data(Namespace=ns, MetricData=[{"MetricName": "errors", "Dimensions": dims, "Value": 7.0}])
+        advance(60)
+        state = cw.describe_alarms(AlarmNames=[ns + "-errors"])["MetricAlarms"][0]
+        expect(state["StateValue"] == "ALARM" and state["StateReason"].startswith("Threshold Crossed: 1 datapoint [7.0"), state)
+
+
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
 sys.exit(1 if failed else 0)
