@@ -102,7 +102,7 @@ func parseRoleARN(s string) (account, name string, ok bool) {
 
 func (a *Accounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setRequestID(w)
-	key, service := signedBy(r)
+	key, _, service := credentialScope(r)
 	if service == "sts" {
 		a.serveSTS(w, r, key)
 		return
@@ -119,22 +119,6 @@ func (a *Accounts) simulatorFor(key string) *Simulator {
 		return a.byID[sess.account]
 	}
 	return a.def
-}
-
-// signedBy returns the access key id and the service of a request's SigV4 Authorization
-// header ("AWS4-HMAC-SHA256 Credential=AKID/20261201/us-east-1/sqs/aws4_request, …"), or ""
-// for an unsigned request.
-func signedBy(r *http.Request) (key, service string) {
-	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
-	if !ok {
-		return "", ""
-	}
-	cred, _, _ = strings.Cut(cred, ",")
-	parts := strings.Split(cred, "/")
-	if len(parts) != 5 {
-		return "", ""
-	}
-	return parts[0], parts[3]
 }
 
 const stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"

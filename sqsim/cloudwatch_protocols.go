@@ -36,9 +36,10 @@ const (
 	cloudWatchNamespace    = "http://monitoring.amazonaws.com/doc/2010-08-01/"
 )
 
-// serveCloudWatchJSON answers an AWS JSON 1.0 request whose X-Amz-Target
-// names operation op.
-func (s *Simulator) serveCloudWatchJSON(w http.ResponseWriter, r *http.Request, rc *request, op string) {
+// serveCloudWatchJSON answers an AWS JSON 1.0 request for the operation its
+// X-Amz-Target names.
+func (s *Simulator) serveCloudWatchJSON(w http.ResponseWriter, r *http.Request, rc *request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), cloudWatchTargetPrefix)
 	defer s.recoverPanic(w, op, writeCloudWatchJSONError)
 	if err := checkJSONRequest(r, op, cloudWatchOperations); err != nil {
 		writeCloudWatchJSONError(w, err)

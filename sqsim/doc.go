@@ -59,6 +59,18 @@
 // three hours, and every point goes after MetricHistory, as CloudWatch keeps
 // them.
 //
+// # Regions
+//
+// A Simulator is one account, and serves every region of it, each a world
+// of its own (queues, metrics, alarms, buses, functions, ARNs naming the
+// region), by the region each request's SigV4 signature is scoped to, as
+// AWS serves regions by host; an unsigned request goes to Options.Region. A
+// region is created by the first request signed for it (its name must look
+// like one, at most 64 regions); Region returns it, and Tick and Run move
+// every region. One host serves them all, so a queue URL does not name its
+// region: a client signing for another region reaches that region's queue of
+// the same name, where AWS would answer NonExistentQueue.
+//
 // # EventBridge and Lambda
 //
 // EventBridge: CreateEventBus, DescribeEventBus, DeleteEventBus,

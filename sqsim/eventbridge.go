@@ -100,8 +100,10 @@ var eventBridgeOperations = map[string]ebOperation{
 	"PutEvents":         ebLocked((*Simulator).putEvents),
 }
 
-// serveEventBridge answers an AWS JSON 1.1 request for operation op.
-func (s *Simulator) serveEventBridge(w http.ResponseWriter, r *http.Request, rc *request, op string) {
+// serveEventBridge answers an AWS JSON 1.1 request for the operation its
+// X-Amz-Target names.
+func (s *Simulator) serveEventBridge(w http.ResponseWriter, r *http.Request, rc *request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), eventBridgeTargetPrefix)
 	defer s.recoverPanic(w, op, writeEventBridgeError)
 	handler, ok := eventBridgeOperations[op]
 	switch {

@@ -37,37 +37,59 @@ type request struct {
 
 // ServeHTTP answers SQS (AWS JSON 1.0 or Query), CloudWatch (RPC v2
 // CBOR, AWS JSON 1.0 or Query), EventBridge (AWS JSON 1.1) and Lambda
-// (REST-JSON) requests. Every request first does the
-// time-driven work (Tick). A request that names no operation of these
-// services exactly is refused in its protocol's error shape, before
-// anything is read or changed.
+// (REST-JSON) requests, each in the region it is signed for. Every request
+// first does the time-driven work (Tick) of its region. A request that
+// names no operation of these services exactly is refused in its protocol's
+// error shape, before anything is read or changed.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setRequestID(w)
-	rc := &request{ctx: r.Context(), baseURL: baseURL(r), host: r.Host, senderID: s.senderID(r)}
+	serve, fail := route(r)
+	region, err := s.regionFor(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	rc := &request{ctx: r.Context(), baseURL: baseURL(r), host: r.Host, senderID: region.senderID(r)}
+	serve(region, w, r, rc)
+}
+
+// handler answers one request in a region.
+type handler func(s *Simulator, w http.ResponseWriter, r *http.Request, rc *request)
+
+// route tells which service and protocol a request speaks: the handler that
+// answers it, and the writer of its errors in that protocol's shape.
+func route(r *http.Request) (handler, func(http.ResponseWriter, *apiError)) {
 	target := r.Header.Get("X-Amz-Target")
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/service/"):
-		s.serveCloudWatch(w, r, rc)
+		return (*Simulator).serveCloudWatch, writeCBORError
 	case strings.HasPrefix(target, sqsTargetPrefix):
-		s.serveSQS(w, r, rc, strings.TrimPrefix(target, sqsTargetPrefix))
+		return (*Simulator).serveSQS, writeSQSError
 	case strings.HasPrefix(target, cloudWatchTargetPrefix):
-		s.serveCloudWatchJSON(w, r, rc, strings.TrimPrefix(target, cloudWatchTargetPrefix))
+		return (*Simulator).serveCloudWatchJSON, writeCloudWatchJSONError
 	case strings.HasPrefix(target, eventBridgeTargetPrefix):
-		s.serveEventBridge(w, r, rc, strings.TrimPrefix(target, eventBridgeTargetPrefix))
+		return (*Simulator).serveEventBridge, writeEventBridgeError
 	case strings.HasPrefix(r.URL.Path, lambdaPathPrefix):
-		s.serveLambda(w, r, rc)
+		return (*Simulator).serveLambda, writeLambdaError
 	case target != "" || r.Header.Get("Content-Type") == "application/x-amz-json-1.0":
 		// A JSON request for no service here (or without its target): in
 		// the shape of the protocol the client chose, and no operation
 		// guessed from a bare name.
-		writeSQSError(w, errInvalidAction(target))
+		return refuse(writeSQSError, errInvalidAction(target)), writeSQSError
 	case r.Method == http.MethodPost || r.URL.Query().Has("Action"):
 		// The Query protocol (Action=... form-encoded or in the URL) of
 		// older SDKs and CLIs, Debian's aws CLI 2.9 among them.
-		s.serveQuery(w, r, rc)
-	default:
+		return (*Simulator).serveQuery, writeQueryError
+	}
+	notFound := func(w http.ResponseWriter, _ *apiError) {
 		http.Error(w, "sqsim: SQS (AWS JSON 1.0 or Query) and CloudWatch (RPC v2 CBOR, AWS JSON 1.0 or Query) endpoint", http.StatusNotFound)
 	}
+	return refuse(notFound, nil), notFound
+}
+
+// refuse is a handler that answers every request with err.
+func refuse(fail func(http.ResponseWriter, *apiError), err *apiError) handler {
+	return func(_ *Simulator, w http.ResponseWriter, _ *http.Request, _ *request) { fail(w, err) }
 }
 
 // sqsTargetPrefix starts the X-Amz-Target of every AWS JSON 1.0 SQS
@@ -89,12 +111,7 @@ func baseURL(r *http.Request) string {
 // header ("AWS4-HMAC-SHA256 Credential=AKID/date/region/service/..."), and
 // uses the account id, the root principal's id, for unsigned requests.
 func (s *Simulator) senderID(r *http.Request) string {
-	auth := r.Header.Get("Authorization")
-	_, cred, ok := strings.Cut(auth, "Credential=")
-	if !ok {
-		return s.accountID
-	}
-	key, _, _ := strings.Cut(cred, "/")
+	key, _, _ := credentialScope(r)
 	if key == "" || len(key) > 128 {
 		return s.accountID
 	}
@@ -220,8 +237,10 @@ func decodeJSON(body []byte, v any) *apiError {
 }
 
 // serveSQS answers an AWS JSON 1.0 request whose X-Amz-Target names
-// operation op.
-func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request, op string) {
+// serveSQS answers an AWS JSON 1.0 request for the operation its
+// X-Amz-Target names.
+func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), sqsTargetPrefix)
 	defer s.recoverPanic(w, op, writeSQSError)
 	if err := checkJSONRequest(r, op, sqsOperations); err != nil {
 		writeSQSError(w, err)

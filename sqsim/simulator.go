@@ -12,7 +12,10 @@ import (
 
 // Options configure a Simulator. Every field is optional.
 type Options struct {
-	// Region appears in queue ARNs. Default "us-east-1".
+	// Region is the home region: of unsigned requests and in their ARNs.
+	// Requests signed for another region are served by that region's
+	// simulator, created on the first one (see Region). Default
+	// "us-east-1".
 	Region string
 	// AccountID appears in queue URLs and ARNs. Default "000000000000".
 	AccountID string
@@ -66,12 +69,26 @@ type Simulator struct {
 	// lastGaugeMinute is the last minute whose gauges were sampled.
 	lastGaugeMinute int64
 
-	stats stats
+	// stats and regions are shared by the account's regions.
+	stats   *stats
+	regions *regionSet
 }
 
-// New returns a Simulator configured by opts.
+// New returns a Simulator configured by opts: the home region of its
+// account, which serves the other regions too.
 func New(opts Options) *Simulator {
+	st := &stats{}
+	st.init(opts.Seed)
+	s := newRegion(opts, st)
+	opts.Region, opts.AccountID, opts.Clock, opts.Logger = s.region, s.accountID, s.clock, s.log
+	s.regions = &regionSet{opts: opts, stats: st, byName: map[string]*Simulator{s.region: s}}
+	return s
+}
+
+// newRegion returns the simulator of one region, with the account's stats.
+func newRegion(opts Options, st *stats) *Simulator {
 	s := &Simulator{
+		stats:         st,
 		region:        opts.Region,
 		accountID:     opts.AccountID,
 		clock:         opts.Clock,
@@ -105,7 +122,6 @@ func New(opts Options) *Simulator {
 	if s.maxRealWait <= 0 {
 		s.maxRealWait = time.Second
 	}
-	s.stats.init(opts.Seed)
 	s.lastGaugeMinute = minuteOf(s.clock.Now()) - 1
 	s.buses[defaultEventBus] = s.newEventBus(defaultEventBus, "", s.clock.Now())
 	return s
@@ -127,12 +143,19 @@ func (s *Simulator) Run(ctx context.Context) {
 	}
 }
 
-// Tick does all time-driven work up to Clock.Now(): messages whose delay or
-// visibility timeout ended become receivable (and waiting long polls look
-// again), expired messages are dropped, move tasks progress and the
-// per-minute gauges are sampled and alarms evaluated. Every request calls
-// it first.
+// Tick does all time-driven work up to Clock.Now(), in every region:
+// messages whose delay or visibility timeout ended become receivable (and
+// waiting long polls look again), expired messages are dropped, move tasks
+// progress and the per-minute gauges are sampled and alarms evaluated. Every
+// request does it first in its own region.
 func (s *Simulator) Tick() {
+	for _, r := range s.regions.all() {
+		r.tickRegion()
+	}
+}
+
+// tickRegion is Tick for s's region alone.
+func (s *Simulator) tickRegion() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick()

@@ -1,0 +1,115 @@
+package sqsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// regionClients are stock clients signing for one region.
+func (h *harness) regionClients(region string) (*sqs.Client, *cloudwatch.Client, *lambda.Client) {
+	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""), RetryMaxAttempts: 1}
+	endpoint := aws.String(h.url)
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint }),
+		cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) { o.BaseEndpoint = endpoint }),
+		lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = endpoint })
+}
+
+// TestRegions: one simulator serves every region, each its own world, by
+// the region each client signs for, as AWS serves them by host: a queue,
+// its messages, an alarm and a function of one region are not seen from
+// another, ARNs name the region, and the clock moves them all.
+func TestRegions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	usSQS, usCW, _ := h.regionClients("us-east-1")
+	euSQS, euCW, euLambda := h.regionClients("eu-west-1")
+
+	var urls [2]string
+	for i, c := range []*sqs.Client{usSQS, euSQS} {
+		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("calls"), Attributes: map[string]string{"DelaySeconds": "5"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = aws.ToString(out.QueueUrl)
+	}
+	if _, err := euSQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(urls[1]), MessageBody: aws.String("in Ireland")}); err != nil {
+		t.Fatal(err)
+	}
+	attrs, err := euSQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(urls[1]), AttributeNames: []types.QueueAttributeName{"QueueArn"}})
+	if err != nil || attrs.Attributes["QueueArn"] != "arn:aws:sqs:eu-west-1:000000000000:calls" {
+		t.Errorf("QueueArn in eu-west-1 = %v, %v", attrs, err)
+	}
+	// The clock moves every region: the message's delay ends.
+	h.advance(5 * time.Second)
+	for i, c := range []*sqs.Client{usSQS, euSQS} {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(urls[i]), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"", "in Ireland"}[i]; strings.Join(bodies(out.Messages), ",") != want {
+			t.Errorf("region %d received %q, want %q", i, bodies(out.Messages), want)
+		}
+	}
+	if snap, _ := h.sim.Region("eu-west-1").Snapshot("calls"); len(snap) != 1 {
+		t.Errorf("eu-west-1's calls holds %d messages, want 1", len(snap))
+	}
+
+	if _, err := euCW.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("dlq"), Namespace: aws.String("AWS/SQS"),
+		MetricName: aws.String("ApproximateNumberOfMessagesVisible"), Statistic: cwtypes.StatisticMaximum, Period: aws.Int32(60),
+		EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1), ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold}); err != nil {
+		t.Fatal(err)
+	}
+	for region, c := range map[string]*cloudwatch.Client{"us-east-1": usCW, "eu-west-1": euCW} {
+		out, err := c.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := map[string]int{"us-east-1": 0, "eu-west-1": 1}[region]; len(out.MetricAlarms) != n {
+			t.Errorf("%s has %d alarms, want %d", region, len(out.MetricAlarms), n)
+		}
+	}
+	fn, err := euLambda.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("worker"), Role: aws.String("arn:aws:iam::000000000000:role/w"),
+		Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")}})
+	if err != nil || aws.ToString(fn.FunctionArn) != "arn:aws:lambda:eu-west-1:000000000000:function:worker" {
+		t.Errorf("CreateFunction in eu-west-1 = %v, %v", fn, err)
+	}
+	if h.sim.CallCount("CreateQueue") != 2 {
+		t.Errorf("CreateQueue counted %d times across regions, want 2", h.sim.CallCount("CreateQueue"))
+	}
+
+	// A signature scoped to no region is refused, in the protocol's shape.
+	bad, _, _ := h.regionClients("euwest1")
+	_, err = bad.ListQueues(ctx, &sqs.ListQueuesInput{})
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "SignatureDoesNotMatch" || !strings.HasPrefix(api.ErrorMessage(), "Credential should be scoped to a valid region") {
+		t.Errorf("a made-up region: %v, want SignatureDoesNotMatch", err)
+	}
+	if h.sim.Region("euwest1") != nil {
+		t.Error("Region made a simulator for a made-up region")
+	}
+	// Made-up regions cannot grow the simulator without end.
+	made := 0
+	for i := range 2 * maxRegions {
+		if h.sim.Region(fmt.Sprintf("xx-test-%d", i)) != nil {
+			made++
+		}
+	}
+	if made+2 != maxRegions {
+		t.Errorf("%d regions made beside the two in use, want %d", made, maxRegions-2)
+	}
+}
