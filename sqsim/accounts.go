@@ -3,14 +3,18 @@ package sqsim
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Accounts serves several simulated AWS accounts on one endpoint, each a Simulator of its own
@@ -146,11 +150,35 @@ func (a *Accounts) serveSTS(w http.ResponseWriter, r *http.Request, key string) 
 	}
 }
 
+// STS's constraints on AssumeRole, from its API reference; AWS words a
+// broken one as "1 validation error detected: Value '…' at '…' failed to
+// satisfy constraint: Member must …".
+var (
+	roleSessionNamePattern = regexp.MustCompile(`^[\w+=,.@-]*$`)
+	externalIDPattern      = regexp.MustCompile(`^[\w+=,.@:/-]*$`)
+)
+
+const (
+	minSessionDuration = 900
+	maxSessionDuration = 43200
+	// roleMaxSession is a role's MaxSessionDuration: IAM's default, one hour.
+	roleMaxSession = time.Hour
+)
+
 func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
 	roleARN, session := form.Get("RoleArn"), form.Get("RoleSessionName")
 	if roleARN == "" || session == "" {
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MissingParameter",
 			"The request must contain the parameters RoleArn and RoleSessionName"))
+		return
+	}
+	duration, err := checkAssumeRole(form)
+	if err != nil {
+		writeSTSError(w, err)
+		return
+	}
+	if !wellFormedARN(roleARN) {
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "ValidationError", "%s is invalid", safeName(roleARN)))
 		return
 	}
 	a.mu.Lock()
@@ -163,25 +191,27 @@ func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
 			"User is not authorized to perform: sts:AssumeRole on resource: %s", safeName(roleARN)))
 		return
 	}
-	duration := sessionDuration
-	if v := form.Get("DurationSeconds"); v != "" {
-		var secs int
-		if _, err := fmt.Sscanf(v, "%d", &secs); err != nil || secs < 900 || secs > 43200 {
-			writeSTSError(w, newAPIError(http.StatusBadRequest, "", "ValidationError",
-				"1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint", safeName(v)))
-			return
-		}
-		duration = time.Duration(secs) * time.Second
+	if duration > roleMaxSession {
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "ValidationError",
+			"The requested DurationSeconds exceeds the MaxSessionDuration set for this role."))
+		return
 	}
+	now := a.clock()
 	keyID := "ASIA" + randomBase32(16)
-	roleID := "AROA" + randomBase32(17)
 	sess := stsSession{
 		account: role.account,
 		arn:     "arn:aws:sts::" + role.account + ":assumed-role/" + role.name + "/" + session,
-		userID:  roleID + ":" + session,
-		expires: a.clock().Add(duration).UTC().Truncate(time.Second),
+		userID:  roleID(roleARN) + ":" + session,
+		expires: now.Add(duration).UTC().Truncate(time.Second),
 	}
 	a.mu.Lock()
+	// Expired sessions go, so that a client assuming roles in a loop does
+	// not grow the map without end.
+	for k, s := range a.sessions {
+		if now.After(s.expires) {
+			delete(a.sessions, k)
+		}
+	}
 	a.sessions[keyID] = sess
 	a.mu.Unlock()
 	var buf bytes.Buffer
@@ -195,6 +225,83 @@ func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
 	writeElement(&buf, "Arn", sess.arn)
 	buf.WriteString(`</AssumedRoleUser></AssumeRoleResult>`)
 	writeSTS(w, "AssumeRole", buf.Bytes())
+}
+
+// checkAssumeRole applies STS's constraints to AssumeRole's parameters and
+// returns the session's duration.
+func checkAssumeRole(form url.Values) (time.Duration, *apiError) {
+	var v validation
+	session := form.Get("RoleSessionName")
+	if !roleSessionNamePattern.MatchString(session) {
+		v.add(session, "roleSessionName", `Member must satisfy regular expression pattern: [\w+=,.@-]*`)
+	}
+	v.length(session, "roleSessionName", 2, 64)
+	v.length(form.Get("RoleArn"), "roleArn", 20, 2048)
+	if id, ok := form["ExternalId"]; ok {
+		if !externalIDPattern.MatchString(id[0]) {
+			v.add(id[0], "externalId", `Member must satisfy regular expression pattern: [\w+=,.@:\/-]*`)
+		}
+		v.length(id[0], "externalId", 2, 1224)
+	}
+	duration := sessionDuration
+	if text := form.Get("DurationSeconds"); text != "" {
+		secs, err := strconv.Atoi(text)
+		switch {
+		case err != nil:
+			v.add(text, "durationSeconds", "Member must be an integer")
+		case secs < minSessionDuration:
+			v.add(text, "durationSeconds", fmt.Sprintf("Member must have value greater than or equal to %d", minSessionDuration))
+		case secs > maxSessionDuration:
+			v.add(text, "durationSeconds", fmt.Sprintf("Member must have value less than or equal to %d", maxSessionDuration))
+		}
+		duration = time.Duration(secs) * time.Second
+	}
+	return duration, v.err()
+}
+
+// validation gathers the broken constraints of one request, for STS's
+// ValidationError.
+type validation []string
+
+func (v *validation) add(value, member, constraint string) {
+	*v = append(*v, fmt.Sprintf("Value '%s' at '%s' failed to satisfy constraint: %s", safeName(value), member, constraint))
+}
+
+// length checks a member's length in characters.
+func (v *validation) length(value, member string, min, max int) {
+	switch n := utf8.RuneCountInString(value); {
+	case n < min:
+		v.add(value, member, fmt.Sprintf("Member must have length greater than or equal to %d", min))
+	case n > max:
+		v.add(value, member, fmt.Sprintf("Member must have length less than or equal to %d", max))
+	}
+}
+
+// err is the ValidationError listing every broken constraint, or nil.
+func (v validation) err() *apiError {
+	switch len(v) {
+	case 0:
+		return nil
+	case 1:
+		return newAPIError(http.StatusBadRequest, "", "ValidationError", "1 validation error detected: %s", v[0])
+	}
+	return newAPIError(http.StatusBadRequest, "", "ValidationError", "%d validation errors detected: %s", len(v), strings.Join(v, "; "))
+}
+
+// wellFormedARN reports whether s has an ARN's six parts, with a partition,
+// a service and a resource: what STS checks of a RoleArn before it looks
+// for the role ("arn:a:b:::something/test-role" passes).
+func wellFormedARN(s string) bool {
+	parts := strings.SplitN(s, ":", 6)
+	return len(parts) == 6 && parts[0] == "arn" && parts[1] != "" && parts[2] != "" && parts[5] != ""
+}
+
+// roleID is the unique id of a role, as IAM gives one ("AROA" and 17
+// characters), derived from its ARN so that every session of the role shows
+// the same.
+func roleID(roleARN string) string {
+	sum := sha256.Sum256([]byte(roleARN))
+	return "AROA" + base32.StdEncoding.EncodeToString(sum[:])[:17]
 }
 
 func (a *Accounts) callerIdentity(w http.ResponseWriter, key string) {

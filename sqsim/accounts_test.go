@@ -81,3 +81,95 @@ func TestAccountsThroughAssumeRole(t *testing.T) {
 		t.Errorf("AssumeRole with a wrong external id = %v; want AccessDenied", err)
 	}
 }
+
+// TestAssumeRoleValidation: STS's texts for what AssumeRole refuses, word
+// for word, the AWS-verified ones of a peer emulator's suite among them
+// (several broken constraints are joined as AWS's validation joins them in
+// every service: "N validation errors detected: …; …").
+func TestAssumeRoleValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := sqsim.New(sqsim.Options{})
+	prod := sqsim.New(sqsim.Options{AccountID: "222222222222"})
+	accounts := sqsim.NewAccounts(home, prod)
+	const role = "arn:aws:iam::222222222222:role/toolq-reader"
+	if err := accounts.AddRole(role, ""); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(accounts)
+	defer srv.Close()
+	stsClient := sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDHOME", "secret", "")})
+	tests := []struct {
+		name     string
+		in       sts.AssumeRoleInput
+		code     string
+		message  string
+		accepted bool
+	}{
+		{name: "a colon in the session name", in: sts.AssumeRoleInput{RoleArn: aws.String("arn:a:b:::something/test-role"), RoleSessionName: aws.String("Session1:2")},
+			code: "ValidationError", message: `1 validation error detected: Value 'Session1:2' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]*`},
+		{name: "spaces and a bang", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("my session!")},
+			code: "ValidationError", message: `1 validation error detected: Value 'my session!' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]*`},
+		{name: "one character", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("a")},
+			code: "ValidationError", message: `1 validation error detected: Value 'a' at 'roleSessionName' failed to satisfy constraint: Member must have length greater than or equal to 2`},
+		{name: "one bad character", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("!")},
+			code: "ValidationError", message: `2 validation errors detected: Value '!' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]*; Value '!' at 'roleSessionName' failed to satisfy constraint: Member must have length greater than or equal to 2`},
+		{name: "twelve hours and a second", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), DurationSeconds: aws.Int32(43201)},
+			code: "ValidationError", message: `1 validation error detected: Value '43201' at 'durationSeconds' failed to satisfy constraint: Member must have value less than or equal to 43200`},
+		{name: "less than fifteen minutes", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), DurationSeconds: aws.Int32(899)},
+			code: "ValidationError", message: `1 validation error detected: Value '899' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900`},
+		{name: "more than the role's hour", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), DurationSeconds: aws.Int32(7200)},
+			code: "ValidationError", message: "The requested DurationSeconds exceeds the MaxSessionDuration set for this role."},
+		{name: "no ARN", in: sts.AssumeRoleInput{RoleArn: aws.String("nothing-valid-in-here"), RoleSessionName: aws.String("Session1")},
+			code: "ValidationError", message: "nothing-valid-in-here is invalid"},
+		{name: "no partition", in: sts.AssumeRoleInput{RoleArn: aws.String("arn::b:::something/test-role"), RoleSessionName: aws.String("Session1")},
+			code: "ValidationError", message: "arn::b:::something/test-role is invalid"},
+		{name: "a role of no account", in: sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::333333333333:role/x"), RoleSessionName: aws.String("Session1")},
+			code: "AccessDenied", message: "User is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::333333333333:role/x"},
+		{name: "an hour, by the rules", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq+ci=1,a.b@c-d"), DurationSeconds: aws.Int32(3600)}, accepted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := stsClient.AssumeRole(ctx, &tt.in)
+			if tt.accepted {
+				if err != nil || !strings.HasSuffix(aws.ToString(out.AssumedRoleUser.Arn), "/toolq+ci=1,a.b@c-d") {
+					t.Errorf("AssumeRole = %v, %v", out, err)
+				}
+				return
+			}
+			var api smithy.APIError
+			if !errors.As(err, &api) || api.ErrorCode() != tt.code || api.ErrorMessage() != tt.message {
+				t.Errorf("err = %v\nwant %s: %s", err, tt.code, tt.message)
+			}
+		})
+	}
+}
+
+// TestAssumedRoleInAnotherRegion: credentials of an assumed role, signed
+// for another region, reach that region of the role's account.
+func TestAssumedRoleInAnotherRegion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := sqsim.New(sqsim.Options{})
+	prod := sqsim.New(sqsim.Options{AccountID: "222222222222"})
+	accounts := sqsim.NewAccounts(home, prod)
+	if err := accounts.AddRole("arn:aws:iam::222222222222:role/toolq", ""); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(accounts)
+	defer srv.Close()
+	ambient := credentials.NewStaticCredentialsProvider("AKIDHOME", "secret", "")
+	stsClient := sts.New(sts.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), Credentials: ambient})
+	assumed := aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, "arn:aws:iam::222222222222:role/toolq"))
+	eu := sqs.New(sqs.Options{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), Credentials: assumed})
+	if _, err := eu.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("calls")}); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := prod.Region("eu-west-1").Snapshot("calls"); err != nil || len(snap) != 0 {
+		t.Errorf("the role's account has no calls queue in eu-west-1: %v", err)
+	}
+	if _, err := prod.Snapshot("calls"); err == nil {
+		t.Error("the queue is in the role's account's home region too")
+	}
+}

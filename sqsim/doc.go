@@ -71,6 +71,19 @@
 // region: a client signing for another region reaches that region's queue of
 // the same name, where AWS would answer NonExistentQueue.
 //
+// # Accounts and STS
+//
+// Accounts serves several accounts on one endpoint, each a Simulator with
+// its regions, and the part of STS (Query protocol) a client needs to reach
+// them: AssumeRole of a role added with AddRole, with STS's validation texts
+// (RoleSessionName [\w+=,.@-]{2,64}, DurationSeconds 900 to 43200 and no
+// more than the role's MaxSessionDuration, which is IAM's default of one
+// hour, an ARN of six parts, the ExternalId the role demands), and
+// GetCallerIdentity. A request signed with credentials AssumeRole issued
+// goes to the role's account; any other to the first account. Issued
+// credentials are not checked for expiry, and no other STS operation is
+// served.
+//
 // # EventBridge and Lambda
 //
 // EventBridge: CreateEventBus, DescribeEventBus, DeleteEventBus,

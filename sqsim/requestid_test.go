@@ -99,7 +99,7 @@ func TestRequestIDs(t *testing.T) {
 			return out.ResultMetadata, nil
 		}},
 		{"sts error", func() (middleware.Metadata, error) {
-			_, err := stsc.AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::000000000000:role/nope"), RoleSessionName: aws.String("s")})
+			_, err := stsc.AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::000000000000:role/nope"), RoleSessionName: aws.String("session")})
 			return middleware.Metadata{}, err
 		}},
 	}

@@ -306,5 +306,19 @@ def _():
         expect(state["StateValue"] == "ALARM" and state["StateReason"].startswith("Threshold Crossed: 1 datapoint [7.0"), state)
 
 
+@check("STS: GetCallerIdentity names the account; AssumeRole refuses a session name with spaces in AWS's words")
+def _():
+    who = sts.get_caller_identity()
+    expect(who["Account"] == "000000000000" and who["Arn"] == "arn:aws:iam::000000000000:root", who)
+    try:
+        sts.assume_role(RoleArn="arn:aws:iam::000000000000:role/toolq", RoleSessionName="my session!")
+    except botocore.exceptions.ClientError as err:
+        e = err.response["Error"]
+        expect(e["Code"] == "ValidationError" and e["Message"] == "1 validation error detected: Value 'my session!' at 'roleSessionName' "
+               "failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]*", e)
+        return
+    raise AssertionError("assumed")
+
+
 print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
 sys.exit(1 if failed else 0)
