@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolq/toolq/internal/arn"
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/sqsim"
 	"github.com/toolq/toolq/traffic"
@@ -17,22 +20,34 @@ import (
 
 // simConfig is the configuration of `dashboard sim`.
 type simConfig struct {
-	listen  string
-	region  string
+	listen string
+	region string
+	// account is the id of the account of the ambient credentials: any request not signed
+	// with credentials the simulator's STS issued.
+	account string
+	// roles are the --accounts items: ROLE_ARN, each optionally followed by external-id=ID.
+	roles   []string
 	seed    int64
 	faults  string
 	traffic bool
 }
+
+// defaultSimAccount is the account id of `dashboard sim` without --account, as other
+// emulators use it.
+const defaultSimAccount = "000000000000"
 
 func runSimCommand(ctx context.Context, env *environment, args []string) error {
 	var cfg simConfig
 	var lf logFlags
 	fl := newEnvFlags("sim", "sim [flags]",
 		"Serves the embedded SQS and CloudWatch simulator alone, for any SQS client: the aws CLI,\n"+
-			"an MCP worker, or another toolq pointed at it. Queues live in memory and end with the process.",
+			"an MCP worker, or another toolq pointed at it, in every region a client signs for, with STS\n"+
+			"for its accounts. Queues live in memory and end with the process.",
 		env.stderr)
-	fl.String(&cfg.listen, "listen", "127.0.0.1:4566", "`address` the simulator listens on (SQS and CloudWatch on one port)")
+	fl.String(&cfg.listen, "listen", "127.0.0.1:4566", "`address` the simulator listens on (SQS, CloudWatch, STS, Lambda and EventBridge on one port)")
 	fl.Bool(&cfg.traffic, "traffic", false, "also create the demo queues and run synthetic MCP tool-call traffic on them")
+	fl.String(&cfg.account, "account", defaultSimAccount, "`ID` of the simulated account that unsigned requests and any credentials the simulator did not issue belong to")
+	fl.List(&cfg.roles, "accounts", nil, "another simulated account, reached by assuming the role `ROLE_ARN[,external-id=ID]` with STS (repeatable): arn:aws:iam::111111111111:role/toolq makes account 111111111111 and its role toolq")
 	registerSimulatorFlags(fl, &cfg.region, &cfg.seed, &cfg.faults)
 	lf.register(fl)
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
@@ -47,7 +62,7 @@ func runSimCommand(ctx context.Context, env *environment, args []string) error {
 
 // runSim serves the simulator on cfg.listen until ctx ends, with the traffic if asked.
 func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
-	sim, err := newSimulator(cfg.region, cfg.seed, cfg.faults, log)
+	accounts, err := newSimAccounts(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -55,23 +70,104 @@ func runSim(ctx context.Context, cfg simConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("sim: listen: %w", err)
 	}
-	return serveSim(ctx, cfg, sim, ln, log)
+	return serveSim(ctx, cfg, accounts, ln, log)
 }
 
-// serveSim serves sim on ln until ctx ends or serving fails, which stops the simulator's
-// clock loop and the traffic too, so that a broken listener ends the command instead of
-// leaving it waiting for a signal.
-func serveSim(ctx context.Context, cfg simConfig, sim *sqsim.Simulator, ln net.Listener, log *slog.Logger) error {
+// simAccounts are the accounts `dashboard sim` serves: their front door, which answers STS
+// too, and each account's simulator, whose clock loop the command runs.
+type simAccounts struct {
+	front *sqsim.Accounts
+	// home is the ambient credentials' account, where the traffic runs; all are every account,
+	// home first.
+	home *sqsim.Simulator
+	all  []*sqsim.Simulator
+}
+
+// newSimAccounts builds the accounts of cfg: the --account one, and one for each account an
+// --accounts role is in, each role assumable, every account with the faults of cfg injected.
+func newSimAccounts(cfg simConfig, log *slog.Logger) (*simAccounts, error) {
+	if !accountIDPattern.MatchString(cfg.account) {
+		return nil, &usageError{err: fmt.Errorf("--account %q: an account id is 12 digits", cfg.account)}
+	}
+	roles, err := parseSimRoles(cfg.roles)
+	if err != nil {
+		return nil, &usageError{err: err}
+	}
+	home, err := newAccountSimulator(cfg.account, cfg.region, cfg.seed, cfg.faults, log)
+	if err != nil {
+		return nil, err
+	}
+	accts := &simAccounts{home: home, all: []*sqsim.Simulator{home}}
+	byID := map[string]bool{cfg.account: true}
+	for i, r := range roles {
+		if byID[r.account] {
+			continue
+		}
+		byID[r.account] = true
+		sim, err := newAccountSimulator(r.account, cfg.region, cfg.seed+int64(i)+1, cfg.faults, log)
+		if err != nil {
+			return nil, err
+		}
+		accts.all = append(accts.all, sim)
+	}
+	accts.front = sqsim.NewAccounts(home, accts.all[1:]...)
+	for _, r := range roles {
+		if err := accts.front.AddRole(r.arn, r.externalID); err != nil {
+			return nil, &usageError{err: fmt.Errorf("--accounts: %w", err)}
+		}
+	}
+	if len(roles) > 0 {
+		log.Info("simulated accounts", "ambient", cfg.account, "roles", strings.Join(cfg.roles, ","))
+	}
+	return accts, nil
+}
+
+// accountIDPattern is what an AWS account id is: twelve digits.
+var accountIDPattern = regexp.MustCompile(`^[0-9]{12}$`)
+
+// simRole is one role of --accounts.
+type simRole struct {
+	arn, account, externalID string
+}
+
+// parseSimRoles reads the --accounts values: ROLE_ARN, or ROLE_ARN followed by an item
+// external-id=ID, as `serve --account` writes them without the account's name. The list flag
+// splits on commas, so an external-id item belongs to the role before it.
+func parseSimRoles(items []string) ([]simRole, error) {
+	var out []simRole
+	for _, item := range items {
+		if id, ok := strings.CutPrefix(item, "external-id="); ok {
+			if len(out) == 0 || out[len(out)-1].externalID != "" || id == "" {
+				return nil, fmt.Errorf("--accounts: %q must follow a ROLE_ARN, once", item)
+			}
+			out[len(out)-1].externalID = id
+			continue
+		}
+		role, err := arn.ParseRole(item)
+		if err != nil {
+			return nil, fmt.Errorf("--accounts: %w", err)
+		}
+		out = append(out, simRole{arn: item, account: role.Account})
+	}
+	return out, nil
+}
+
+// serveSim serves the accounts on ln until ctx ends or serving fails, which stops the
+// simulators' clock loops and the traffic too, so that a broken listener ends the command
+// instead of leaving it waiting for a signal.
+func serveSim(ctx context.Context, cfg simConfig, accts *simAccounts, ln net.Listener, log *slog.Logger) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	endpoint := endpointURL(ln.Addr())
-	srv := newSimServer(sim)
+	srv := newSimServer(accts.front)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	logEndpoint(log, endpoint, cfg.region)
 
 	var loops sync.WaitGroup
-	loops.Go(func() { sim.Run(ctx) })
+	for _, sim := range accts.all {
+		loops.Go(func() { sim.Run(ctx) })
+	}
 	if cfg.traffic {
 		clients, err := newSimClients(ctx, endpoint, cfg.region)
 		if err != nil {
@@ -95,17 +191,27 @@ func serveSim(ctx context.Context, cfg simConfig, sim *sqsim.Simulator, ln net.L
 	return errors.Join(err, shutdownHTTP(srv, log, "simulator"))
 }
 
-// registerSimulatorFlags declares the flags sim and demo share: the simulated account's region,
-// the seed of the simulator and the traffic, and the faults to inject.
+// registerSimulatorFlags declares the flags sim and demo share: the simulated account's home
+// region, the seed of the simulator and the traffic, and the faults to inject.
 func registerSimulatorFlags(f *envFlags, region *string, seed *int64, faults *string) {
 	f.Int64(seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
 	f.String(faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
-	f.String(region, "region", "us-east-1", "`region` of the simulated account, as it appears in queue ARNs")
+	f.String(region, "region", "us-east-1", "home `region`: of unsigned requests and the traffic; a client signing for another region gets that region's queues")
 }
 
-// newSimulator builds the simulator with the faults of spec injected.
+// newSimulator builds the simulator of the default account with the faults of spec injected.
 func newSimulator(region string, seed int64, spec string, log *slog.Logger) (*sqsim.Simulator, error) {
-	sim := sqsim.New(sqsim.Options{Region: region, Seed: seed, Logger: log.With("component", "sqsim")})
+	return newAccountSimulator("", region, seed, spec, log)
+}
+
+// newAccountSimulator builds the simulator of an account ("": the simulator's default) with the
+// faults of spec injected.
+func newAccountSimulator(account, region string, seed int64, spec string, log *slog.Logger) (*sqsim.Simulator, error) {
+	log = log.With("component", "sqsim")
+	if account != "" {
+		log = log.With("account", account)
+	}
+	sim := sqsim.New(sqsim.Options{AccountID: account, Region: region, Seed: seed, Logger: log})
 	if spec == "" {
 		return sim, nil
 	}

@@ -12,15 +12,16 @@ import (
 	"time"
 )
 
-// startSim runs `dashboard sim` on a free loopback port, as a user starts it, and returns
-// its endpoint; it stops when the test ends.
-func startSim(t *testing.T) string {
+// startSim runs `dashboard sim` with flags on a free loopback port, as a user starts it, and
+// returns its endpoint; it stops when the test ends.
+func startSim(t *testing.T, flags ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	logs := &endpointWriter{endpoint: make(chan string, 1)}
 	done := make(chan error, 1)
+	args := append([]string{"sim", "--listen", "127.0.0.1:0"}, flags...)
 	go func() {
-		done <- run(ctx, []string{"sim", "--listen", "127.0.0.1:0"}, &environment{stdout: logs, stderr: logs, lookupEnv: env(nil)})
+		done <- run(ctx, args, &environment{stdout: logs, stderr: logs, lookupEnv: env(nil)})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -111,6 +112,17 @@ func TestSimWithAWSCLI(t *testing.T) {
 					"--start-time", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "--end-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 					want: `"Sum": 1`},
 				{args: []string{"cloudwatch", "delete-alarms", "--alarm-names", q + "-missing"}, wantErr: true, want: "ResourceNotFound"},
+				// The CLI's smoke test, and what tools that call it first go on to do.
+				{args: []string{"sts", "get-caller-identity"}, want: `"Account": "000000000000"`},
+				{args: []string{"sqs", "send-message", "--queue-url", q, "--message-body", "by name"}, want: `"MD5OfMessageBody"`},
+				{args: []string{"sqs", "create-queue", "--queue-name", q, "--region", "eu-west-1"}, want: "/000000000000/" + q},
+				{args: []string{"sqs", "get-queue-attributes", "--queue-url", q, "--attribute-names", "QueueArn", "ApproximateNumberOfMessages", "--region", "eu-west-1"},
+					want: `"QueueArn": "arn:aws:sqs:eu-west-1:000000000000:` + q + `"`},
+				{args: []string{"cloudwatch", "put-metric-data", "--namespace", "mcp/" + q, "--metric-name", "latency", "--value", "12", "--unit", "Milliseconds", "--storage-resolution", "1"}},
+				{args: []string{"cloudwatch", "get-metric-statistics", "--namespace", "mcp/" + q, "--metric-name", "latency", "--statistics", "Maximum", "--period", "60",
+					"--start-time", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "--end-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
+					want: `"Maximum": 12`},
+				{args: []string{"lambda", "list-functions"}, want: `"Functions": []`},
 			}
 			for _, s := range steps {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

@@ -17,6 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/toolq/toolq/internal/awsconf"
 )
 
 // endpointWriter collects a command's log and hands over the endpoint of the first
@@ -136,13 +139,13 @@ func TestSimEndsWhenItsListenerFails(t *testing.T) {
 			}
 			defer ln.Close()
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			sim, err := newSimulator("us-east-1", 1, "", log)
+			cfg := simConfig{region: "us-east-1", account: defaultSimAccount, seed: 1, traffic: withTraffic}
+			accounts, err := newSimAccounts(cfg, log)
 			if err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			cfg := simConfig{region: "us-east-1", seed: 1, traffic: withTraffic}
-			go func() { done <- serveSim(t.Context(), cfg, sim, brokenListener{ln}, log) }()
+			go func() { done <- serveSim(t.Context(), cfg, accounts, brokenListener{ln}, log) }()
 			select {
 			case err := <-done:
 				if err == nil || !strings.Contains(err.Error(), "the listener broke") {
@@ -152,5 +155,73 @@ func TestSimEndsWhenItsListenerFails(t *testing.T) {
 				t.Fatal("sim still running 20s after its listener failed")
 			}
 		})
+	}
+}
+
+// TestSimAccounts runs `dashboard sim --account … --accounts …` and reaches its accounts as
+// `serve --account` reaches AWS's, through toolq's own clients: the ambient credentials are in
+// --account, each role's credentials in the role's account, in the region the client signs for.
+func TestSimAccounts(t *testing.T) {
+	t.Parallel()
+	endpoint := startSim(t, "--account", "123456789012",
+		"--accounts", "arn:aws:iam::111111111111:role/toolq,external-id=ext-1", "--accounts", "arn:aws:iam::222222222222:role/ops")
+	ctx := t.Context()
+	opts := awsconf.Options{Region: "us-east-1", EndpointURL: endpoint, StaticCredentials: true, MaxAttempts: 1}
+	ambient, err := awsconf.Load(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := ambient.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil || aws.ToString(who.Account) != "123456789012" || aws.ToString(who.Arn) != "arn:aws:iam::123456789012:root" {
+		t.Errorf("GetCallerIdentity with the ambient credentials = %+v, %v", who, err)
+	}
+	for _, tt := range []struct {
+		role, externalID, region, wantARN string
+	}{
+		{"arn:aws:iam::111111111111:role/toolq", "ext-1", "us-east-1", "arn:aws:sqs:us-east-1:111111111111:tool-calls"},
+		{"arn:aws:iam::111111111111:role/toolq", "ext-1", "eu-west-1", "arn:aws:sqs:eu-west-1:111111111111:tool-calls"},
+		{"arn:aws:iam::222222222222:role/ops", "", "us-east-1", "arn:aws:sqs:us-east-1:222222222222:tool-calls"},
+	} {
+		o := opts
+		o.Region = tt.region
+		clients, err := awsconf.LoadAssumed(ctx, o, tt.role, tt.externalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-calls")})
+		if err != nil {
+			t.Fatalf("CreateQueue as %s in %s: %v", tt.role, tt.region, err)
+		}
+		attrs, err := clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil || attrs.Attributes["QueueArn"] != tt.wantARN {
+			t.Errorf("as %s in %s: QueueArn %v, %v; want %s", tt.role, tt.region, attrs, err, tt.wantARN)
+		}
+	}
+	wrong, err := awsconf.LoadAssumed(ctx, opts, "arn:aws:iam::111111111111:role/toolq", "not-ext-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.SQS.ListQueues(ctx, &sqs.ListQueuesInput{}); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Errorf("a wrong external id: %v, want AccessDenied", err)
+	}
+}
+
+// TestSimBadAccounts: a malformed --account or --accounts is a usage mistake, found before
+// anything listens.
+func TestSimBadAccounts(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--account", "12345"},
+		{"--accounts", "arn:aws:iam::111111111111:user/alice"},
+		{"--accounts", "external-id=ext-1"},
+		{"--accounts", "arn:aws:iam::111111111111:role/a,external-id=x,external-id=y"},
+	} {
+		_, stderr, err := runForTest(t, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...)...)
+		if code := exitCode(err, &bytes.Buffer{}); code != 2 {
+			t.Errorf("%v: exit code %d, want 2 (err %v)", args, code, err)
+		}
+		if strings.Contains(stderr, "simulator listening") {
+			t.Errorf("%v: the simulator listened", args)
+		}
 	}
 }
