@@ -90,7 +90,12 @@ func sqsAttributes(name string, fifo bool, dlq string, visible int64) map[string
 // most tool calls go to a few queues.
 func newFleetWorld(b *testing.B, pairs, busy int) *fleetWorld {
 	b.Helper()
-	w := actionstest.New(b)
+	return newFleetWorldOn(b, actionstest.New(b), pairs, busy)
+}
+
+// newFleetWorldOn is newFleetWorld in the world w (on a database of the caller's choice).
+func newFleetWorldOn(b *testing.B, w *actionstest.World, pairs, busy int) *fleetWorld {
+	b.Helper()
 	ctx := context.Background()
 	now := w.Now()
 	fw := &fleetWorld{World: w, bus: events.NewBus()}

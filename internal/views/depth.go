@@ -77,8 +77,11 @@ func (h *depthHistory) readAll(ctx context.Context, st *store.Store, now time.Ti
 	if err != nil {
 		return fmt.Errorf("views: depth history: %w", err)
 	}
-	h.rings, h.latest, h.since, h.newest, h.readAt = map[int64][]depthSample{}, latest, since.UnixMilli(), 0, now
+	h.rings, h.latest, h.since, h.newest, h.readAt = make(map[int64][]depthSample, len(rings)), latest, since.UnixMilli(), 0, now
 	for id, samples := range rings {
+		// Room for the samples to come before the oldest go: a ring grows at the end as it is
+		// cut at the start (evict), and copies itself only when that room is used up.
+		h.rings[id] = make([]depthSample, 0, len(samples)+len(samples)/2)
 		h.merge(id, samples)
 	}
 	return nil
@@ -109,7 +112,9 @@ func (h *depthHistory) merge(id int64, samples []store.AttributeSample) {
 	}
 }
 
-// evict drops the samples older than keep.
+// evict drops the samples older than keep. A ring keeps its array: the samples to come are
+// appended in the room behind, and when that is used up, append copies what is left, without the
+// dropped ones, into an array of twice its length.
 func (h *depthHistory) evict(now time.Time) {
 	cut := now.Add(-h.keep).UnixMilli()
 	if cut <= h.since {
@@ -122,7 +127,7 @@ func (h *depthHistory) evict(now time.Time) {
 			delete(h.rings, id)
 			continue
 		}
-		h.rings[id] = slices.Clip(ring[i:])
+		h.rings[id] = ring[i:]
 	}
 }
 

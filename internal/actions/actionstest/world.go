@@ -39,12 +39,19 @@ type World struct {
 	Store  *store.Store
 	Views  *views.Service
 	Events *Recorder
-	// DBPath is the store's file.
+	// DBPath is the store's file, or its postgres:// URL.
 	DBPath string
 }
 
-// New returns an empty World, closed when the test ends.
+// New returns an empty World on a SQLite file, closed when the test ends.
 func New(tb testing.TB) *World {
+	tb.Helper()
+	return NewOn(tb, filepath.Join(tb.TempDir(), "toolq.db"))
+}
+
+// NewOn returns an empty World on the database db names (a SQLite file, or a postgres:// URL
+// such as pgtest.DB gives), closed when the test ends.
+func NewOn(tb testing.TB, db string) *World {
 	tb.Helper()
 	clock := sqsim.NewManualClock(Start)
 	sim := sqsim.New(sqsim.Options{Clock: clock, Region: Region, Seed: 1})
@@ -56,7 +63,7 @@ func New(tb testing.TB) *World {
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		Retryer:      aws.NopRetryer{}, // a refused call must fail at once, not sleep through backoff
 	})
-	dbPath := filepath.Join(tb.TempDir(), "toolq.db")
+	dbPath := db
 	st, err := store.Open(context.Background(), dbPath)
 	if err != nil {
 		tb.Fatalf("store.Open: %v", err)
