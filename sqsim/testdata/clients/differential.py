@@ -22,11 +22,15 @@ session = boto3.session.Session(aws_access_key_id="AKIDDIFF", aws_secret_access_
 config = Config(retries={"max_attempts": 1, "mode": "standard"})
 sqs = session.client("sqs", endpoint_url=endpoint, config=config)
 cw = session.client("cloudwatch", endpoint_url=endpoint, config=config)
+sts = session.client("sts", endpoint_url=endpoint, config=config)
+lam = session.client("lambda", endpoint_url=endpoint, config=config)
 
 ACCOUNT = re.compile(r"\b(000000000000|123456789012)\b")
-ID_KEYS = {"MessageId", "ReceiptHandle", "SequenceNumber", "TaskHandle", "SenderId", "AlarmArn"}
+ID_KEYS = {"MessageId", "ReceiptHandle", "SequenceNumber", "TaskHandle", "SenderId", "AlarmArn", "UserId",
+           "RevisionId", "CodeSha256"}
 TIME_KEYS = {"CreatedTimestamp", "LastModifiedTimestamp", "SentTimestamp", "ApproximateFirstReceiveTimestamp",
-             "AlarmConfigurationUpdatedTimestamp", "StateUpdatedTimestamp", "StateTransitionedTimestamp", "StartedTimestamp"}
+             "AlarmConfigurationUpdatedTimestamp", "StateUpdatedTimestamp", "StateTransitionedTimestamp", "StartedTimestamp",
+             "LastModified"}
 
 
 def normalize(v, key=None):
@@ -156,6 +160,71 @@ step("get_metric_data.unknown_queue", lambda: cw.get_metric_data(
 step("get_metric_data.bad_id", lambda: cw.get_metric_data(
     StartTime=now - datetime.timedelta(minutes=10), EndTime=now, MetricDataQueries=[{"Id": "Sent", "MetricStat": {
         "Metric": {"Namespace": "AWS/SQS", "MetricName": "NumberOfMessagesSent"}, "Period": 60, "Stat": "Sum"}}]))
+
+# Issue 27: what worker code and AWS-verified cases found the simulator answering otherwise.
+step("send_message.fifo_delay_zero", lambda: sqs.send_message(QueueUrl=q["diff-calls.fifo"], MessageBody="zero", MessageGroupId="g0",
+                                                               MessageDeduplicationId="zero", DelaySeconds=0))
+step("send_message_batch.fifo_delays", lambda: sqs.send_message_batch(QueueUrl=q["diff-calls.fifo"], Entries=[
+    {"Id": "zero", "MessageBody": "z", "MessageGroupId": "g0", "MessageDeduplicationId": "z", "DelaySeconds": 0},
+    {"Id": "five", "MessageBody": "f", "MessageGroupId": "g0", "MessageDeduplicationId": "f", "DelaySeconds": 5}]))
+step("send_message_batch.bad_id", lambda: sqs.send_message_batch(QueueUrl=q["diff-calls"], Entries=[{"Id": "a b", "MessageBody": "x"}]))
+step("send_message.queue_name_as_url", lambda: sqs.send_message(QueueUrl="diff-calls", MessageBody="by name"))
+step("send_message.other_region_url", lambda: sqs.send_message(QueueUrl="https://sqs.eu-west-1.amazonaws.com/000000000000/diff-calls", MessageBody="x"))
+step("add_permission", lambda: sqs.add_permission(QueueUrl=q["diff-calls"], Label="diffperm", AWSAccountIds=["000000000000", "668614515564"],
+                                                  Actions=["ReceiveMessage"]))
+step("add_permission.same_label", lambda: sqs.add_permission(QueueUrl=q["diff-calls"], Label="diffperm", AWSAccountIds=["000000000000"],
+                                                             Actions=["ReceiveMessage"]))
+step("add_permission.owner_action", lambda: sqs.add_permission(QueueUrl=q["diff-calls"], Label="other", AWSAccountIds=["000000000000"],
+                                                               Actions=["DeleteQueue"]))
+step("get_queue_attributes.policy", lambda: {"Policy": json.loads(sqs.get_queue_attributes(
+    QueueUrl=q["diff-calls"], AttributeNames=["Policy"])["Attributes"]["Policy"])})
+step("remove_permission", lambda: sqs.remove_permission(QueueUrl=q["diff-calls"], Label="diffperm"))
+step("remove_permission.missing", lambda: sqs.remove_permission(QueueUrl=q["diff-calls"], Label="diffperm"))
+step("get_queue_attributes.policy_removed", lambda: sqs.get_queue_attributes(QueueUrl=q["diff-calls"], AttributeNames=["Policy"]))
+
+step("sts.get_caller_identity", lambda: sts.get_caller_identity())
+step("sts.assume_role.bad_session_name", lambda: sts.assume_role(RoleArn="arn:aws:iam::000000000000:role/diff", RoleSessionName="my session!"))
+# Setup, not a step: moto looks the function's role up in its IAM, which the simulator does not
+# serve (it answers InvalidAction, ignored here).
+try:
+    session.client("iam", endpoint_url=endpoint, config=config).create_role(
+        RoleName="diff-worker", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}))
+except botocore.exceptions.ClientError:
+    pass
+step("lambda.create_function", lambda: {"FunctionArn": lam.create_function(
+    FunctionName="diff-worker", Runtime="python3.12", Role="arn:aws:iam::123456789012:role/diff-worker", Handler="index.handler",
+    Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})["FunctionArn"]})
+step("lambda.list_functions", lambda: {"FunctionNames": [f["FunctionName"] for f in lam.list_functions()["Functions"]]})
+
+metric_now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+span = dict(StartTime=metric_now - datetime.timedelta(minutes=5), EndTime=metric_now + datetime.timedelta(minutes=5))
+tool = [{"Name": "tool", "Value": "web_search"}]
+step("put_metric_data", lambda: cw.put_metric_data(Namespace="diff/mcp", MetricData=[
+    {"MetricName": "calls", "Timestamp": metric_now, "Values": [1.0, 10.0], "Counts": [2, 4], "Unit": "Count"},
+    {"MetricName": "latency", "Timestamp": metric_now, "Value": 250.0, "Unit": "Milliseconds", "StorageResolution": 1, "Dimensions": tool}]))
+step("put_metric_data.value_and_values", lambda: cw.put_metric_data(Namespace="diff/mcp", MetricData=[
+    {"MetricName": "calls", "Value": 1.5, "Values": [1.0, 10.0]}]))
+step("put_metric_data.counts_of_another_size", lambda: cw.put_metric_data(Namespace="diff/mcp", MetricData=[
+    {"MetricName": "calls", "Values": [1.0, 10.0], "Counts": [2, 4, 5]}]))
+step("put_metric_data.aws_namespace", lambda: cw.put_metric_data(Namespace="AWS/SQS", MetricData=[{"MetricName": "calls", "Value": 1.0}]))
+step("get_metric_statistics.custom", lambda: cw.get_metric_statistics(Namespace="diff/mcp", MetricName="calls", Period=60,
+                                                                      Statistics=["SampleCount", "Sum", "Maximum"], **span))
+step("get_metric_data.high_resolution", lambda: cw.get_metric_data(MetricDataQueries=[{"Id": "latency", "MetricStat": {
+    "Metric": {"Namespace": "diff/mcp", "MetricName": "latency", "Dimensions": tool}, "Period": 1, "Stat": "Maximum"}}], **span))
+step("list_metrics.custom", lambda: cw.list_metrics(Namespace="diff/mcp"))
+step("put_metric_alarm.custom", lambda: cw.put_metric_alarm(AlarmName="diff-latency", Namespace="diff/mcp", MetricName="latency",
+                                                            Dimensions=tool, Statistic="Maximum", Period=60, EvaluationPeriods=1,
+                                                            Threshold=200.0, ComparisonOperator="GreaterThanThreshold"))
+step("describe_alarms_for_metric", lambda: {"AlarmNames": [a["AlarmName"] for a in cw.describe_alarms_for_metric(
+    Namespace="diff/mcp", MetricName="latency", Dimensions=tool)["MetricAlarms"]]})
+math = [{"Id": "rate", "Expression": "100 * errors / calls", "Label": "error rate", "ReturnData": True},
+        {"Id": "errors", "MetricStat": {"Metric": {"Namespace": "diff/mcp", "MetricName": "errors", "Dimensions": tool}, "Period": 60, "Stat": "Sum"},
+         "ReturnData": False},
+        {"Id": "calls", "MetricStat": {"Metric": {"Namespace": "diff/mcp", "MetricName": "calls", "Dimensions": tool}, "Period": 60, "Stat": "Sum"},
+         "ReturnData": False}]
+step("put_metric_alarm.metric_math", lambda: cw.put_metric_alarm(AlarmName="diff-error-rate", Metrics=math, EvaluationPeriods=1,
+                                                                 Threshold=5.0, ComparisonOperator="GreaterThanThreshold"))
+step("describe_alarms.metric_math", lambda: {"Metrics": cw.describe_alarms(AlarmNames=["diff-error-rate"])["MetricAlarms"][0].get("Metrics")})
 
 json.dump(transcript, sys.stdout, indent=1, sort_keys=True)
 print()
