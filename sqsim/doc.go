@@ -1,5 +1,6 @@
 // Package sqsim is an in-memory Amazon SQS and CloudWatch simulator, with
-// the parts of EventBridge and Lambda that feed and drain SQS queues.
+// the parts of EventBridge and Lambda that feed and drain SQS queues and the
+// part of STS that reaches several accounts.
 //
 // A Simulator is an http.Handler that stock AWS clients use unchanged. It
 // serves each service in every protocol its current and older clients
@@ -23,6 +24,7 @@
 //     service/eventbridge.
 //   - Lambda over REST-JSON (/2015-03-31/functions/...,
 //     /2015-03-31/event-source-mappings/...): service/lambda.
+//   - STS over the Query protocol, through Accounts (see below): every SDK.
 //
 // A Query request names its service by Version or, without one, by its
 // Action (the two services share no operation name). A request that names
@@ -42,7 +44,27 @@
 // activity. Errors carry AWS's shapes and query-compatible codes, so the SDK
 // returns its typed errors (for example *types.QueueDoesNotExist).
 //
-// # Custom metrics
+// # SQS
+//
+// Every operation of the SQS API is served: CreateQueue, DeleteQueue,
+// GetQueueUrl, ListQueues, GetQueueAttributes, SetQueueAttributes,
+// ListDeadLetterSourceQueues, TagQueue, UntagQueue, ListQueueTags,
+// PurgeQueue, SendMessage, SendMessageBatch, ReceiveMessage, DeleteMessage,
+// DeleteMessageBatch, ChangeMessageVisibility, ChangeMessageVisibilityBatch,
+// StartMessageMoveTask, ListMessageMoveTasks, CancelMessageMoveTask,
+// AddPermission and RemovePermission. Nothing is enforced, though: a queue's
+// Policy (the statements AddPermission writes, in SQS's document) and its
+// encryption settings are attributes only, and any caller may do anything.
+//
+// # CloudWatch
+//
+// Served: GetMetricData, GetMetricStatistics, ListMetrics, PutMetricData,
+// PutMetricAlarm, DescribeAlarms, DescribeAlarmsForMetric, DeleteAlarms and
+// SetAlarmState. Not served: composite alarms, alarm history, alarm actions
+// (EnableAlarmActions, DisableAlarmActions; actions never run), dashboards,
+// anomaly detectors, insight rules, metric streams, tags, metric widgets.
+// GetMetricData refuses metric math and Metrics Insights expressions, and
+// both reads refuse extended statistics (percentiles).
 //
 // PutMetricData publishes metrics in any namespace but the AWS/ ones: single
 // values, statistic sets, Values with Counts, with dimensions and units, at
@@ -104,17 +126,22 @@
 // ERROR_MESSAGE (SQS's error text) and RETRY_ATTEMPTS (0: these are the
 // failures EventBridge does not retry, so EXHAUSTED_RETRY_CONDITION is
 // never set). Without a DLQ the event is dropped. Targets other than SQS
-// queues, and scheduled rules, are kept as configuration only.
+// queues, and scheduled rules, are kept as configuration only. Not served:
+// EnableRule, DisableRule, TestEventPattern, archives and replays,
+// connections and API destinations, tags.
 //
 // Lambda: CreateFunction, GetFunction, GetFunctionConfiguration,
-// ListFunctions, DeleteFunction, CreateEventSourceMapping, GetEventSourceMapping,
-// ListEventSourceMappings (by EventSourceArn and FunctionName),
+// ListFunctions, DeleteFunction, CreateEventSourceMapping,
+// GetEventSourceMapping, ListEventSourceMappings (by EventSourceArn and
+// FunctionName),
 // UpdateEventSourceMapping and DeleteEventSourceMapping, for SQS event
 // sources, with Lambda's validation (batch size and window, FIFO limits,
 // MaximumConcurrency 2 to 1000, one mapping per queue and function). Code is
 // never run and mappings poll nothing: they are what a dashboard reads to
 // judge a queue's consumers. A mapping whose queue or function has gone
-// reports it in LastProcessingResult ("PROBLEM: ..."), as Lambda does.
+// reports it in LastProcessingResult ("PROBLEM: ..."), as Lambda does. Not
+// served: Invoke, versions and aliases, function updates, layers,
+// permissions, event sources other than SQS.
 //
 // # Time
 //
