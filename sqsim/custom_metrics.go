@@ -115,17 +115,13 @@ func (s *Simulator) putMetricData(in *cborInput) (cbor.Map, *apiError) {
 }
 
 // datum reads and checks the nth MetricDatum (counted from 1, as AWS's
-// messages count).
+// messages count): the metric it is of, when, and its data.
 func (in *cborInput) datum(e cbor.Map, n int, now time.Time) (datum, *apiError) {
 	field := func(name string) string { return "MetricData.member." + strconv.Itoa(n) + "." + name }
 	var d datum
 	var hasName bool
 	d.name, hasName = in.str(e, "MetricName")
 	d.unit, _ = in.str(e, "Unit")
-	value, hasValue := in.float(e, "Value")
-	values := in.floats(e, "Values")
-	counts := in.floats(e, "Counts")
-	set, hasSet := in.structure(e, "StatisticValues")
 	at, hasAt := in.timestamp(e, "Timestamp")
 	resolution, hasResolution := in.integer(e, "StorageResolution")
 	dims, err := in.dimensions(e, "Dimensions", field("Dimensions"))
@@ -145,16 +141,6 @@ func (in *cborInput) datum(e cbor.Map, n int, now time.Time) (datum, *apiError) 
 		return d, errCWInvalidParameterValue("The value %s for parameter %s is invalid.", truncate(d.unit, 60), field("Unit"))
 	case hasResolution && resolution != 1 && resolution != 60:
 		return d, errCWInvalidParameterValue("The value %d for parameter %s is invalid.", resolution, field("StorageResolution"))
-	case hasValue && len(values) > 0:
-		return d, errCWInvalidParameterCombination("The parameters %s and %s are mutually exclusive and you have specified both.", field("Value"), field("Values"))
-	case hasValue && hasSet:
-		return d, errCWInvalidParameterCombination("The parameters %s and %s are mutually exclusive and you have specified both.", field("Value"), field("StatisticValues"))
-	case len(values) > maxDistinctValues:
-		return d, errCWInvalidParameterValue("The collection %s must not have a size greater than %d.", field("Values"), maxDistinctValues)
-	case len(counts) > 0 && len(counts) != len(values):
-		return d, errCWInvalidParameterValue("The parameters %s and %s must be of the same size.", field("Values"), field("Counts"))
-	case hasValue && math.Abs(value) > maxMetricValue:
-		return d, errCWInvalidParameterValue("The value %s for parameter %s is invalid.", formatFloat(value), field("Value"))
 	}
 	if d.unit == "" {
 		d.unit = "None"
@@ -165,12 +151,41 @@ func (in *cborInput) datum(e cbor.Map, n int, now time.Time) (datum, *apiError) 
 	if at.Before(now.Add(-maxMetricAge)) || at.After(now.Add(maxMetricFuture)) {
 		return d, errCWInvalidParameterValue("The parameter %s must be less than two weeks in the past and no more than two hours in the future.", field("Timestamp"))
 	}
+	// Standard-resolution data is stored by the minute.
 	d.at = at.Unix()
 	if !hasResolution || resolution == 60 {
 		d.at -= mod(d.at, 60)
 	}
+	d.data, err = in.datumData(e, field)
+	return d, err
+}
+
+// datumData reads and checks a datum's data: a Value, or Values with their
+// Counts, or a StatisticValues set (which AWS also takes beside Values), as
+// one statistic.
+func (in *cborInput) datumData(e cbor.Map, field func(string) string) (statistic, *apiError) {
+	var data statistic
+	value, hasValue := in.float(e, "Value")
+	values := in.floats(e, "Values")
+	counts := in.floats(e, "Counts")
+	set, hasSet := in.structure(e, "StatisticValues")
+	if in.err != nil {
+		return data, in.err
+	}
+	switch {
+	case hasValue && len(values) > 0:
+		return data, errCWInvalidParameterCombination("The parameters %s and %s are mutually exclusive and you have specified both.", field("Value"), field("Values"))
+	case hasValue && hasSet:
+		return data, errCWInvalidParameterCombination("The parameters %s and %s are mutually exclusive and you have specified both.", field("Value"), field("StatisticValues"))
+	case len(values) > maxDistinctValues:
+		return data, errCWInvalidParameterValue("The collection %s must not have a size greater than %d.", field("Values"), maxDistinctValues)
+	case len(counts) > 0 && len(counts) != len(values):
+		return data, errCWInvalidParameterValue("The parameters %s and %s must be of the same size.", field("Values"), field("Counts"))
+	case hasValue && math.Abs(value) > maxMetricValue:
+		return data, errCWInvalidParameterValue("The value %s for parameter %s is invalid.", formatFloat(value), field("Value"))
+	}
 	if hasValue {
-		d.data.add(value)
+		data.add(value)
 	}
 	for i, v := range values {
 		c := 1.0
@@ -178,20 +193,20 @@ func (in *cborInput) datum(e cbor.Map, n int, now time.Time) (datum, *apiError) 
 			c = counts[i]
 		}
 		if math.Abs(v) > maxMetricValue || c < 0 {
-			return d, errCWInvalidParameterValue("The value %s for parameter %s is invalid.", formatFloat(v), field("Values"))
+			return data, errCWInvalidParameterValue("The value %s for parameter %s is invalid.", formatFloat(v), field("Values"))
 		}
 		if c > 0 {
-			d.data.merge(statistic{sum: v * c, min: v, max: v, count: c})
+			data.merge(statistic{sum: v * c, min: v, max: v, count: c})
 		}
 	}
 	if hasSet {
 		st, err := in.statisticSet(set, field("StatisticValues"))
 		if err != nil {
-			return d, err
+			return data, err
 		}
-		d.data.merge(st)
+		data.merge(st)
 	}
-	return d, nil
+	return data, nil
 }
 
 // statisticSet reads StatisticValues: all four members, SampleCount
