@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 
 	"github.com/a-h/templ"
@@ -21,6 +23,9 @@ type overviewRendering struct {
 	mu    sync.Mutex
 	table map[bool][]*templates.RenderedRow // by Nav.LeavesEmbed, in the snapshot's order
 	parts map[bool]overviewParts            // by Nav.Embed
+	// before are the previous snapshot's rows, by link context, until this one's are rendered:
+	// a queue whose summary is the same keeps its row, rendered once for both.
+	before map[bool][]*templates.RenderedRow
 }
 
 // overviewParts are the renderings of the overview's parts in a push: the problem list, the
@@ -39,28 +44,44 @@ func (s *Server) renderingOf(snap *views.Snapshot) *overviewRendering {
 		if cur != nil && cur.snap.Seq > snap.Seq {
 			return next
 		}
+		if cur != nil {
+			cur.mu.Lock()
+			next.before = maps.Clone(cur.table)
+			cur.mu.Unlock()
+		}
 		if s.overview.CompareAndSwap(cur, next) {
 			return next
 		}
 	}
 }
 
-// rows returns every queue's row for links of nav, rendered on the first call.
+// rows returns every queue's row for links of nav, made on the first call: the previous
+// snapshot's row of a queue whose summary is the same, else rendered.
 func (r *overviewRendering) rows(ctx context.Context, nav templates.Nav) ([]*templates.RenderedRow, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rows, ok := r.table[nav.LeavesEmbed()]; ok {
+	key := nav.LeavesEmbed()
+	if rows, ok := r.table[key]; ok {
 		return rows, nil
+	}
+	before := make(map[int64]*templates.RenderedRow, len(r.before[key]))
+	for _, row := range r.before[key] {
+		before[row.ID] = row
 	}
 	queues := r.snap.Overview.Queues
 	rows := make([]*templates.RenderedRow, len(queues))
 	for i, q := range queues {
+		if row, ok := before[q.ID]; ok && sameRow(row.QueueSummary, q) {
+			rows[i] = row
+			continue
+		}
 		var err error
 		if rows[i], err = templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: q}, nav); err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}
 	}
-	r.table[nav.LeavesEmbed()] = rows
+	r.table[key] = rows
+	delete(r.before, key)
 	return rows, nil
 }
 
@@ -82,6 +103,14 @@ func (r *overviewRendering) partsOf(ctx context.Context, p templates.OverviewPro
 	}
 	r.parts[p.Nav.Embed] = parts
 	return parts, nil
+}
+
+// sameRow reports whether two summaries of a queue render the same row: they are equal but for
+// when the queue was last sampled (every cycle), which the row does not show
+// (TestRowShowsNoSampleTime).
+func sameRow(a, b views.QueueSummary) bool {
+	a.SampledAt, b.SampledAt = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // overviewMemo is what the previous push of one overview view showed: its rows, in their order,

@@ -353,3 +353,37 @@ func TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly(t *testing.T) {
 		}
 	}
 }
+
+// TestRowShowsNoSampleTime: a queue's row renders the same whatever its newest sample's time, so
+// that sameRow may leave it out and keep the previous snapshot's row; and any other difference
+// makes the rows different.
+func TestRowShowsNoSampleTime(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	q := views.QueueSummary{ID: 7, Name: "web-search", Ref: "web-search", Visible: 3, SampledAt: &at, Sparkline: []float64{1, 2, 3},
+		Health: views.Health{Status: views.HealthWarning, Reasons: []string{"data is 50 s old"}}}
+	later := q
+	next := at.Add(15 * time.Second)
+	later.SampledAt = &next
+	for _, nav := range []templates.Nav{{}, {Embed: true}} {
+		a, err := templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: q}, nav)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: later}, nav)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.Same(b) {
+			t.Errorf("the row shows when its queue was sampled (nav %+v): sameRow must not leave SampledAt out", nav)
+		}
+	}
+	if !sameRow(q, later) {
+		t.Error("sameRow tells apart two summaries that differ only in SampledAt")
+	}
+	deeper := later
+	deeper.Visible = 4
+	if sameRow(q, deeper) {
+		t.Error("sameRow takes a summary with another depth for the same row")
+	}
+}
