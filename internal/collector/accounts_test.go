@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -49,9 +48,7 @@ func newTwoAccounts(t testing.TB) *twoAccounts {
 	if err := accounts.AddRole(prodRole, "ext-1"); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(accounts)
-	t.Cleanup(srv.Close)
-	opts := awsconf.Options{Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond}
+	opts := inMemory(t, accounts, awsconf.Options{Region: "us-east-1", StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond})
 	a := &twoAccounts{ctx: ctx, clock: clock, home: home, prod: prod}
 	var err error
 	if a.homeClients, err = awsconf.Load(ctx, opts); err != nil {

@@ -4,13 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/http/httptest"
+	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -27,14 +29,13 @@ import (
 // easy to reason about.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// env is a simulator on a manual clock, the stock SDK clients pointed at it through awsconf,
-// and a real store in a temporary directory.
+// env is a simulator on a manual clock, the stock SDK clients pointed at it through awsconf
+// over in-memory connections, and a real store in a temporary directory.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	clock *sqsim.ManualClock
 	sim   *sqsim.Simulator
-	url   string
 	sqs   *sqs.Client
 	cw    *cloudwatch.Client
 	fn    *lambda.Client
@@ -49,20 +50,76 @@ func newEnv(t testing.TB) *env {
 	ctx := context.Background()
 	clock := sqsim.NewManualClock(t0)
 	sim := sqsim.New(sqsim.Options{Clock: clock, Seed: 7})
-	srv := httptest.NewServer(sim)
-	t.Cleanup(srv.Close)
-	clients, err := awsconf.Load(ctx, awsconf.Options{
-		Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true,
+	clients, err := awsconf.Load(ctx, inMemory(t, sim, awsconf.Options{
+		Region: "us-east-1", StaticCredentials: true,
 		// Backoff in real time is not what these tests measure.
 		MaxAttempts: 3, MaxBackoff: time.Millisecond,
-	})
+	}))
 	if err != nil {
 		t.Fatalf("awsconf.Load: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, url: srv.URL, sqs: clients.SQS, cw: clients.CloudWatch, fn: clients.Lambda, eb: clients.EventBridge, dir: t.TempDir(), bus: &recorder{}}
+	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, sqs: clients.SQS, cw: clients.CloudWatch, fn: clients.Lambda, eb: clients.EventBridge, dir: t.TempDir(), bus: &recorder{}}
 	e.store = e.openStore()
 	return e
 }
+
+// inMemory serves h over in-memory connections (net.Pipe) and returns opts with the endpoint
+// and the HTTP client that reach it. These tests count the calls the collector makes: between
+// the SDK and the simulator there is HTTP and nothing else, no ports and no loopback.
+func inMemory(t testing.TB, h http.Handler, opts awsconf.Options) awsconf.Options {
+	t.Helper()
+	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	opts.EndpointURL = "http://sqsim.test"
+	opts.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.DialContext = l.dial
+		tr.MaxIdleConnsPerHost = awsconf.MaxIdleConnsPerHost
+	})
+	return opts
+}
+
+// pipeListener is a net.Listener whose connections are the server ends of net.Pipes, the
+// client ends of which dial returns.
+type pipeListener struct {
+	conns     chan net.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "sqsim.test" }
 
 func (e *env) openStore() *store.Store {
 	e.t.Helper()

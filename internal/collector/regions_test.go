@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,9 +17,7 @@ func TestSeveralRegionsInOneCollector(t *testing.T) {
 	e.createQueue("web-search", nil)
 
 	tokyo := sqsim.New(sqsim.Options{Region: "ap-northeast-1", Clock: e.clock, Seed: 8})
-	srv := httptest.NewServer(tokyo)
-	t.Cleanup(srv.Close)
-	clients, err := awsconf.Load(context.Background(), awsconf.Options{Region: "ap-northeast-1", EndpointURL: srv.URL, StaticCredentials: true, MaxBackoff: time.Millisecond})
+	clients, err := awsconf.Load(context.Background(), inMemory(t, tokyo, awsconf.Options{Region: "ap-northeast-1", StaticCredentials: true, MaxBackoff: time.Millisecond}))
 	must(t, err)
 	sq, cw := clients.SQS, clients.CloudWatch
 	// The same name in another region is another queue.

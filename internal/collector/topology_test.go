@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -265,9 +264,7 @@ func TestTopologyDeniedLambdaIsSeen(t *testing.T) {
 	must(t, c.Discover(e.ctx))
 	must(t, c.CycleTopology(e.ctx))
 
-	srv := httptest.NewServer(denyLambda(e.sim))
-	t.Cleanup(srv.Close)
-	denied, err := awsconf.Load(e.ctx, awsconf.Options{Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 1})
+	denied, err := awsconf.Load(e.ctx, inMemory(t, denyLambda(e.sim), awsconf.Options{Region: "us-east-1", StaticCredentials: true, MaxAttempts: 1}))
 	must(t, err)
 	c2 := e.collector(func(o *Options) { o.Regions[0].Lambda = denied.Lambda })
 	must(t, c2.Discover(e.ctx))
