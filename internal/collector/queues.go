@@ -90,7 +90,6 @@ type queueState struct {
 	peekedAt           time.Time // the newest sample's time, from the store on adoption
 	peekedVisible      int64     // ApproxVisible of the newest sample
 	peekPaused         string    // why sampling is paused, as stored
-	pausedAt           time.Time // when the current pause began
 	// countless is why the queue is not sampled when its endpoint does not report receive
 	// counts while it has a RedrivePolicy ("" otherwise).
 	countless    string

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -241,10 +240,4 @@ func (c *Collector) saveLoops(ctx context.Context, cy *cycle, end time.Time) {
 			c.warn(ctx, "collector: save loop status", "loop", cy.kind, "region", region, "err", err)
 		}
 	}
-}
-
-// describeBackoff is the error text of a call not made because its operation is backed off.
-func describeBackoff(st store.OperationStatus, until time.Time) string {
-	return fmt.Sprintf("not called until %s: its last %d calls failed (last: %s)",
-		until.UTC().Format(time.TimeOnly+" UTC"), st.FailuresInRow, st.FailureMessage)
 }
