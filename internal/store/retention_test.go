@@ -24,12 +24,15 @@ func TestPruneRollsUpAndIsIdempotent(t *testing.T) {
 		now := t0
 		start := now.Add(-72 * time.Hour)
 
-		// Three days of raw depth samples every 15 s: visible counts up within each minute (0..3).
+		// Three days of raw depth samples every 15 s: visible counts up within each minute (0..3),
+		// written in one transaction (17,280 of them one by one took most of this test).
+		var depths []AttributeSample
 		for at := start; at.Before(now); at = at.Add(15 * time.Second) {
 			v := int64(at.Sub(start)/(15*time.Second)) % 4
-			if err := s.SaveQueueAttributes(ctx, QueueAttributes{QueueID: q.ID, At: at, Depth: AttributeSample{Visible: v, InFlight: 10 - v}}); err != nil {
-				t.Fatal(err)
-			}
+			depths = append(depths, AttributeSample{QueueID: q.ID, At: at, Visible: v, InFlight: 10 - v})
+		}
+		if err := s.SaveAttributeSamples(ctx, depths); err != nil {
+			t.Fatal(err)
 		}
 		// Three days of one-minute datapoints of one metric of each statistic.
 		var pts []MetricPoint
