@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # The npm packages of the simulator's third-party client suites.
 CLIENTS := sqsim/testdata/clients
 
-.PHONY: help run test test-unit test-clients test-postgres test-browser stress templ-check bench build generate lint docker clean
+.PHONY: help run test test-unit test-clients test-postgres test-browser test-docs stress templ-check bench build generate lint docker clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ help: ## list the targets
 run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no AWS account
 	$(GO) run ./cmd/dashboard demo
 
-# Every test once, with the race detector; a test that fails fails the run. make test runs four
+# Every test once, with the race detector; a test that fails fails the run. make test runs five
 # parts in turn, each one go test run that a developer can start alone:
 #   test-unit      every package not named below; needs Go and nothing else
 #   test-clients   the simulator and the traffic, with the third-party clients (JavaScript SDK,
@@ -29,6 +29,7 @@ run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no 
 #                  Kumo or AWSCLI (the collector and the binary against those peers)
 #   test-postgres  the store on SQLite and PostgreSQL, and the replicas
 #   test-browser   the binary's demo in Chromium (e2e/)
+#   test-docs      the examples of README.md and docs/ against the binary's demo (docs/)
 # TESTJSON=dir also keeps each part's go test -json output, dir/test-<part>.json, for timings.
 #
 # -race also turns on checkptr, which checks every unsafe.Pointer conversion as it runs.
@@ -39,9 +40,9 @@ TESTFLAGS    := -race -count=1 -gcflags='modernc.org/...=-d=checkptr=0'
 GOTESTSUM     = $(GO) tool gotestsum --format standard-quiet $(if $(TESTJSON),--jsonfile $(TESTJSON)/$@$(1).json)
 CLIENT_TESTS := Moto|Kumo|AWSCLI
 CLIENT_ELSEWHERE := ./internal/collector ./cmd/dashboard
-NOT_UNIT     := ^github.com/toolq/toolq/(e2e|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
+NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
-test: templ-check test-unit test-clients test-postgres test-browser ## everything CI runs: generated code up to date, all tests with the race detector
+test: templ-check test-unit test-clients test-postgres test-browser test-docs ## everything CI runs: generated code up to date, all tests with the race detector
 
 test-unit: ## the tests that need Go alone
 	$(call GOTESTSUM) --packages "$$($(GO) list ./... | grep -Ev '$(NOT_UNIT)' | tr '\n' ' ')" -- $(TESTFLAGS) -skip '$(CLIENT_TESTS)'
@@ -55,6 +56,9 @@ test-postgres: ## the store on SQLite and PostgreSQL, the replicas
 
 test-browser: ## the binary's demo driven in Chromium
 	$(call GOTESTSUM) --packages "./e2e/..." -- $(TESTFLAGS)
+
+test-docs: $(CLIENTS)/node_modules/.installed ## the examples of README.md and docs/, run against the demo
+	$(call GOTESTSUM) --packages "./docs/..." -- $(TESTFLAGS)
 
 # The counting collector tests, six processes at once with the race detector, ten times each:
 # the load under which a lost answer made the SDK send a call twice (see internal/awsconf's
