@@ -9,18 +9,30 @@ import (
 	"time"
 )
 
-const latestAttributeSamplesQuery = `
+// latestAttributeSamplesQuery seeks each queue's newest sample: in SQLite through a correlated
+// max(at), the CROSS JOIN keeping the queues outside; in PostgreSQL, whose planner would rather
+// hash-join the whole table to the queues, through a LATERAL join, an index scan per queue.
+func latestAttributeSamplesQuery(d dialect) string {
+	if d == postgresDialect {
+		return `
+	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
+	FROM queues q CROSS JOIN LATERAL (
+		SELECT * FROM attribute_samples WHERE queue_id = q.id ORDER BY at DESC, resolution LIMIT 1) a
+	ORDER BY q.id`
+	}
+	return `
 	SELECT a.queue_id, a.at, a.resolution, a.visible, a.in_flight, a.delayed
 	FROM queues q CROSS JOIN attribute_samples a
 	WHERE a.queue_id = q.id AND a.at = (SELECT max(at) FROM attribute_samples WHERE queue_id = q.id)
 	ORDER BY q.id, a.resolution`
+}
 
 // LatestAttributeSamples returns each queue's newest depth sample, by queue id.
 func (s *Store) LatestAttributeSamples(ctx context.Context) (map[int64]AttributeSample, error) {
 	// CROSS JOIN makes SQLite loop over queues outside, so that the correlated max(at) and the
 	// row are seeks on the (queue_id, at, resolution) key, once per queue, instead of a scan of
 	// every sample. A raw sample and a roll-up can share a time; the raw one sorts first and wins.
-	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesQuery)
+	rows, err := s.db.QueryContext(ctx, latestAttributeSamplesQuery(s.d))
 	if err != nil {
 		return nil, fmt.Errorf("store: latest attribute samples: %w", err)
 	}
@@ -76,18 +88,23 @@ func scanAttributeSample(r rowScanner) (AttributeSample, error) {
 	return a, nil
 }
 
-// depthSamplesSinceQuery reads every queue's samples from ?1 on, a range seek per queue.
-const depthSamplesSinceQuery = `
-	SELECT a.queue_id, a.at, a.visible, a.in_flight, a.delayed
-	FROM queues q CROSS JOIN attribute_samples a
-	WHERE a.queue_id = q.id AND a.at >= ?1
-	ORDER BY q.id, a.at, a.resolution`
+// depthSamplesSinceQuery reads every queue's samples from ?1 on, a range seek per queue (as in
+// latestAttributeSamplesQuery, a LATERAL join in PostgreSQL, whose OFFSET 0 keeps the planner
+// from flattening it into a hash join over the whole table).
+func depthSamplesSinceQuery(d dialect) string {
+	from := `FROM queues q CROSS JOIN attribute_samples a WHERE a.queue_id = q.id AND a.at >= ?1`
+	if d == postgresDialect {
+		from = `FROM queues q CROSS JOIN LATERAL (
+			SELECT * FROM attribute_samples WHERE queue_id = q.id AND at >= ?1 OFFSET 0) a`
+	}
+	return `SELECT a.queue_id, a.at, a.visible, a.in_flight, a.delayed ` + from + ` ORDER BY q.id, a.at, a.resolution`
+}
 
 // DepthSamplesSince returns every queue's depth samples from since on, oldest first, by queue id:
 // a range seek per queue. Where a roll-up and a raw sample share a time, the roll-up (its
 // bucket's maxima) stays.
 func (s *Store) DepthSamplesSince(ctx context.Context, since time.Time) (map[int64][]AttributeSample, error) {
-	rows, err := s.db.QueryContext(ctx, depthSamplesSinceQuery, msCeil(since))
+	rows, err := s.db.QueryContext(ctx, depthSamplesSinceQuery(s.d), msCeil(since))
 	if err != nil {
 		return nil, fmt.Errorf("store: depth samples since %s: %w", since.UTC().Format(time.RFC3339), err)
 	}

@@ -207,18 +207,30 @@ func (s *Store) LatestMetricValues(ctx context.Context, queueID int64) (map[stri
 }
 
 // latestMetricPointsQuery seeks each queue's newest point of one metric; CROSS JOIN keeps the
-// queues in the outer loop (see LatestAttributeSamples).
-const latestMetricPointsQuery = `
+// queues in the outer loop in SQLite, a LATERAL join in PostgreSQL (see
+// latestAttributeSamplesQuery).
+func latestMetricPointsQuery(d dialect) string {
+	if d == postgresDialect {
+		return `
+	SELECT q.id, p.at, p.period, p.value
+	FROM metric_names m CROSS JOIN queues q CROSS JOIN LATERAL (
+		SELECT at, period, value FROM metric_points
+		WHERE queue_id = q.id AND metric_id = m.id ORDER BY at DESC, period LIMIT 1) p
+	WHERE m.name = ?
+	ORDER BY q.id`
+	}
+	return `
 	SELECT p.queue_id, p.at, p.period, p.value
 	FROM metric_names m CROSS JOIN queues q CROSS JOIN metric_points p
 	WHERE m.name = ? AND p.queue_id = q.id AND p.metric_id = m.id
 		AND p.at = (SELECT max(at) FROM metric_points WHERE queue_id = q.id AND metric_id = m.id)
 	ORDER BY q.id, p.period`
+}
 
 // LatestMetricPoints returns the newest datapoint of one metric for every queue that has one, by
 // queue id.
 func (s *Store) LatestMetricPoints(ctx context.Context, metric string) (map[int64]MetricPoint, error) {
-	rows, err := s.db.QueryContext(ctx, latestMetricPointsQuery, metric)
+	rows, err := s.db.QueryContext(ctx, latestMetricPointsQuery(s.d), metric)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest %s points: %w", metric, err)
 	}
