@@ -9,17 +9,24 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// getSummary answers GET /api/v1/summary: JSON, or with ?format=text (or Accept: text/plain)
-// the text a chat bot posts as it is, each queue's line with its link.
+// getSummary answers GET /api/v1/summary?all=: JSON, or with ?format=text (or Accept:
+// text/plain) the text a chat bot posts as it is, each queue's line with its link. The JSON
+// lists what needs a person and the dead-letter queues that hold messages, and counts the
+// rest; ?all=true adds the unhealthy queues' summaries and every queue's.
 func (s *Server) getSummary(c echo.Context) error {
 	format := c.QueryParam("format")
 	if format != "" && format != "text" && format != "json" {
 		return newError(http.StatusBadRequest, "invalid_parameter", "format must be text or json")
 	}
-	sum, err := s.opts.Views.Summary(c.Request().Context())
+	all, err := boolParam(c, "all")
 	if err != nil {
 		return err
 	}
+	snap, err := s.opts.Views.Snapshot(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	sum := snap.Summary(s.opts.Now().UTC())
 	base := s.baseURL(c)
 	if format == "text" || (format == "" && prefersText(c.Request().Header.Get(echo.HeaderAccept))) {
 		return c.String(http.StatusOK, chatSafe(sum.Text(base)))
@@ -27,8 +34,14 @@ func (s *Server) getSummary(c echo.Context) error {
 	for i, d := range sum.DeadLetterQueues {
 		sum.DeadLetterQueues[i].PageURL = views.QueuePageURL(base, d.Ref)
 	}
-	if sum.Unhealthy == nil {
+	switch {
+	case !all:
+		sum.Unhealthy = nil
+	case sum.Unhealthy == nil:
 		sum.Unhealthy = []views.QueueSummary{}
+	}
+	if all {
+		sum.Queues = snap.Overview.Queues
 	}
 	if sum.DeadLetterQueues == nil {
 		sum.DeadLetterQueues = []views.DLQDepth{}

@@ -47,7 +47,7 @@ func checkShape(t *testing.T, path string, v any, arrays map[string]bool) {
 					t.Errorf("%s: key %q is not camelCase", path, k)
 				}
 			}
-			if arrays[k] {
+			if arrays[k] && !strings.HasSuffix(p, ".totals.queues") { // totals count the queues
 				if _, ok := val.([]any); !ok {
 					t.Errorf("%s is %T, want an array", p, val)
 				}
@@ -90,7 +90,8 @@ func TestAPIShapes(t *testing.T) {
 		{"/api/v1/queues/orders-dlq/messages/m-1", []string{"messageId", "body", "attributes"}},
 		{"/api/v1/queues/orders-dlq/redrives", []string{"redrives"}},
 		{"/api/v1/audit", []string{"entries", "nextBefore"}},
-		{"/api/v1/summary", []string{"generatedAt", "unhealthy", "deadLetterQueues", "runningRedrives"}},
+		{"/api/v1/summary", []string{"generatedAt", "totals", "problems", "deadLetterQueues", "runningRedrives"}},
+		{"/api/v1/summary?all=true", []string{"generatedAt", "totals", "unhealthy", "queues", "deadLetterQueues", "runningRedrives"}},
 		{"/api/v1/openapi.json", []string{"openapi", "paths"}},
 	}
 	for _, tt := range tests {
@@ -125,6 +126,24 @@ func TestAPIShapes(t *testing.T) {
 		}
 		if strings.Contains(rec.Body.String(), "<script>") {
 			t.Error("raw <script> in a JSON response: it must be escaped (\\u003c)")
+		}
+	})
+	t.Run("summary lists the unhealthy queues when asked", func(t *testing.T) {
+		var brief, all struct {
+			Unhealthy []json.RawMessage `json:"unhealthy"`
+			Queues    []json.RawMessage `json:"queues"`
+			Totals    struct{ Queues int }
+		}
+		json.Unmarshal(h.do(t, apiRequest{target: "/api/v1/summary", header: bearer(h.viewer)}).Body.Bytes(), &brief)
+		json.Unmarshal(h.do(t, apiRequest{target: "/api/v1/summary?all=true", header: bearer(h.viewer)}).Body.Bytes(), &all)
+		if brief.Unhealthy != nil || brief.Queues != nil || brief.Totals.Queues != 4 {
+			t.Errorf("the summary lists %d unhealthy and %d queues, counts %d; want none listed, 4 counted", len(brief.Unhealthy), len(brief.Queues), brief.Totals.Queues)
+		}
+		if len(all.Unhealthy) == 0 || len(all.Queues) != 4 {
+			t.Errorf("?all=true lists %d unhealthy and %d queues; want some, and all 4", len(all.Unhealthy), len(all.Queues))
+		}
+		if rec := h.do(t, apiRequest{target: "/api/v1/summary?all=maybe", header: bearer(h.viewer)}); rec.Code != http.StatusBadRequest {
+			t.Errorf("?all=maybe: %d, want 400", rec.Code)
 		}
 	})
 	t.Run("summary as text", func(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 // replica's collector wrote (it has no memory of its own writes: none are its). After each cycle
 // (every queue's depth sample, 100 queues' attributes, its event) it reports the snapshot's
 // build, the first GET / (which renders the snapshot's rows) and the next ones, gzipped as a
-// browser asks, and the process's heap and resident memory at the end (the simulator's and the
+// browser asks, the size of /api/v1/summary, and the process's heap and resident memory at the end (the simulator's and the
 // fixture's included, so an upper bound of a dashboard's own). `make bench` runs it;
 // the fixtures of 10,000 queues take a minute or two to write.
 func BenchmarkFleetScale(b *testing.B) {
@@ -66,6 +66,9 @@ func benchmarkFleetScale(b *testing.B, fw *fleetWorld) {
 		}
 	}
 	b.StopTimer()
+	rec := httptest.NewRecorder()
+	fw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/summary", nil))
+	b.ReportMetric(float64(rec.Body.Len())/1024, "summary-KB")
 	reportPercentiles(b, "build", builds)
 	reportPercentiles(b, "first", first)
 	reportPercentiles(b, "page", pages)

@@ -72,10 +72,12 @@ func (snap *Snapshot) FreshnessAt(now time.Time) Freshness {
 	return f
 }
 
-// Summary is what a chatops bot posts, as of the snapshot, its freshness's age counted to now.
+// Summary is what a chatops bot posts, as of the snapshot, its freshness's age counted to now;
+// the caller may set its dead-letter queues' links (the slice is its own).
 func (snap *Snapshot) Summary(now time.Time) Summary {
 	sum := snap.summary
 	sum.Freshness = snap.FreshnessAt(now)
+	sum.DeadLetterQueues = slices.Clone(sum.DeadLetterQueues)
 	return sum
 }
 

@@ -37,13 +37,14 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 		Sight:            ov.Sight,
 		Problems:         ov.Problems,
 		Cost:             ov.Cost,
+		Totals:           ov.Totals,
 	}
 	for _, q := range ov.Queues {
 		if q.Health.Status != HealthOK {
 			sum.Unhealthy = append(sum.Unhealthy, q)
 		}
 		if q.IsDeadLetterQueue && !q.Gone && q.Visible > 0 {
-			sum.DeadLetterQueues = append(sum.DeadLetterQueues, DLQDepth{Name: q.Name, Visible: q.Visible, Ref: q.Ref, id: q.ID, Triage: emptyTriage()})
+			sum.DeadLetterQueues = append(sum.DeadLetterQueues, DLQDepth{Name: q.Name, Visible: q.Visible, Ref: q.Ref, id: q.ID})
 		}
 	}
 	slices.SortStableFunc(sum.DeadLetterQueues, func(a, b DLQDepth) int {
@@ -55,6 +56,8 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 	for i := range sum.DeadLetterQueues[:min(len(sum.DeadLetterQueues), summaryLines)] {
 		sample, ok := rd.samples[sum.DeadLetterQueues[i].id]
 		if !ok {
+			empty := emptyTriage()
+			sum.DeadLetterQueues[i].Triage = &empty
 			continue
 		}
 		c := rd.counted[sample.ID]
@@ -65,7 +68,7 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 			}
 			c.triage = &t
 		}
-		sum.DeadLetterQueues[i].Triage = *c.triage
+		sum.DeadLetterQueues[i].Triage = c.triage
 	}
 	for _, t := range snap.readings.running {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, snap.At))
@@ -195,7 +198,7 @@ func (s Summary) Text(base string) string {
 			fmt.Fprintf(&b, " (its DLQ %s: see its line)", *q.DeadLetterQueue)
 		}
 		for _, d := range s.DeadLetterQueues {
-			if d.Name == q.Name && d.Ref == q.Ref {
+			if d.Name == q.Name && d.Ref == q.Ref && d.Triage != nil {
 				if t := d.Triage.Line(); t != "" {
 					b.WriteString(" — " + t)
 				}

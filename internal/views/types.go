@@ -573,9 +573,16 @@ type SightProblem struct {
 
 // Summary is GET /api/v1/summary: what a bot posts as it is.
 type Summary struct {
-	GeneratedAt      time.Time      `json:"generatedAt"`
-	Freshness        Freshness      `json:"freshness"`
-	Unhealthy        []QueueSummary `json:"unhealthy"`        // never nil
+	GeneratedAt time.Time `json:"generatedAt"`
+	Freshness   Freshness `json:"freshness"`
+	// Totals count the queues by health and sum their depths: the healthy ones are counted,
+	// not listed.
+	Totals Totals `json:"totals"`
+	// Unhealthy are the queues whose health is not ok, worst first: what Text says. The API
+	// lists them, and every queue in Queues, only when asked (?all=true), so that a bad day's
+	// summary stays a size a bot reads every minute.
+	Unhealthy        []QueueSummary `json:"unhealthy,omitempty"`
+	Queues           []QueueSummary `json:"queues,omitempty"`
 	DeadLetterQueues []DLQDepth     `json:"deadLetterQueues"` // never nil
 	RunningRedrives  []Redrive      `json:"runningRedrives"`  // never nil
 	// Cost is what watching costs in AWS API calls per day, at list prices.
@@ -591,9 +598,10 @@ type DLQDepth struct {
 	Name    string `json:"name"`
 	Visible int64  `json:"visible"`
 	// Ref is how links name the queue (its name, or its ARN when the name is ambiguous).
-	Ref    string `json:"-"`
-	id     int64
-	Triage Triage `json:"triage"`
+	Ref string `json:"-"`
+	id  int64
+	// Triage is what its newest sample says went wrong: for the summaryLines deepest only.
+	Triage *Triage `json:"triage,omitempty"`
 	// PageURL is the queue's page in the dashboard, set by the server from --public-url or the
 	// request's own address.
 	PageURL string `json:"pageUrl,omitempty"`
