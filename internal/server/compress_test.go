@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/andybalholm/brotli"
 )
 
 // TestResponsesCompressed: pages, fragments, JSON, CSV and error pages go gzipped to a client
@@ -29,6 +31,10 @@ func TestResponsesCompressed(t *testing.T) {
 		{"error page", request{path: "/queues/no-such-queue", header: gz}, http.StatusNotFound, "</html>", "gzip"},
 		{"no Accept-Encoding", request{path: "/"}, http.StatusOK, "<table", ""},
 		{"gzip refused", request{path: "/", header: http.Header{"Accept-Encoding": {"gzip;q=0"}}}, http.StatusOK, "<table", ""},
+		{"brotli alone", request{path: "/", header: http.Header{"Accept-Encoding": {"br"}}}, http.StatusOK, "<table", "br"},
+		{"brotli alone, API JSON", request{path: "/api/v1/queues", header: http.Header{"Accept-Encoding": {"br;q=0.9, identity"}}}, http.StatusOK, `"web-search-dlq"`, "br"},
+		{"brotli and gzip: gzip", request{path: "/", header: http.Header{"Accept-Encoding": {"br, gzip;q=0.5"}}}, http.StatusOK, "<table", "gzip"},
+		{"brotli refused", request{path: "/", header: http.Header{"Accept-Encoding": {"br;q=0"}}}, http.StatusOK, "<table", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,12 +49,15 @@ func TestResponsesCompressed(t *testing.T) {
 				t.Errorf("Vary %q does not name Accept-Encoding", rec.Header().Values("Vary"))
 			}
 			var body io.Reader = rec.Body
-			if tt.encoding == "gzip" {
+			switch tt.encoding {
+			case "gzip":
 				zr, err := gzip.NewReader(rec.Body)
 				if err != nil {
 					t.Fatal(err)
 				}
 				body = zr
+			case "br":
+				body = brotli.NewReader(rec.Body)
 			}
 			b, err := io.ReadAll(body)
 			if err != nil {

@@ -261,7 +261,8 @@ func deflateSize(b []byte) int {
 // gzipped as a browser asks, an attribute cycle stored and its snapshot built before each pair
 // of requests, as the pages are read between cycles: the first page after a snapshot renders
 // its rows (in the server a push usually has), the second writes them as rendered. It reports
-// the page's size as sent and the JavaScript a first visit loads.
+// the page's size as sent (gzip, and brotli for a client that asks for it alone) and the
+// JavaScript a first visit loads.
 func BenchmarkFleetOverviewPage(b *testing.B) {
 	fw := newFleetWorld(b, benchPairs1000, benchBusy)
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -289,6 +290,13 @@ func BenchmarkFleetOverviewPage(b *testing.B) {
 	rec := httptest.NewRecorder()
 	fw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	raw = rec.Body.Len()
+	brotliReq := httptest.NewRequest(http.MethodGet, "/", nil)
+	brotliReq.Header.Set("Accept-Encoding", "br")
+	rec = httptest.NewRecorder()
+	start := time.Now()
+	fw.handler.ServeHTTP(rec, brotliReq)
+	b.ReportMetric(float64(time.Since(start))/float64(time.Millisecond), "page-br-ms")
+	b.ReportMetric(float64(rec.Body.Len())/1024, "page-br-KB")
 	reportPercentiles(b, "first", first)
 	reportPercentiles(b, "page", again)
 	b.ReportMetric(float64(sent)/1024, "page-gzip-KB")
