@@ -131,13 +131,6 @@ func TestRequestIDs(t *testing.T) {
 	}
 }
 
-func metadataOf[T any](out *T, err error, md func() middleware.Metadata) (middleware.Metadata, error) {
-	if err != nil {
-		return middleware.Metadata{}, err
-	}
-	return md(), nil
-}
-
 // TestQueryRequestIDInBody: a Query answer repeats its header's request id
 // in its XML, where the clients of that protocol read it, success or error,
 // SQS's or CloudWatch's.
