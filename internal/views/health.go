@@ -89,12 +89,15 @@ const maxReasonsPerRule = 3
 // raises the status; the worst rule wins.
 func evaluateHealth(f healthFacts, th Thresholds) Health {
 	h := Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}
-	add := func(kind ProblemKind, status HealthStatus, reason string) {
-		h.Reasons = append(h.Reasons, reason)
-		h.Findings = append(h.Findings, Finding{Kind: kind, Status: status, Reason: reason})
-		if severity(status) > severity(h.Status) {
-			h.Status = status
+	found := func(f Finding) {
+		h.Reasons = append(h.Reasons, f.Reason)
+		h.Findings = append(h.Findings, f)
+		if severity(f.Status) > severity(h.Status) {
+			h.Status = f.Status
 		}
+	}
+	add := func(kind ProblemKind, status HealthStatus, reason string) {
+		found(Finding{Kind: kind, Status: status, Reason: reason})
 	}
 	q := f.Queue
 	staleAfter, ageWindow := cmp.Or(f.StaleAfter, th.StaleAfter), cmp.Or(f.AgeWindow, th.GrowthWindow)
@@ -120,13 +123,13 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		depth := f.Latest.Visible
 		switch {
 		case depth >= th.DLQDepthCritical:
-			add(ProblemDeadLetter, HealthCritical, plural(depth, "message")+" in the dead-letter queue")
+			found(Finding{Kind: ProblemDeadLetter, Status: HealthCritical, Reason: plural(depth, "message") + " in the dead-letter queue", Size: float64(depth)})
 		case depth > 0:
-			add(ProblemDeadLetter, HealthWarning, plural(depth, "message")+" in the dead-letter queue")
+			found(Finding{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: plural(depth, "message") + " in the dead-letter queue", Size: float64(depth)})
 		}
 		if f.Earlier != nil && depth > f.Earlier.Visible {
-			add(ProblemDeadLetter, HealthCritical, fmt.Sprintf("growing: %d → %d messages in %s",
-				f.Earlier.Visible, depth, humanDuration(f.Latest.At.Sub(f.Earlier.At))))
+			found(Finding{Kind: ProblemDeadLetter, Status: HealthCritical, Size: float64(depth), Growing: true,
+				Reason: fmt.Sprintf("growing: %d → %d messages in %s", f.Earlier.Visible, depth, humanDuration(f.Latest.At.Sub(f.Earlier.At)))})
 		}
 	}
 
@@ -148,9 +151,9 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
-			add(ProblemOldest, HealthCritical, "oldest message is "+humanDuration(age)+" old")
+			found(Finding{Kind: ProblemOldest, Status: HealthCritical, Reason: "oldest message is " + humanDuration(age) + " old", Size: f.OldestAge.Value})
 		case age >= th.OldestAgeWarning:
-			add(ProblemOldest, HealthWarning, "oldest message is "+humanDuration(age)+" old")
+			found(Finding{Kind: ProblemOldest, Status: HealthWarning, Reason: "oldest message is " + humanDuration(age) + " old", Size: f.OldestAge.Value})
 		}
 	case !f.EmptyAt.IsZero() && clock.before(f.EmptyAt.Add(th.OldestAgeWarning)):
 	case f.CloudWatchFailure != nil:
@@ -163,23 +166,25 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
 	}
 
+	blocked := float64(len(f.BlockedGroups)) // each reason of the rule weighs what the rule found
 	for i, g := range f.BlockedGroups {
 		if i == maxReasonsPerRule {
-			add(ProblemBlocked, HealthWarning, fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i))
+			found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Reason: fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i), Size: blocked})
 			break
 		}
-		add(ProblemBlocked, HealthWarning, fmt.Sprintf("group %s blocked: head received %s",
-			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time")))
+		found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Size: blocked, Reason: fmt.Sprintf("group %s blocked: head received %s",
+			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time"))})
 	}
 
 	if f.NearMax > 0 && q.MaxReceiveCount > 0 {
-		add(ProblemNearMax, HealthWarning, fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount))
+		found(Finding{Kind: ProblemNearMax, Status: HealthWarning, Size: float64(f.NearMax),
+			Reason: fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount)})
 	}
 
 	if n := len(f.Errors); n > 0 {
 		e := f.Errors[0]
-		add(ProblemErrors, HealthWarning, fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
-			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64)))
+		found(Finding{Kind: ProblemErrors, Status: HealthWarning, Size: float64(n), Reason: fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
+			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64))})
 	}
 
 	if src, own, theirs, short := retentionShortfall(q, f.Sources); short {

@@ -13,7 +13,9 @@ var problemOrder = []ProblemKind{ProblemDeadLetter, ProblemBlocked, ProblemSight
 // problems lists what needs a person: one problem per queue and kind of health rule (a DLQ's
 // depth and its growth are one problem, three blocked groups of one queue another), and one per
 // region or operation toolq cannot read. Rules that could not be checked (unknown) are no
-// problem here: the row says so. Critical first, then by kind, then by queue name.
+// problem here: the row says so. Critical first, then by kind; within a kind what grows first,
+// then the largest (the deepest dead-letter queue, the oldest message, the most blocked
+// sessions), then by queue name.
 func problems(qs []QueueSummary, sight []SightProblem) []Problem {
 	out := []Problem{}
 	for _, sp := range sight {
@@ -31,13 +33,15 @@ func problems(qs []QueueSummary, sight []SightProblem) []Problem {
 			}
 			i := slices.IndexFunc(byKind, func(p Problem) bool { return p.Kind == f.Kind })
 			if i < 0 {
-				byKind = append(byKind, Problem{Kind: f.Kind, Severity: f.Status, Queue: q.Name, Ref: cmp.Or(q.Ref, q.Name), Region: q.Region, Text: f.Reason})
+				byKind = append(byKind, Problem{Kind: f.Kind, Severity: f.Status, Queue: q.Name, Ref: cmp.Or(q.Ref, q.Name), Region: q.Region, Text: f.Reason,
+					size: f.Size, growing: f.Growing})
 				continue
 			}
 			if severity(f.Status) > severity(byKind[i].Severity) {
 				byKind[i].Severity = f.Status
 			}
 			byKind[i].Text += "; " + f.Reason
+			byKind[i].size, byKind[i].growing = max(byKind[i].size, f.Size), byKind[i].growing || f.Growing
 		}
 		for i := range byKind {
 			if byKind[i].Kind == ProblemDeadLetter && len(q.SourceQueues) > 0 {
@@ -53,7 +57,10 @@ func problems(qs []QueueSummary, sight []SightProblem) []Problem {
 		if c := cmp.Compare(slices.Index(problemOrder, a.Kind), slices.Index(problemOrder, b.Kind)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Queue, b.Queue)
+		if a.growing != b.growing {
+			return btoi(b.growing) - btoi(a.growing)
+		}
+		return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.Queue, b.Queue))
 	})
 	return out
 }

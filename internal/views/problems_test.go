@@ -63,3 +63,31 @@ func TestSummaryProblemsAreTheOverviews(t *testing.T) {
 		t.Errorf("summary problems %+v\noverview problems %+v", sum.Problems, ov.Problems)
 	}
 }
+
+// TestProblemsOfOneSeverityAreOrderedByGrowthAndSize: among problems of one kind and severity,
+// what grows comes first, then the largest, so the deepest dead-letter queue tops the list
+// whatever its name.
+func TestProblemsOfOneSeverityAreOrderedByGrowthAndSize(t *testing.T) {
+	dlq := func(name string, depth float64, growing bool) QueueSummary {
+		fs := []Finding{{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: "messages in the dead-letter queue", Size: depth}}
+		if growing {
+			fs = append(fs, Finding{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: "growing", Size: depth, Growing: true})
+		}
+		return QueueSummary{Name: name, Health: Health{Findings: fs}}
+	}
+	got := problems([]QueueSummary{
+		dlq("a-small-dlq", 4, false),
+		dlq("b-deep-dlq", 59, false),
+		dlq("c-growing-dlq", 2, true),
+		dlq("d-mid-dlq", 12, false),
+		dlq("e-tied-dlq", 12, false),
+	}, nil)
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Queue)
+	}
+	want := []string{"c-growing-dlq", "b-deep-dlq", "d-mid-dlq", "e-tied-dlq", "a-small-dlq"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("order = %v, want %v", names, want)
+	}
+}

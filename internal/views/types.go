@@ -34,11 +34,15 @@ type Health struct {
 	Findings []Finding `json:"-"`
 }
 
-// Finding is one reason of a queue's health, with its rule's kind and status.
+// Finding is one reason of a queue's health, with its rule's kind and status, and how large
+// what it found is (Size: messages, groups, seconds, errors, by the rule; 0 where the rule
+// finds no amount) and whether it grows, by which the problems of one severity are ordered.
 type Finding struct {
-	Kind   ProblemKind
-	Status HealthStatus
-	Reason string
+	Kind    ProblemKind
+	Status  HealthStatus
+	Reason  string
+	Size    float64
+	Growing bool
 }
 
 // Thresholds drive the health rules. Zero fields take the defaults of DefaultThresholds.
@@ -536,6 +540,10 @@ type Problem struct {
 	Region string `json:"region"`
 	// Text says what is wrong in one line, safe to show (the health reasons of its kind).
 	Text string `json:"text"`
+	// size and growing order the problems of one kind and severity: growing first, then the
+	// largest (the deepest dead-letter queue, the most blocked sessions, the oldest message).
+	size    float64
+	growing bool
 }
 
 // ProblemKind names the health rule a problem comes from.
