@@ -79,12 +79,15 @@ type Chart struct {
 	Grid   []float64
 	XTicks []ChartTick
 	Marks  []ChartMark
-	// Latest is the series' newest value and LatestAt its time, for the caption: the same
-	// reading as the stats card above the charts, not a bucket's maximum.
-	Latest   string
-	LatestAt time.Time
-	Since    time.Time
-	Until    time.Time
+	// Latest is what the chart's newest point shows and LatestWhen when, for the caption. A
+	// line ends at the series' newest reading (LatestAt), the same reading as the stats card
+	// above the charts, not the maximum of the newest bucket; bars end at the newest bucket's
+	// rate, and LatestWhen names the bucket.
+	Latest     string
+	LatestAt   time.Time
+	LatestWhen string
+	Since      time.Time
+	Until      time.Time
 	// Fitted says the chart covers less than the range asked for, which started at
 	// RangeSince: the history is shorter.
 	Fitted     bool
@@ -189,7 +192,27 @@ func NewChart(title string, kind ChartKind, unit string, s views.Series, since, 
 		return c
 	}
 	c.MaxText = format(max)
-	c.Latest, c.LatestAt = format(newest.Value), newest.At
+	stamp := "15:04"
+	if span > 24*time.Hour {
+		stamp = "Jan 2 15:04"
+	}
+	bucketLabel := func(i int) string {
+		at := since.Add(time.Duration(i) * width).UTC()
+		if width > time.Minute {
+			return at.Format(stamp) + "–" + at.Add(width).Format("15:04") + " UTC"
+		}
+		return at.Format(stamp) + " UTC"
+	}
+	// The caption says what the end of the chart shows. A line's newest bucket is drawn at the
+	// newest reading (its hover says the bucket's maximum beside it), so that the line, its
+	// caption and the stats card agree; a bar is its bucket's rate.
+	lastMax := vals[last]
+	if kind == ChartBars {
+		c.Latest, c.LatestAt, c.LatestWhen = format(vals[last])+" a minute", since.Add(time.Duration(last)*width), bucketLabel(last)
+	} else {
+		vals[last] = newest.Value
+		c.Latest, c.LatestAt, c.LatestWhen = format(newest.Value), newest.At, newest.At.UTC().Format("15:04:05 UTC")
+	}
 	step, intervals := niceScale(max, unit)
 	scale := step * float64(intervals)
 	for k := intervals; k >= 0; k-- {
@@ -200,10 +223,6 @@ func NewChart(title string, kind ChartKind, unit string, s views.Series, since, 
 	c.XTicks = timeTicks(since, until)
 	colW := float64(chartWidth) / float64(n)
 	plotH := float64(chartHeight)
-	stamp := "15:04"
-	if span > 24*time.Hour {
-		stamp = "Jan 2 15:04"
-	}
 	var line strings.Builder
 	for i := range vals {
 		if !has[i] {
@@ -212,14 +231,12 @@ func NewChart(title string, kind ChartKind, unit string, s views.Series, since, 
 		x := float64(i) * colW
 		h := vals[i] / scale * plotH
 		y := float64(chartHeight) - h
-		at := since.Add(time.Duration(i) * width).UTC()
-		label := at.Format(stamp) + " UTC"
-		if width > time.Minute {
-			label = at.Format(stamp) + "–" + at.Add(width).Format("15:04") + " UTC"
-		}
-		label += ": " + format(vals[i])
-		if c.Kind == ChartBars {
+		label := bucketLabel(i) + ": " + format(vals[i])
+		switch {
+		case c.Kind == ChartBars:
 			label += " a minute"
+		case i == last && lastMax != vals[i]:
+			label += " now, " + format(lastMax) + " at most"
 		}
 		c.Hits = append(c.Hits, ChartRect{X: round1(x), Y: 0, W: round1(colW), H: chartHeight, Label: label})
 		if kind == ChartBars {

@@ -107,4 +107,36 @@ func TestChartCaptionIsTheNewestReading(t *testing.T) {
 	if c.Latest != "1" || !c.LatestAt.Equal(until.Add(-25*time.Second)) || c.MaxText != "5" {
 		t.Errorf("latest %q at %v, max %q; want 1 at %v, max 5", c.Latest, c.LatestAt, c.MaxText, until.Add(-25*time.Second))
 	}
+	// The line ends where its caption says: at the newest reading, not the bucket's maximum.
+	vertices := strings.Fields(c.Line)
+	_, y, _ := strings.Cut(vertices[len(vertices)-1], ",")
+	step, intervals := niceScale(5, UnitMessages)
+	if want := fmtCoord(chartHeight - 1/(step*float64(intervals))*chartHeight); y != want {
+		t.Errorf("the line ends at y=%s, want %s (the newest reading, 1)", y, want)
+	}
+	if hover := c.Hits[len(c.Hits)-1].Label; !strings.Contains(hover, ": 1 now, 5 at most") {
+		t.Errorf("the last bucket's hover = %q, want it to say the reading and the bucket's maximum", hover)
+	}
+}
+
+// TestBarChartCaptionIsTheNewestBar: bars of a day are 12-minute buckets of a rate; the caption
+// gives the last bar's rate and its bucket, not the newest one-minute datapoint.
+func TestBarChartCaptionIsTheNewestBar(t *testing.T) {
+	since := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	until := since.Add(24 * time.Hour)
+	s := views.Series{Points: []views.Point{
+		{At: until.Add(-10 * time.Minute), Value: 30},
+		{At: until.Add(-time.Minute), Value: 0},
+	}}
+	c := NewChart("Sent", ChartBars, UnitPerMinute, s, since, until, Number)
+	last := c.Bars[len(c.Bars)-1]
+	if !strings.HasSuffix(last.Label, ": "+c.Latest) {
+		t.Errorf("caption %q, last bar %q: want the bar's value", c.Latest, last.Label)
+	}
+	if !strings.HasPrefix(last.Label, c.LatestWhen+": ") {
+		t.Errorf("caption time %q, last bar %q: want the bar's bucket", c.LatestWhen, last.Label)
+	}
+	if c.Latest == "0 a minute" {
+		t.Errorf("caption %q is the newest datapoint, not the bar", c.Latest)
+	}
 }
