@@ -182,8 +182,9 @@ func (c *Collector) receiveGuard(q *watchedQueue) (reason string, never bool) {
 		return "", false
 	}
 	if id, worst := q.mostReceived(); worst+1 >= st.maxReceiveCount {
-		return fmt.Sprintf("paused: message %s has been received %d of maxReceiveCount %d times; another receive by toolq would leave it no delivery for its consumers",
-			safetext.Line(id, 64), worst, st.maxReceiveCount), false
+		own := q.ownReceivesOf(id)
+		return fmt.Sprintf("paused: message %s has been received %d of %d times (consumers %d, toolq %d); another receive by toolq would leave it no delivery for its consumers",
+			safetext.Line(id, 64), worst, st.maxReceiveCount, worst-own, own), false
 	}
 	limit := store.OwnReceiveLimit(st.maxReceiveCount)
 	if id, own := q.mostOwnReceived(); own >= limit {
@@ -451,7 +452,7 @@ func exhausted(m types.Message, maxRC int) (reason string, countless bool) {
 	case !ok:
 		return "paused: the endpoint does not report ApproximateReceiveCount, so toolq cannot tell how many receives messages have left", true
 	case n >= maxRC:
-		return fmt.Sprintf("paused: message %s reached %d of maxReceiveCount %d with toolq's receive; sampling stopped so that no other message loses a delivery",
+		return fmt.Sprintf("paused: message %s has been received %d of %d times, the last by toolq; sampling stopped so that no other message loses a delivery",
 			safetext.Line(aws.ToString(m.MessageId), 64), n, maxRC), false
 	}
 	return "", false

@@ -220,6 +220,14 @@ func (q *watchedQueue) mostReceived() (id string, receives int) {
 	return q.most(func(m seenMessage) int { return m.receives })
 }
 
+// ownReceivesOf is how often toolq received the message id since it arrived, of what the
+// peeks know (0 for a message they do not).
+func (q *watchedQueue) ownReceivesOf(id string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.seen[id].own
+}
+
 // mostOwnReceived returns the message the peeks know of that toolq itself received most often
 // since it arrived, as mostReceived does.
 func (q *watchedQueue) mostOwnReceived() (id string, receives int) {

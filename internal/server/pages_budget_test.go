@@ -58,12 +58,15 @@ func TestPagesShowToolqsReceivesPerMessage(t *testing.T) {
 	}
 
 	doc, _ := pw.page(t, request{path: "/queues/jobs/messages"}, http.StatusOK)
-	cells := doc.Find("table.messages tbody td.own-limit")
+	cells := doc.Find("table.messages tbody .receives .own-limit")
 	if cells.Length() != 4 {
 		t.Fatalf("%d messages marked at toolq's limit; want 4:\n%s", cells.Length(), outer(doc.Find("table.messages")))
 	}
-	if text := strings.TrimSpace(cells.First().Text()); text != "1 of 1" {
-		t.Errorf("toolq's receives = %q; want 1 of 1", text)
+	if text := strings.TrimSpace(cells.First().Text()); text != "toolq 1" {
+		t.Errorf("toolq's receives = %q; want toolq 1", text)
+	}
+	if all := strings.Join(strings.Fields(doc.Find("table.messages tbody .receives").First().Text()), " "); all != "1 of 3 consumers 0 · toolq 1" {
+		t.Errorf("receives = %q; want 1 of 3 consumers 0 · toolq 1", all)
 	}
 	if title, _ := cells.First().Attr("title"); !strings.Contains(title, "does not sample this queue again") {
 		t.Errorf("title = %q", title)

@@ -165,7 +165,7 @@ func escapeJSONControls(b []byte) []byte {
 // csvHeader is the first row of the CSV export, before a column per dimension
 // ("dimension.<name>") and the failure reason.
 var csvHeader = []string{
-	"messageId", "groupId", "deduplicationId", "sequenceNumber", "receiveCount", "sentAt", "ageSeconds",
+	"messageId", "groupId", "deduplicationId", "sequenceNumber", "receives.all", "receives.consumers", "receives.toolq", "sentAt", "ageSeconds",
 	"toolName", "toolCallId", "sessionId", "deadLetterSource", "bodySize", "bodyTruncated", "body",
 }
 
@@ -197,7 +197,8 @@ func (s *Server) exportMessagesCSV(c echo.Context) error {
 			sent = m.SentAt.UTC().Format(time.RFC3339)
 		}
 		row := []string{
-			m.MessageID, m.GroupID, m.DeduplicationID, m.SequenceNumber, strconv.Itoa(m.ReceiveCount), sent,
+			m.MessageID, m.GroupID, m.DeduplicationID, m.SequenceNumber,
+			strconv.Itoa(m.Receives.All), strconv.Itoa(m.Receives.Consumers), strconv.Itoa(m.Receives.Toolq), sent,
 			strconv.FormatFloat(m.AgeSeconds, 'f', 0, 64), m.ToolName, m.ToolCallID, m.SessionID,
 			m.DeadLetterSource, strconv.Itoa(m.BodySize), strconv.FormatBool(m.BodyTruncated), m.Body,
 		}

@@ -805,7 +805,7 @@ func TestOperatorCues(t *testing.T) {
 		{"a DLQ's own depth stands out", row("web-search-dlq").Find("td.dlq-depth"), "3"},
 		{"nothing stands out without DLQ messages", row("notifications").Find("td.dlq-depth"), ""},
 		{"the sample's tool comes first", dlqPage.Find("#messages table.messages thead th").Eq(1), "Tool"},
-		{"since when it fails", dlqPage.Find("#messages table.messages thead th").Eq(8), "First received"},
+		{"since when it fails", dlqPage.Find("#messages table.messages thead th:contains('First received')"), "First received"},
 		{"the redrive says how many and where", dlqPage.Find("#redrive-panel .redrive-now"), "3 messages wait here now. By default each goes back to the queue it failed in (web-search)"},
 	}
 	for _, tt := range tests {

@@ -423,12 +423,15 @@ func (s *Store) SampleValueCounts(ctx context.Context, sampleID int64, field Fie
 	return out, nil
 }
 
-// SampleGroups returns the group backlog of a sample, oldest message first.
+// SampleGroups returns the group backlog of a sample, oldest message first, with the
+// dashboard's own receives of each head (from the head's row of the same sample).
 func (s *Store) SampleGroups(ctx context.Context, sampleID int64) ([]GroupBacklog, error) {
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
-			g.head_receive_count, g.blocked
+			g.head_receive_count, COALESCE(sm.own_receives, 0), g.blocked
 		FROM group_backlog g JOIN samples s ON s.id = g.sample_id
+		LEFT JOIN messages m ON m.queue_id = s.queue_id AND m.message_id = g.head_message_id
+		LEFT JOIN sample_messages sm ON sm.sample_id = g.sample_id AND sm.message_ref = m.id
 		WHERE g.sample_id = ? ORDER BY g.oldest_sent_at, g.group_id`, sampleID)
 	if err != nil {
 		return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
@@ -439,7 +442,7 @@ func (s *Store) SampleGroups(ctx context.Context, sampleID int64) ([]GroupBacklo
 		var g GroupBacklog
 		var oldest int64
 		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
-			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			&g.HeadReceiveCount, &g.HeadOwnReceives, &g.Blocked); err != nil {
 			return nil, fmt.Errorf("store: groups of sample %d: %w", sampleID, err)
 		}
 		g.OldestSentAt = fromMS(oldest)
@@ -567,8 +570,10 @@ func (s *Store) nearMaxCounts(ctx context.Context, sampleIDs []int64) (map[int64
 func groupsOfSamplesQuery(d dialect) string {
 	return `
 	SELECT g.sample_id, s.queue_id, g.group_id, g.messages, g.oldest_sent_at, g.head_message_id,
-		g.head_receive_count, g.blocked
+		g.head_receive_count, COALESCE(sm.own_receives, 0), g.blocked
 	FROM ` + d.idTable("?") + ` j CROSS JOIN group_backlog g JOIN samples s ON s.id = g.sample_id
+	LEFT JOIN messages m ON m.queue_id = s.queue_id AND m.message_id = g.head_message_id
+	LEFT JOIN sample_messages sm ON sm.sample_id = g.sample_id AND sm.message_ref = m.id
 	WHERE g.sample_id = j.value
 	ORDER BY g.sample_id, g.oldest_sent_at, g.group_id`
 }
@@ -597,7 +602,7 @@ func (s *Store) groupsOfSamples(ctx context.Context, sampleIDs []int64) (map[int
 		var g GroupBacklog
 		var oldest int64
 		if err := rows.Scan(&g.SampleID, &g.QueueID, &g.GroupID, &g.Messages, &oldest, &g.HeadMessageID,
-			&g.HeadReceiveCount, &g.Blocked); err != nil {
+			&g.HeadReceiveCount, &g.HeadOwnReceives, &g.Blocked); err != nil {
 			return nil, fmt.Errorf("store: groups of samples: %w", err)
 		}
 		g.OldestSentAt = fromMS(oldest)

@@ -44,6 +44,7 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 		msgs[1].Attributes = nil
 		msgs[2].Body = "not json \x00 <b>ü</b>"
 		msgs[2].BodyTruncated = true
+		msgs[0].OwnReceives = 2
 		groups := []GroupBacklog{
 			{GroupID: "sess_b", Messages: 2, OldestSentAt: t0.Add(-time.Minute), HeadMessageID: "m-0001", HeadReceiveCount: 1},
 			{GroupID: "sess_a", Messages: 3, OldestSentAt: t0.Add(-time.Hour), HeadMessageID: "m-0000", HeadReceiveCount: 5, Blocked: true},
@@ -85,6 +86,10 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 		gs, err := s.SampleGroups(ctx, id)
 		if err != nil || len(gs) != 2 || gs[0].GroupID != "sess_a" || !gs[0].Blocked || gs[0].QueueID != q.ID {
 			t.Errorf("SampleGroups = %+v, %v; want sess_a (oldest, blocked) first", gs, err)
+		}
+		if len(gs) == 2 && (gs[0].HeadOwnReceives != 2 || gs[1].HeadOwnReceives != msgs[1].OwnReceives) {
+			t.Errorf("heads' own receives = %d, %d; want %d, %d (the heads' rows in the sample)",
+				gs[0].HeadOwnReceives, gs[1].HeadOwnReceives, 2, msgs[1].OwnReceives)
 		}
 
 		counts, err := s.SampleValueCounts(ctx, id, Field{Kind: FieldTool}, MessageFilter{})

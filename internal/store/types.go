@@ -172,8 +172,11 @@ type GroupBacklog struct {
 	Messages         int
 	OldestSentAt     time.Time
 	HeadMessageID    string
-	HeadReceiveCount int
-	Blocked          bool // the head keeps failing (its receive count is high) while messages wait behind it
+	HeadReceiveCount int // the head's receives but the dashboard's, as SampledMessage.ReceiveCount
+	// HeadOwnReceives is the dashboard's receives of the head, as SampledMessage.OwnReceives,
+	// read from the head's row of the same sample.
+	HeadOwnReceives int
+	Blocked         bool // the head keeps failing (its receive count is high) while messages wait behind it
 }
 
 // MoveTaskStatus is a move task's status, as SQS reports it.

@@ -172,7 +172,7 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 			found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Reason: fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i), Size: blocked})
 			break
 		}
-		found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Size: blocked, Reason: fmt.Sprintf("group %s blocked: head received %s",
+		found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Size: blocked, Reason: fmt.Sprintf("group %s blocked: head failed %s",
 			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time"))})
 	}
 

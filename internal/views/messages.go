@@ -71,6 +71,7 @@ func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
 			OldestSentAt:     g.OldestSentAt.UTC(),
 			OldestAgeSeconds: ageSeconds(now, g.OldestSentAt),
 			HeadMessageID:    g.HeadMessageID,
+			HeadReceives:     receivesOf(g.HeadReceiveCount, g.HeadOwnReceives, q.MaxReceiveCount),
 			HeadReceiveCount: g.HeadReceiveCount,
 			Blocked:          g.Blocked,
 			State:            groupState(g),
@@ -170,7 +171,7 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	names := s.queueNames(ctx)
 	now := s.clock()
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, s.messageOf(m, sample, now, names, ownReceiveLimit(q)))
+		out.Messages = append(out.Messages, s.messageOf(m, sample, now, names, q.MaxReceiveCount))
 	}
 	if more {
 		out.NextCursor = out.Messages[len(out.Messages)-1].Cursor
@@ -195,7 +196,7 @@ func (s *Service) Message(ctx context.Context, queueID int64, messageID string) 
 	if err != nil {
 		return Message{}, fmt.Errorf("views: message of %s: %w", q.Name, err)
 	}
-	return s.messageOf(m, sample, s.clock(), s.queueNames(ctx), ownReceiveLimit(q)), nil
+	return s.messageOf(m, sample, s.clock(), s.queueNames(ctx), q.MaxReceiveCount), nil
 }
 
 // queueNames maps ARNs to queue names, to name a message's dead-letter source. It is best
@@ -212,21 +213,24 @@ func (s *Service) queueNames(ctx context.Context) map[string]string {
 	return names
 }
 
-// ownReceiveLimit is how often toolq may receive each message of q (store.OwnReceiveLimit), or
-// nil when q has no RedrivePolicy (a final dead-letter queue), where toolq's receives cost
+// ownReceiveLimit is how often toolq may receive each message of a queue with maxReceiveCount
+// (store.OwnReceiveLimit), or nil when the queue has no RedrivePolicy (a final dead-letter queue), where toolq's receives cost
 // nothing but the count.
-func ownReceiveLimit(q store.Queue) *int {
-	if q.MaxReceiveCount == 0 {
+func ownReceiveLimit(maxReceiveCount int) *int {
+	if maxReceiveCount == 0 {
 		return nil
 	}
-	limit := store.OwnReceiveLimit(q.MaxReceiveCount)
+	limit := store.OwnReceiveLimit(maxReceiveCount)
 	return &limit
 }
 
-func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string, limit *int) Message {
+// messageOf is one sampled message of a queue whose maxReceiveCount is maxReceiveCount (0
+// without a RedrivePolicy).
+func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now time.Time, names map[string]string, maxReceiveCount int) Message {
 	out := Message{
+		Receives:            receivesOf(m.ReceiveCount, m.OwnReceives, maxReceiveCount),
 		OwnReceives:         m.OwnReceives,
-		OwnReceiveLimit:     limit,
+		OwnReceiveLimit:     ownReceiveLimit(maxReceiveCount),
 		Cursor:              encodeCursor(cursor{queueID: sample.QueueID, sampleID: sample.ID, afterID: m.ID}),
 		MessageID:           m.MessageID,
 		GroupID:             m.GroupID,

@@ -631,7 +631,7 @@ const (
 
 // peekStatus says whether and how the dashboard samples a queue and what its receives cost.
 func (s *Service) peekStatus(ctx context.Context, q store.Queue, rd *readings, now time.Time) (PeekStatus, error) {
-	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused, OwnReceiveLimit: ownReceiveLimit(q)}
+	p := PeekStatus{Enabled: q.PeekEnabled, Paused: q.PeekPaused, OwnReceiveLimit: ownReceiveLimit(q.MaxReceiveCount)}
 	if sample, ok := rd.samples[q.ID]; ok {
 		if p.OwnReceiveLimit != nil {
 			most, err := s.store.MostOwnReceives(ctx, sample.ID)

@@ -84,7 +84,7 @@ func TestOverview(t *testing.T) {
 		"tool-calls-dlq.fifo": {"3 messages in the dead-letter queue", "growing: 1 → 3 messages in 15 min"},
 		"exports":             {"1 collector error in 5 min (last: AccessDenied on GetQueueAttributes)"},
 		"notifications":       {"oldest message is 10 min old"},
-		"tool-calls.fifo":     {"group sess_42 blocked: head received 4 times", "1 message near maxReceiveCount 5"},
+		"tool-calls.fifo":     {"group sess_42 blocked: head failed 4 times", "1 message near maxReceiveCount 5"},
 		"web-search":          {},
 	}
 	for name, want := range reasons {

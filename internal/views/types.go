@@ -219,8 +219,10 @@ type Group struct {
 	OldestSentAt     time.Time `json:"oldestSentAt"`
 	OldestAgeSeconds float64   `json:"oldestAgeSeconds"`
 	HeadMessageID    string    `json:"headMessageId"`
-	HeadReceiveCount int       `json:"headReceiveCount"`
-	Blocked          bool      `json:"blocked"`
+	// HeadReceives are the head message's receives, as Message.Receives counts them.
+	HeadReceives     Receives `json:"headReceives"`
+	HeadReceiveCount int      `json:"headReceiveCount"` // HeadReceives.Consumers, kept for older clients
+	Blocked          bool     `json:"blocked"`
 	// State says in one word what the group is doing (see GroupState).
 	State GroupState `json:"state"`
 }
@@ -268,9 +270,11 @@ type Message struct {
 	GroupID         string `json:"groupId,omitempty"`
 	DeduplicationID string `json:"deduplicationId,omitempty"`
 	SequenceNumber  string `json:"sequenceNumber,omitempty"`
-	ReceiveCount    int    `json:"receiveCount"` // its consumers' receives: toolq's own are OwnReceives
+	// Receives are its receives, all, its consumers' and toolq's, as every page shows them.
+	Receives     Receives `json:"receives"`
+	ReceiveCount int      `json:"receiveCount"` // Receives.Consumers, kept for older clients
 	// OwnReceives is how often toolq received the message since it arrived in the queue, this
-	// sample's receive included.
+	// sample's receive included: Receives.Toolq, kept for older clients.
 	OwnReceives int `json:"ownReceives"`
 	// OwnReceiveLimit is how often toolq may receive it (maxReceiveCount − 2, so that its
 	// consumers keep a try and a retry), or null on a queue without a RedrivePolicy. At the limit
@@ -296,6 +300,29 @@ type Message struct {
 	BodySize       int                `json:"bodySize"`
 	BodyTruncated  bool               `json:"bodyTruncated"`
 	SampledAt      time.Time          `json:"sampledAt"`
+}
+
+// Receives are a message's receives, counted one way on every page and in the API. All is what
+// SQS counted (ApproximateReceiveCount) when toolq last received the message; Toolq is how often
+// toolq received it since it arrived in this queue, that receive included; Consumers is the
+// rest, All − Toolq: its consumers' tries, and in a dead-letter queue every receive before the
+// message moved there. Max is the queue's maxReceiveCount, nil without a RedrivePolicy: the
+// receive that would take All past it moves the message to the dead-letter queue instead.
+type Receives struct {
+	All       int  `json:"all"`
+	Consumers int  `json:"consumers"`
+	Toolq     int  `json:"toolq"`
+	Max       *int `json:"max"`
+}
+
+// receivesOf counts a message's receives from what a sample stored of it: the receives but
+// toolq's, and toolq's own; maxReceiveCount is its queue's (0 without a RedrivePolicy).
+func receivesOf(consumers, toolq, maxReceiveCount int) Receives {
+	r := Receives{All: consumers + toolq, Consumers: consumers, Toolq: toolq}
+	if maxReceiveCount > 0 {
+		r.Max = &maxReceiveCount
+	}
+	return r
 }
 
 // OwnReceivesLeft is how many more times toolq may receive m, and whether a limit applies.

@@ -561,13 +561,18 @@ func GroupFilterParam(groupBy string) string {
 	return groupBy
 }
 
-// ownReceivesText is what toolq spent of a message's receives: "1 of 3", or "2" where no limit
-// applies (a final dead-letter queue).
-func ownReceivesText(m views.Message) string {
-	if m.OwnReceiveLimit == nil {
-		return strconv.Itoa(m.OwnReceives)
+// anyGrouped says whether a message of msgs belongs to a FIFO message group.
+func anyGrouped(msgs []views.Message) bool {
+	return slices.ContainsFunc(msgs, func(m views.Message) bool { return m.GroupID != "" })
+}
+
+// ReceivesAll is a message's receives, all of them: "4 of 5" of its queue's maxReceiveCount,
+// or "4" on a queue without one.
+func ReceivesAll(r views.Receives) string {
+	if r.Max == nil {
+		return strconv.Itoa(r.All)
 	}
-	return strconv.Itoa(m.OwnReceives) + " of " + strconv.Itoa(*m.OwnReceiveLimit)
+	return strconv.Itoa(r.All) + " of " + strconv.Itoa(*r.Max)
 }
 
 // ownReceivesNote warns before toolq's limit of receives of a message, and at it.
