@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -46,6 +47,9 @@ type pageWorldOptions struct {
 	// serves every read until an event says the store changed (every read after one waits for
 	// the snapshot that has it). Otherwise every read builds its own.
 	Snapshots bool
+	// SnapshotLag is the views' Lag with Snapshots (0: none): a read may be served a snapshot
+	// that misses a change younger than it, as in the product (views.DefaultLag).
+	SnapshotLag time.Duration
 }
 
 // newPageWorld builds the standard world: web-search (standard) with web-search-dlq holding three
@@ -120,7 +124,7 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	pw := &pageWorld{World: w, bus: events.NewBus()}
 	if o.Snapshots {
 		w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
-			Changes: pw.bus, Lag: -1})
+			Changes: pw.bus, Lag: cmp.Or(o.SnapshotLag, -1)})
 	}
 	opts := Options{
 		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,

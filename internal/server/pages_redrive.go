@@ -30,15 +30,16 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 	if err != nil {
 		return r, fmt.Errorf("redrive panel: tasks: %w", err)
 	}
+	// The panel's tasks are one fresh read, its history and its running task alike: the
+	// snapshot's (d.Redrive) may miss a task's end by up to its lag, and the browser fetches this
+	// panel the moment a push says a task changed, so that a panel built on the snapshot would
+	// show COMPLETED in its history beside a start form disabled for a running task.
 	r.History = history
 	for i := range history {
 		if history[i].Running {
 			r.Running = &history[i]
 			break
 		}
-	}
-	if r.Running == nil && d.Redrive != nil && d.Redrive.Running {
-		r.Running = d.Redrive
 	}
 	targets, err := s.opts.Views.RedriveTargets(ctx, d.ID)
 	if err != nil {

@@ -476,6 +476,49 @@ func TestRedrivePanelStates(t *testing.T) {
 	}
 }
 
+// TestRedrivePanelFollowsTheStoreNotTheSnapshot: the panel a browser fetches when a move task
+// ends (the push's nudge comes at once) is read while the snapshot may still miss the end, by
+// up to its lag. The panel's state comes from its own fresh read of the tasks: the history says
+// COMPLETED and the start form is offered, never "a move task is running" beside it (the form
+// stayed disabled until the next task change in the browser test).
+func TestRedrivePanelFollowsTheStoreNotTheSnapshot(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{Snapshots: true, SnapshotLag: time.Hour})
+	ctx := t.Context()
+	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := store.MoveTask{QueueID: dlq.ID, TaskHandle: "h-1", Status: store.MoveTaskRunning, SourceARN: pw.ARN("web-search-dlq"),
+		Moved: 1, ToMove: 3, StartedAt: pw.Now().Add(-time.Minute), UpdatedAt: pw.Now()}
+	if task.ID, err = pw.Store.UpsertMoveTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	pw.bus.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: dlq.ID, At: pw.Now()})
+	if _, err := pw.Views.Snapshot(ctx); err != nil { // the snapshot with the task running
+		t.Fatal(err)
+	}
+	doc, _ := pw.page(t, request{path: "/queues/web-search-dlq/redrive", htmx: true}, http.StatusOK)
+	if _, disabled := doc.Find("form.redrive-start fieldset").Attr("disabled"); !disabled {
+		t.Fatal("the start form is offered while the task runs")
+	}
+
+	task.Status, task.Moved, task.UpdatedAt = store.MoveTaskCompleted, 3, pw.Now().Add(time.Second)
+	if _, err := pw.Store.UpsertMoveTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	pw.bus.Publish(events.Event{Kind: events.MoveTasksChanged, QueueID: dlq.ID, At: pw.Now()})
+	doc, _ = pw.page(t, request{path: "/queues/web-search-dlq/redrive", htmx: true}, http.StatusOK)
+	status := strings.TrimSpace(doc.Find("table.history tbody tr").First().Find("td").First().Text())
+	_, disabled := doc.Find("form.redrive-start fieldset").Attr("disabled")
+	if status != "COMPLETED" || disabled {
+		t.Errorf("after the task ended: history says %q, start form disabled=%v (%q); want COMPLETED and the form offered",
+			status, disabled, doc.Find(".disabled-reason").Text())
+	}
+	if doc.Find("progress").Length() != 0 {
+		t.Error("a progress bar after the task ended")
+	}
+}
+
 // TestRedriveFormPressedTwice: the confirmation step carries an idempotency key in a hidden
 // field, new for each confirmation; posting the same confirmation twice (a double click without
 // JavaScript, a browser that posts the form again) starts one task and answers both as started.
