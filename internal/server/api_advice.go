@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -8,32 +9,39 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// getAdvice answers GET /api/v1/advice?queue=&rule=: what the configuration advisor found,
-// every rule it checks (those turned off marked) and what it could not check.
-func (s *Server) getAdvice(c echo.Context) error {
+// adviceRequest narrows what the advisor found (GET /api/v1/advice, the get_advice tool): to
+// one queue (a name or ARN) and one rule (an id); empty: all.
+type adviceRequest struct {
+	Queue, Rule string
+}
+
+// advice checks the narrowing and reads what the configuration advisor found, every rule it
+// checks (those turned off marked) and what it could not check.
+func (s *Server) advice(ctx context.Context, r adviceRequest) (views.AdviceList, error) {
 	var q views.AdviceQuery
-	rule, err := textParam(c, "rule", 64)
+	rule, err := validText("rule", r.Rule, 64)
 	if err != nil {
-		return err
+		return views.AdviceList{}, err
 	}
 	if rule != "" {
 		if _, ok := views.AdviceRuleByID(rule); !ok {
-			return newError(http.StatusBadRequest, "invalid_parameter", "rule must be one of the advisor's rule ids (GET /api/v1/advice lists them)")
+			return views.AdviceList{}, newError(http.StatusBadRequest, "invalid_parameter", "rule must be one of the advisor's rule ids (GET /api/v1/advice lists them)")
 		}
 		q.Rule = rule
 	}
-	if raw := c.QueryParam("queue"); raw != "" {
-		ref, err := validQueueRef(raw)
+	if r.Queue != "" {
+		key, err := s.resolveQueue(ctx, r.Queue)
 		if err != nil {
-			return err
-		}
-		key, err := s.opts.Views.ResolveQueue(c.Request().Context(), ref)
-		if err != nil {
-			return err
+			return views.AdviceList{}, err
 		}
 		q.QueueID = key.ID
 	}
-	list, err := s.opts.Views.Advice(c.Request().Context(), q)
+	return s.opts.Views.Advice(ctx, q)
+}
+
+// getAdvice answers GET /api/v1/advice?queue=&rule=.
+func (s *Server) getAdvice(c echo.Context) error {
+	list, err := s.advice(c.Request().Context(), adviceRequest{Queue: c.QueryParam("queue"), Rule: c.QueryParam("rule")})
 	if err != nil {
 		return err
 	}

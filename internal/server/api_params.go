@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -51,7 +52,16 @@ func (s *Server) queueOf(c echo.Context) (views.QueueKey, error) {
 	if err != nil {
 		return views.QueueKey{}, err
 	}
-	return s.opts.Views.ResolveQueue(c.Request().Context(), ref)
+	return s.resolveQueue(c.Request().Context(), ref)
+}
+
+// resolveQueue resolves a queue reference as a client sent it, in a path, a query parameter or
+// a tool's arguments: refused when no queue can have it, then found among the watched queues.
+func (s *Server) resolveQueue(ctx context.Context, ref string) (views.QueueKey, error) {
+	if _, err := validQueueRef(ref); err != nil {
+		return views.QueueKey{}, err
+	}
+	return s.opts.Views.ResolveQueue(ctx, ref)
 }
 
 // maxMessageID bounds a message id: SQS's are UUIDs, other endpoints' are short too.
@@ -61,16 +71,34 @@ const maxMessageID = 128
 // 128 bytes, no control characters and no slash.
 func messageIDParam(c echo.Context) (string, error) {
 	id, err := url.PathUnescape(c.Param("messageId"))
-	if err != nil || id == "" || len(id) > maxMessageID || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' }) {
-		return "", newError(http.StatusBadRequest, "invalid_message_id", "not a message id")
+	if err != nil {
+		return "", errInvalidMessageID()
+	}
+	return validMessageID(id)
+}
+
+// validMessageID returns id when it can be a message id: up to 128 bytes, no control characters
+// and no slash.
+func validMessageID(id string) (string, error) {
+	if id == "" || len(id) > maxMessageID || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || r == '/' }) {
+		return "", errInvalidMessageID()
 	}
 	return id, nil
+}
+
+func errInvalidMessageID() *apiError {
+	return newError(http.StatusBadRequest, "invalid_message_id", "not a message id")
 }
 
 // textParam returns a query parameter that is free text (a tool name, a cursor), bounded and
 // without control characters.
 func textParam(c echo.Context, name string, max int) (string, error) {
-	v := c.QueryParam(name)
+	return validText(name, c.QueryParam(name), max)
+}
+
+// validText returns v, the parameter name of a request, when it is free text within max bytes
+// and without control characters: one rule for query parameters and tools' arguments.
+func validText(name, v string, max int) (string, error) {
 	if len(v) > max || strings.ContainsFunc(v, unicode.IsControl) {
 		return "", newError(http.StatusBadRequest, "invalid_parameter", name+" is too long or holds control characters")
 	}
@@ -81,11 +109,10 @@ func textParam(c echo.Context, name string, max int) (string, error) {
 // (256 bytes), so that every name a page offers as a filter is taken.
 const maxToolParam = 1024
 
-// toolParam returns a tool-name filter, for the API and the pages alike: any name the collector
-// may have stored, which keeps newlines and tabs (safetext.Store), but no other control
-// character and nothing longer than maxToolParam.
-func toolParam(c echo.Context, name string) (string, error) {
-	v := c.QueryParam(name)
+// validToolName returns v, a tool-name filter named name in the request, for the API, the
+// pages and the tools alike: any name the collector may have stored, which keeps newlines and
+// tabs (safetext.Store), but no other control character and nothing longer than maxToolParam.
+func validToolName(name, v string) (string, error) {
 	if len(v) > maxToolParam || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
 		return "", newError(http.StatusBadRequest, "invalid_parameter", name+" is too long or holds control characters")
 	}
@@ -99,11 +126,23 @@ func intParam(c echo.Context, name string, def, min, max int64) (int64, error) {
 		return def, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min || n > max {
-		return 0, newError(http.StatusBadRequest, "invalid_parameter",
-			name+" must be an integer from "+strconv.FormatInt(min, 10)+" to "+strconv.FormatInt(max, 10))
+	if err != nil {
+		return 0, errOutOfRange(name, min, max)
+	}
+	return validRange(name, n, min, max)
+}
+
+// validRange returns n, the integer parameter name, when it is within [min, max].
+func validRange(name string, n, min, max int64) (int64, error) {
+	if n < min || n > max {
+		return 0, errOutOfRange(name, min, max)
 	}
 	return n, nil
+}
+
+func errOutOfRange(name string, min, max int64) *apiError {
+	return newError(http.StatusBadRequest, "invalid_parameter",
+		name+" must be an integer from "+strconv.FormatInt(min, 10)+" to "+strconv.FormatInt(max, 10))
 }
 
 // boolParam returns a boolean query parameter ("true", "false", "1", "0"), false when absent.
@@ -260,36 +299,57 @@ var messageParams = []string{"toolName", "tool", "nearMax", "limit", "cursor", "
 // maxSearch bounds a search of the sample.
 const maxSearch = 256
 
-// messageQuery reads what the API and the messages page share of a message list's query: the
-// search (q), the grouping (groupBy) and a filter per dimension (?mcpServer=docs-legacy); the
-// tool filter under the name each uses (the API's toolName, the page's tool).
+// messageFilter is what the API, the messages page and the list_dlq_messages tool share of a
+// message list's query, as the client sent it: the tool filter, the search, the grouping, the
+// page's cursor and a filter per dimension (by name: mcpServer=docs-legacy).
+type messageFilter struct {
+	ToolName, Search, GroupBy, Cursor string
+	Dimensions                        map[string]string
+	NearMax                           bool
+}
+
+// messageQuery reads and checks a message list's query, for the messages page.
 func (s *Server) messageQuery(c echo.Context, toolKey string) (views.MessageQuery, error) {
-	var q views.MessageQuery
-	var err error
-	if q.ToolName, err = toolParam(c, toolKey); err != nil {
-		return q, err
-	}
-	if q.Search, err = textParam(c, "q", maxSearch); err != nil {
-		return q, err
-	}
-	if q.GroupBy, err = textParam(c, "groupBy", 64); err != nil {
-		return q, err
-	}
-	if q.Cursor, err = textParam(c, "cursor", 256); err != nil {
-		return q, err
-	}
+	return validMessageFilter(toolKey, s.messageFilterParams(c, toolKey))
+}
+
+// messageFilterParams reads a message list's query from the request: the tool filter under the
+// name each caller uses (the API's toolName, the page's tool), the dimensions the views know.
+func (s *Server) messageFilterParams(c echo.Context, toolKey string) messageFilter {
+	f := messageFilter{ToolName: c.QueryParam(toolKey), Search: c.QueryParam("q"), GroupBy: c.QueryParam("groupBy"), Cursor: c.QueryParam("cursor")}
 	for _, name := range s.opts.Views.Dimensions() {
-		if _, given := c.QueryParams()[name]; !given {
-			continue
+		if _, given := c.QueryParams()[name]; given {
+			if f.Dimensions == nil {
+				f.Dimensions = map[string]string{}
+			}
+			f.Dimensions[name] = c.QueryParam(name)
 		}
-		v, err := textParam(c, name, 256)
-		if err != nil {
+	}
+	return f
+}
+
+// validMessageFilter checks a message list's query, whose tool filter the caller names toolKey:
+// each text bounded and without control characters. The views refuse a dimension they do not
+// know (unknown_dimension).
+func validMessageFilter(toolKey string, f messageFilter) (views.MessageQuery, error) {
+	q := views.MessageQuery{Dimensions: f.Dimensions, NearMaxOnly: f.NearMax}
+	var err error
+	if q.ToolName, err = validToolName(toolKey, f.ToolName); err != nil {
+		return q, err
+	}
+	if q.Search, err = validText("q", f.Search, maxSearch); err != nil {
+		return q, err
+	}
+	if q.GroupBy, err = validText("groupBy", f.GroupBy, 64); err != nil {
+		return q, err
+	}
+	if q.Cursor, err = validText("cursor", f.Cursor, 256); err != nil {
+		return q, err
+	}
+	for name, v := range f.Dimensions {
+		if _, err := validText(name, v, 256); err != nil {
 			return q, err
 		}
-		if q.Dimensions == nil {
-			q.Dimensions = map[string]string{}
-		}
-		q.Dimensions[name] = v
 	}
 	return q, nil
 }
@@ -298,10 +358,16 @@ func (s *Server) messageQuery(c echo.Context, toolKey string) (views.MessageQuer
 // of the overview and the queue list, for the API and the pages alike; "" keeps every account or
 // region.
 func scopeParams(c echo.Context) (account, region string, err error) {
-	if account, err = textParam(c, "account", 64); err != nil {
+	return validScope(c.QueryParam("account"), c.QueryParam("region"))
+}
+
+// validScope checks an account filter (a configured name or an account id) and a region filter.
+func validScope(account, region string) (string, string, error) {
+	var err error
+	if account, err = validText("account", account, 64); err != nil {
 		return "", "", err
 	}
-	if region, err = textParam(c, "region", 32); err != nil {
+	if region, err = validText("region", region, 32); err != nil {
 		return "", "", err
 	}
 	return account, region, nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -19,48 +20,77 @@ type queueList struct {
 	Queues []views.QueueSummary `json:"queues"`
 }
 
-// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true&misconfigured=true&account=&region=.
-func (s *Server) listQueues(c echo.Context) error {
-	var q views.QueueQuery
+// queuesRequest is a queue list's filters as a client sent them (GET /api/v1/queues, the
+// list_queues tool): the statuses to keep, dead-letter queues only, misconfigured ones only, one
+// account (a configured name or an id), one region.
+type queuesRequest struct {
+	Health                 []string
+	DLQOnly, Misconfigured bool
+	Account, Region        string
+}
+
+// queues checks a queue list's filters and lists the queues they keep, unhealthy first.
+func (s *Server) queues(ctx context.Context, r queuesRequest) (queueList, error) {
+	q := views.QueueQuery{DLQOnly: r.DLQOnly, Misconfigured: r.Misconfigured}
 	var err error
-	if q.Account, q.Region, err = scopeParams(c); err != nil {
-		return err
+	if q.Account, q.Region, err = validScope(r.Account, r.Region); err != nil {
+		return queueList{}, err
 	}
-	if h := c.QueryParam("health"); h != "" {
-		for _, status := range strings.Split(h, ",") {
-			switch status := views.HealthStatus(strings.TrimSpace(status)); status {
-			case views.HealthOK, views.HealthUnknown, views.HealthWarning, views.HealthCritical:
-				q.Health = append(q.Health, status)
-			default:
-				return newError(http.StatusBadRequest, "invalid_parameter", "health must list ok, unknown, warning or critical")
-			}
+	for _, status := range r.Health {
+		switch status := views.HealthStatus(strings.TrimSpace(status)); status {
+		case views.HealthOK, views.HealthUnknown, views.HealthWarning, views.HealthCritical:
+			q.Health = append(q.Health, status)
+		default:
+			return queueList{}, newError(http.StatusBadRequest, "invalid_parameter", "health must list ok, unknown, warning or critical")
 		}
 	}
-	dlq, err := boolParam(c, "dlq")
+	queues, err := s.opts.Views.Queues(ctx, q)
 	if err != nil {
-		return err
-	}
-	q.DLQOnly = dlq
-	if q.Misconfigured, err = boolParam(c, "misconfigured"); err != nil {
-		return err
-	}
-	queues, err := s.opts.Views.Queues(c.Request().Context(), q)
-	if err != nil {
-		return err
+		return queueList{}, err
 	}
 	if queues == nil {
 		queues = []views.QueueSummary{}
 	}
-	return c.JSON(http.StatusOK, queueList{Queues: queues})
+	return queueList{Queues: queues}, nil
+}
+
+// listQueues answers GET /api/v1/queues?health=warning,critical&dlq=true&misconfigured=true&account=&region=.
+func (s *Server) listQueues(c echo.Context) error {
+	r := queuesRequest{Account: c.QueryParam("account"), Region: c.QueryParam("region")}
+	if h := c.QueryParam("health"); h != "" {
+		r.Health = strings.Split(h, ",")
+	}
+	var err error
+	if r.DLQOnly, err = boolParam(c, "dlq"); err != nil {
+		return err
+	}
+	if r.Misconfigured, err = boolParam(c, "misconfigured"); err != nil {
+		return err
+	}
+	list, err := s.queues(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// queueDetail reads one queue, named by its name or ARN: its summary, attributes, what
+// surrounds it.
+func (s *Server) queueDetail(ctx context.Context, ref string) (views.QueueDetail, error) {
+	key, err := s.resolveQueue(ctx, ref)
+	if err != nil {
+		return views.QueueDetail{}, err
+	}
+	return s.opts.Views.Queue(ctx, key.ID)
 }
 
 // getQueue answers GET /api/v1/queues/{queue}.
 func (s *Server) getQueue(c echo.Context) error {
-	key, err := s.queueOf(c)
+	ref, err := queueParam(c)
 	if err != nil {
 		return err
 	}
-	q, err := s.opts.Views.Queue(c.Request().Context(), key.ID)
+	q, err := s.queueDetail(c.Request().Context(), ref)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -35,20 +36,33 @@ func rawRate(v json.RawMessage) string {
 	return ""
 }
 
-// listRedrives answers GET /api/v1/queues/{queue}/redrives, newest first.
-func (s *Server) listRedrives(c echo.Context) error {
-	key, err := s.queueOf(c)
+// redrives reads a dead-letter queue's move tasks, newest first.
+func (s *Server) redrives(ctx context.Context, ref string) (redriveList, error) {
+	key, err := s.resolveQueue(ctx, ref)
 	if err != nil {
-		return err
+		return redriveList{}, err
 	}
-	rs, err := s.opts.Views.Redrives(c.Request().Context(), key.ID)
+	rs, err := s.opts.Views.Redrives(ctx, key.ID)
 	if err != nil {
-		return err
+		return redriveList{}, err
 	}
 	if rs == nil {
 		rs = []views.Redrive{}
 	}
-	return c.JSON(http.StatusOK, redriveList{Redrives: rs})
+	return redriveList{Redrives: rs}, nil
+}
+
+// listRedrives answers GET /api/v1/queues/{queue}/redrives, newest first.
+func (s *Server) listRedrives(c echo.Context) error {
+	ref, err := queueParam(c)
+	if err != nil {
+		return err
+	}
+	list, err := s.redrives(c.Request().Context(), ref)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, list)
 }
 
 // headerIdempotencyKey names a start, so that a client that lost the answer can ask again.

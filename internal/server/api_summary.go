@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -9,28 +10,18 @@ import (
 	"github.com/toolq/toolq/internal/views"
 )
 
-// getSummary answers GET /api/v1/summary?all=: JSON, or with ?format=text (or Accept:
-// text/plain) the text a chat bot posts as it is, each queue's line with its link. The JSON
-// lists what needs a person and the dead-letter queues that hold messages, and counts the
-// rest; ?all=true adds the unhealthy queues' summaries and every queue's.
-func (s *Server) getSummary(c echo.Context) error {
-	format := c.QueryParam("format")
-	if format != "" && format != "text" && format != "json" {
-		return newError(http.StatusBadRequest, "invalid_parameter", "format must be text or json")
-	}
-	all, err := boolParam(c, "all")
+// summary reads what needs a person, for GET /api/v1/summary and the get_summary tool, from the
+// current snapshot: the JSON, each dead-letter queue linked to its page under base (the
+// dashboard's address), and the text a chat bot posts as it is. The JSON lists what needs a
+// person and the dead-letter queues that hold messages, and counts the rest; with all, it adds
+// the unhealthy queues' summaries and every queue's.
+func (s *Server) summary(ctx context.Context, base string, all bool) (sum views.Summary, text string, err error) {
+	snap, err := s.opts.Views.Snapshot(ctx)
 	if err != nil {
-		return err
+		return views.Summary{}, "", err
 	}
-	snap, err := s.opts.Views.Snapshot(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	sum := snap.Summary(s.opts.Now().UTC())
-	base := s.baseURL(c)
-	if format == "text" || (format == "" && prefersText(c.Request().Header.Get(echo.HeaderAccept))) {
-		return c.String(http.StatusOK, chatSafe(sum.Text(base)))
-	}
+	sum = snap.Summary(s.opts.Now().UTC())
+	text = chatSafe(sum.Text(base))
 	for i, d := range sum.DeadLetterQueues {
 		sum.DeadLetterQueues[i].PageURL = views.QueuePageURL(base, d.Ref)
 	}
@@ -48,6 +39,27 @@ func (s *Server) getSummary(c echo.Context) error {
 	}
 	if sum.RunningRedrives == nil {
 		sum.RunningRedrives = []views.Redrive{}
+	}
+	return sum, text, nil
+}
+
+// getSummary answers GET /api/v1/summary?all=: JSON, or with ?format=text (or Accept:
+// text/plain) the text a chat bot posts as it is, each queue's line with its link.
+func (s *Server) getSummary(c echo.Context) error {
+	format := c.QueryParam("format")
+	if format != "" && format != "text" && format != "json" {
+		return newError(http.StatusBadRequest, "invalid_parameter", "format must be text or json")
+	}
+	all, err := boolParam(c, "all")
+	if err != nil {
+		return err
+	}
+	sum, text, err := s.summary(c.Request().Context(), s.baseURL(c), all)
+	if err != nil {
+		return err
+	}
+	if format == "text" || (format == "" && prefersText(c.Request().Header.Get(echo.HeaderAccept))) {
+		return c.String(http.StatusOK, text)
 	}
 	return c.JSON(http.StatusOK, sum)
 }
