@@ -65,6 +65,11 @@ type StartRedriveRequest struct {
 	// field): a repeat by the same actor with the same key gets the first attempt's answer and
 	// starts nothing. Empty: no key. At most MaxIdempotencyKey printable ASCII characters.
 	IdempotencyKey string
+	// Confirmation is a PreviewRedrive's token: the start must then be the one previewed, by the
+	// same actor, before the token expires, and the token's first use only (a second is refused,
+	// confirmation_used, saying what the first did). It stands for the idempotency key.
+	// Empty: a start in one step.
+	Confirmation string
 }
 
 // MaxIdempotencyKey is the longest idempotency key a start may carry.
@@ -157,6 +162,9 @@ type Options struct {
 	// Registerer, when set, gets toolq_actions_total{action,result} and the actions' AWS calls
 	// in toolq_aws_calls_total{operation,outcome}, the metric the collector counts into too.
 	Registerer prometheus.Registerer
+	// Confirmations signs and checks the tokens of two-step starts (PreviewRedrive): the
+	// authenticator, with the server's key. Nil: previews and confirmed starts are refused.
+	Confirmations Signer
 	// RetryWait is how long an action waits before it tries a failed move-task call again,
 	// once ListMessageMoveTasks has shown that the call did not land (default 200ms, doubled
 	// each time).
@@ -173,6 +181,7 @@ type Service struct {
 	log       *slog.Logger
 	outcomes  *prometheus.CounterVec
 	retryWait time.Duration
+	signer    Signer
 
 	mu       sync.Mutex
 	locks    map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
@@ -192,6 +201,7 @@ func New(opts Options) *Service {
 		now:       opts.Now,
 		log:       opts.Logger,
 		retryWait: cmp.Or(max(opts.RetryWait, 0), 200*time.Millisecond),
+		signer:    opts.Confirmations,
 		locks:     make(map[string]chan struct{}),
 		inflight:  make(map[int64]bool),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -295,6 +305,9 @@ type attempt struct {
 	ref    string      // what the caller named
 	params map[string]any
 	key    string // the idempotency key, once checked
+	// confirmed: a start with a preview's token, whose key is the token's (a second use is
+	// refused rather than answered as the first).
+	confirmed bool
 
 	intentID int64          // the intent written before AWS was called; 0 before
 	task     store.MoveTask // what an accepted action started or cancelled

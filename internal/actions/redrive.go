@@ -36,23 +36,30 @@ const listLag = 2 * time.Minute
 // its outcome after. A start with the IdempotencyKey of an earlier one by the same actor gets that
 // attempt's answer: its task, as the store has it now, or its refusal.
 func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (store.MoveTask, error) {
-	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: map[string]any{}}
-	if req.Destination != "" {
-		a.params["destination"] = safetext.Line(req.Destination, 256)
-	}
-	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
-		if n, err := strconv.Atoi(raw); err == nil {
-			a.params["maxMessagesPerSecond"] = n
-		} else {
-			a.params["maxMessagesPerSecond"] = safetext.Line(raw, 32)
-		}
-	}
+	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: startParams(req)}
 	task, err := s.startRedrive(ctx, actor, req, &a)
 	if !a.recorded {
 		a.task = task
 		s.record(ctx, a, err)
 	}
 	return task, err
+}
+
+// startParams are a start's parameters as the audit log keeps them (and an idempotency key's
+// repeat must match).
+func startParams(req StartRedriveRequest) map[string]any {
+	params := map[string]any{}
+	if req.Destination != "" {
+		params["destination"] = safetext.Line(req.Destination, 256)
+	}
+	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
+		if n, err := strconv.Atoi(raw); err == nil {
+			params["maxMessagesPerSecond"] = n
+		} else {
+			params["maxMessagesPerSecond"] = safetext.Line(raw, 32)
+		}
+	}
+	return params
 }
 
 func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt) (task store.MoveTask, err error) {
@@ -66,10 +73,22 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if a.key, err = parseKey(req.IdempotencyKey); err != nil {
 		return store.MoveTask{}, err
 	}
+	var confirmed confirmation
+	if req.Confirmation != "" {
+		if confirmed, err = s.checkConfirmation(actor, req.Confirmation); err != nil {
+			return store.MoveTask{}, err
+		}
+		a.key, a.confirmed = confirmed.idempotencyKey(), true
+	}
 	q, err := s.resolveDLQ(ctx, req.Queue)
 	a.queue = q
 	if err != nil {
 		return store.MoveTask{}, err
+	}
+	if a.confirmed {
+		if err := confirmed.matches(q, req.Destination, rate); err != nil {
+			return store.MoveTask{}, err
+		}
 	}
 	if err := checkRedriveAllowed(q); err != nil {
 		return store.MoveTask{}, err
@@ -92,9 +111,8 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if err != nil {
 		return store.MoveTask{}, err
 	}
-	if t := tasks.running; tasks.isRunning {
-		return store.MoveTask{}, refuse(Conflict, "task_running",
-			"a redrive of %s is already running (%d of %d moved); wait for it or cancel it", q.Name, t.Moved, t.ToMove)
+	if tasks.isRunning {
+		return store.MoveTask{}, errTaskRunning(q, tasks.running)
 	}
 	destARN, err := s.destination(ctx, q, req.Destination)
 	if err != nil {
@@ -192,6 +210,9 @@ func (s *Service) firstAnswer(ctx context.Context, client SQSAPI, q store.Queue,
 	}
 	if err != nil {
 		return store.MoveTask{}, fmt.Errorf("actions: outcome of audit entry %d: %w", intent.ID, err), true
+	}
+	if a.confirmed {
+		return store.MoveTask{}, s.usedConfirmation(ctx, intent, outcome), true
 	}
 	a.first = &[2]store.AuditEntry{intent, outcome}
 	if outcome.Result != store.AuditAccepted {

@@ -169,8 +169,17 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		}
 		regions = append(regions, cr)
 	}
+	acfg := cfg.Auth
+	acfg.Store = st
+	acfg.Logger = log.With("part", "auth")
+	authn, err := auth.New(acfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	// The actions sign the confirmations of two-step starts (the MCP tool's) with the key that
+	// signs sessions, so that replicas sharing --session-key accept each other's.
 	acts := actions.New(actions.Options{
-		Clients: clients, Store: st, Publisher: rep,
+		Clients: clients, Store: st, Publisher: rep, Confirmations: authn,
 		ReadOnly: cfg.ReadOnly, Logger: log.With("part", "actions"), Registerer: reg,
 	})
 
@@ -185,13 +194,6 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		return nil, fmt.Errorf("app: %w", err)
 	}
 
-	acfg := cfg.Auth
-	acfg.Store = st
-	acfg.Logger = log.With("part", "auth")
-	authn, err := auth.New(acfg)
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
 	nopts := cfg.Notify
 	nopts.Views, nopts.Store, nopts.Bus, nopts.Publisher = vs, st, bus, rep
 	nopts.PublicURL = cmp.Or(cfg.PublicURL, listenURL(cfg.Listen))
