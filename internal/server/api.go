@@ -1,6 +1,10 @@
 package server
 
-import "github.com/labstack/echo/v4"
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
 
 // apiRoutes registers /api/v1, /healthz, /readyz, /metrics, the login and logout endpoints.
 // Every route of the API is here, in one list.
@@ -11,6 +15,9 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.POST("/login", s.login)
 	// POST, so that the CSRF check covers it: a GET logout lets any page sign the operator out.
 	e.POST("/logout", s.logout)
+	// The MCP endpoint (Streamable HTTP): POST carries the calls; GET and DELETE are answered by
+	// the SDK (405: a stateless server keeps no streams or sessions).
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, mcpPath, s.serveMCP)
 
 	// No group middleware: echo would add a catch-all route that turns 405 into 404. The rate
 	// limit is in useMiddleware.

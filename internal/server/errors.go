@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -73,7 +72,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 // wantsJSON reports whether the request is a machine's: the API and the operational endpoints.
 func wantsJSON(c echo.Context) bool {
 	p := c.Request().URL.Path
-	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz"
+	return isAPIPath(p) || p == "/metrics" || p == "/healthz" || p == "/readyz"
 }
 
 // publicError maps any error to what may be shown: the status, a stable code and a safe message.

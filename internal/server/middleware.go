@@ -159,8 +159,11 @@ func validFrameAncestors(values []string) error {
 	return nil
 }
 
-// isAPIPath reports whether path belongs to the JSON API.
-func isAPIPath(path string) bool { return path == "/api" || strings.HasPrefix(path, "/api/") }
+// isAPIPath reports whether path belongs to a machine's API: the JSON API, or the MCP endpoint,
+// which is rate-limited, answers errors in JSON and takes cookie-borne POSTs only as JSON.
+func isAPIPath(path string) bool {
+	return path == "/api" || strings.HasPrefix(path, "/api/") || path == mcpPath
+}
 
 // publicPath reports whether a path is served without authentication: probes, the login and
 // logout pages, and static assets (the login page needs its stylesheet).

@@ -95,6 +95,8 @@ type Server struct {
 	overview atomic.Pointer[overviewRendering]
 	wsQuota  websocketQuota // live websockets per identity
 
+	mcp http.Handler // the MCP endpoint's Streamable HTTP handler (mcp.go)
+
 	streamsDone chan struct{} // closed by EndStreams: every event stream ends
 	streamsOnce sync.Once
 }
@@ -171,6 +173,7 @@ func New(opts Options) (*Server, error) {
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.IPExtractor = clientIPExtractor(s.auth)
 	s.startHub()
+	s.mcp = newMCPHandler(s.mcpServer(), s.log)
 	s.routes()
 	return s, nil
 }

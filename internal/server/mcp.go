@@ -1,0 +1,92 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/auth"
+)
+
+// The MCP endpoint: AI agents call toolq's tools over the Model Context Protocol's Streamable
+// HTTP transport at /mcp, on the dashboard's own listener. It is a machine API like /api/v1 and
+// goes through the same middleware: the authentication (Bearer tokens, --auth proxy identities),
+// the rate limit per identity, the JSON-only rule for cookie-borne POSTs. The tools call what the
+// API's handlers call (mcp_tools.go), and the actions audit every attempt with the caller's name.
+//
+// The server is stateless (each POST is a session of its own, as the SDK's Stateless mode
+// serves it): every request is authenticated afresh, a revoked token ends an agent's access at
+// its next call, replicas behind a load balancer need no sticky sessions, and nothing is kept
+// between calls but the signed confirmation tokens an agent carries itself.
+
+// mcpPath is where the MCP endpoint is served.
+const mcpPath = "/mcp"
+
+// mcpCaller is who calls a tool, as the middleware established it for the HTTP request that
+// carries the call.
+type mcpCaller struct {
+	identity auth.Identity
+	actor    actions.Actor
+	// baseURL is the dashboard's address, for the links the tools write.
+	baseURL string
+}
+
+type mcpCallerKey struct{}
+
+// mcpCallerOf returns the caller of the request a tool call came in.
+func mcpCallerOf(ctx context.Context) (mcpCaller, bool) {
+	c, ok := ctx.Value(mcpCallerKey{}).(mcpCaller)
+	return c, ok
+}
+
+// newMCPHandler returns the Streamable HTTP handler of the tools. The SDK's own rebinding check
+// is off: it refuses every request whose Host is not loopback when the listener is, which would
+// refuse a reverse proxy on the same machine (--auth proxy); checkHost does that check where it
+// belongs, when auth is off, and serveMCP checks the Origin.
+func newMCPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		JSONResponse:               true,
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        64 << 10, // as bodyLimit
+		Logger:                     log,
+	})
+}
+
+// serveMCP answers /mcp. The MCP specification requires the Origin of every request to be
+// checked (a web page must not drive a local server, whatever the method); the caller's identity
+// goes to the tools in the request's context, which the SDK's stateless sessions keep.
+func (s *Server) serveMCP(c echo.Context) error {
+	req := c.Request()
+	if crossSite(req) {
+		return newError(http.StatusForbidden, "cross_site", "cross-origin requests to the MCP endpoint are refused")
+	}
+	if req.Method == http.MethodPost {
+		if err := refuseBatch(req); err != nil {
+			return err
+		}
+	}
+	ctx := context.WithValue(req.Context(), mcpCallerKey{}, mcpCaller{identity: identity(c), actor: actor(c), baseURL: s.baseURL(c)})
+	s.mcp.ServeHTTP(c.Response(), req.WithContext(ctx))
+	return nil
+}
+
+// refuseBatch refuses a JSON-RPC batch: one POST carrying many tool calls would pass the rate
+// limit as one request, and the protocol's versions since 2025-06-18 have no batches.
+func refuseBatch(req *http.Request) error {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return err // over the body limit: 413
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
+		return newError(http.StatusBadRequest, "invalid_json", "JSON-RPC batches are not served: send one message a request")
+	}
+	return nil
+}
