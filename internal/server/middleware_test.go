@@ -110,6 +110,14 @@ func TestAuthMatrix(t *testing.T) {
 				if r.Path == "/api/v1/notifications/test" && c.want == http.StatusOK {
 					c.want = http.StatusNotFound // authorised; the harness has no notification target
 				}
+				if r.Path == mcpPath {
+					// An MCP client's first request; a GET is authorised, then refused: the
+					// stateless endpoint opens no stream.
+					c.header = with(map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+					if r.Method == http.MethodGet && c.want == http.StatusOK {
+						c.want = http.StatusMethodNotAllowed
+					}
+				}
 				checks = append(checks, c)
 			}
 			if len(checks) < 15 {
@@ -117,6 +125,9 @@ func TestAuthMatrix(t *testing.T) {
 			}
 			for _, c := range checks {
 				req := apiRequest{method: c.method, target: c.target, header: c.header, remote: ic.remote}
+				if c.target == mcpPath && c.method == http.MethodPost {
+					req.body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`
+				}
 				if c.target == "/api/v1/events" {
 					// A stream never ends by itself: end it once it has answered.
 					ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
