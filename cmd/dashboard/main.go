@@ -53,6 +53,7 @@ func commands() []command {
 		{name: "serve", summary: "run the collector and the dashboard against AWS or an SQS-compatible endpoint", run: runServeCommand},
 		{name: "demo", summary: "run the simulator, synthetic tool-call traffic and the dashboard in one process", run: runDemoCommand},
 		{name: "sim", summary: "serve the embedded SQS and CloudWatch simulator for any SQS client", run: runSimCommand},
+		{name: "mcp", summary: "bridge an MCP client that speaks only stdio to a running toolq's /mcp", run: runMCPCommand},
 		{name: "token", summary: "create, list and revoke API tokens (create prints the token on its last line)", run: runTokenCommand},
 		{name: "version", summary: "print the version, commit and Go version", run: runVersionCommand},
 	}
