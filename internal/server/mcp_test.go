@@ -325,9 +325,8 @@ func TestMCPRefusalsAreTheAPIs(t *testing.T) {
 		{"queue": "orders-dlq", "maxMessagesPerSecond": "fast"},
 		{"queue": "orders-dlq", "maxMessagesPerSecond": 501},
 	} {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "start_redrive", Arguments: args})
-		if err == nil && !res.IsError {
-			t.Errorf("start_redrive %v was taken", args)
+		if code, _ := callError(t, cs, "start_redrive", args); code != "invalid_arguments" {
+			t.Errorf("start_redrive %v: %s, want invalid_arguments", args, code)
 		}
 	}
 }

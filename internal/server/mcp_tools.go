@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -73,10 +75,14 @@ func (s *Server) mcpToolsOfRole(next mcp.MethodHandler) mcp.MethodHandler {
 // toolFunc is a tool's work: its answer, and a short text in toolq's own words.
 type toolFunc[In, Out any] func(ctx context.Context, c mcpCaller, in In) (Out, string, error)
 
-// addTool registers a tool whose output schema is Out's. Its errors answer as the API's do
-// (publicError: a stable code and a message safe to show, internals only in the log), and a
-// panic answers internal_error rather than end the process: the SDK runs tools on goroutines of
-// its own, outside the HTTP middleware's recovery.
+// addTool registers a tool whose arguments are In and whose answer is Out, with their schemas.
+// The arguments are checked against the input schema (unknown fields, wrong types and ranges
+// refused, as the API refuses them) before run sees them. The answer is not checked again here:
+// at a thousand queues that check would cost more than the read itself, and the tests check
+// every tool's answers against the schema it lists. Errors answer as the API's do (publicError:
+// a stable code and a message safe to show, internals only in the log), and a panic answers
+// internal_error rather than end the process: the SDK runs tools on goroutines of its own,
+// outside the HTTP middleware's recovery.
 func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in *jsonschema.Schema), run toolFunc[In, Out]) {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -89,30 +95,58 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in 
 	if err != nil {
 		panic(fmt.Sprintf("server: output schema of %s: %v", t.Name, err))
 	}
+	checked, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("server: input schema of %s: %v", t.Name, err))
+	}
 	t.InputSchema, t.OutputSchema = in, out
-	// The handler's output is any, so that an error answers with no structured content (the
-	// SDK would otherwise send Out's zero value); the schema above still checks every answer.
-	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, input In) (res *mcp.CallToolResult, output any, err error) {
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("panic in MCP tool", "tool", t.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				res, output, err = s.toolError(t.Name, fmt.Errorf("server: panic: %v", r)), nil, nil
+				res, err = s.toolError(t.Name, fmt.Errorf("server: panic: %v", r)), nil
 			}
 		}()
 		c, ok := mcpCallerOf(ctx)
 		if !ok {
-			return s.toolError(t.Name, fmt.Errorf("server: MCP call %s without its caller", t.Name)), nil, nil
+			return s.toolError(t.Name, fmt.Errorf("server: MCP call %s without its caller", t.Name)), nil
+		}
+		input, err := toolArgs[In](checked, req.Params.Arguments)
+		if err != nil {
+			return s.toolError(t.Name, err), nil
 		}
 		answer, text, err := run(ctx, c, input)
 		if err != nil {
-			return s.toolError(t.Name, err), nil, nil
+			return s.toolError(t.Name, err), nil
 		}
 		raw, err := json.Marshal(answer)
 		if err != nil {
-			return s.toolError(t.Name, err), nil, nil
+			return s.toolError(t.Name, err), nil
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(raw)}}}, json.RawMessage(raw), nil
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(raw)}},
+			StructuredContent: json.RawMessage(raw),
+		}, nil
 	})
+}
+
+// toolArgs checks a call's arguments against the tool's input schema and reads them.
+func toolArgs[In any](schema *jsonschema.Resolved, raw json.RawMessage) (In, error) {
+	var in In
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return in, newError(http.StatusBadRequest, "invalid_json", "the arguments are not valid JSON")
+	}
+	if err := schema.Validate(v); err != nil {
+		return in, newError(http.StatusBadRequest, "invalid_arguments", "the arguments do not match the tool's input schema: "+safetext.Line(err.Error(), 300))
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, newError(http.StatusBadRequest, "invalid_arguments", "the arguments do not match the tool's input schema")
+	}
+	return in, nil
 }
 
 // toolError answers a refused or failed call as the API would: its error JSON, logged as the
