@@ -174,8 +174,10 @@ func (s *Server) toolSummary(ctx context.Context, c mcpCaller, in summaryArgs) (
 			blind++
 		}
 	}
-	text := fmt.Sprintf("%d queues, %d critical and %d warning; %d problems need a person (%d critical); %d dead-letter queues hold messages; %d redrives run; toolq cannot fully read %d places (%d blind). `text` has the lines a chat bot can post.",
-		sum.Totals.Queues, sum.Totals.Critical, sum.Totals.Warning, len(sum.Problems), crit, len(sum.DeadLetterQueues), len(sum.RunningRedrives), len(sum.Sight), blind)
+	text := fmt.Sprintf("%s, %d critical and %d warning; %s a person (%d critical); %s messages; %s; toolq cannot fully read %s (%d blind). `text` has the lines a chat bot can post.",
+		count(sum.Totals.Queues, "queue", "queues"), sum.Totals.Critical, sum.Totals.Warning, count(len(sum.Problems), "problem needs", "problems need"), crit,
+		count(len(sum.DeadLetterQueues), "dead-letter queue holds", "dead-letter queues hold"), count(len(sum.RunningRedrives), "redrive runs", "redrives run"),
+		count(len(sum.Sight), "place", "places"), blind)
 	return summaryAnswer{Summary: sum, Text: chatText}, text, nil
 }
 
@@ -195,7 +197,7 @@ func (s *Server) toolQueues(ctx context.Context, _ mcpCaller, in listQueuesArgs)
 	if len(out.Queues) > limit {
 		out.Queues, out.Truncated = out.Queues[:limit], true
 	}
-	text := fmt.Sprintf("%d queues match (%s); %d listed, unhealthy first.", out.Matched, severityCounts(list.Queues), len(out.Queues))
+	text := fmt.Sprintf("%s (%s); %d listed, unhealthy first.", count(out.Matched, "queue matches", "queues match"), severityCounts(list.Queues), len(out.Queues))
 	return out, text, nil
 }
 
@@ -208,8 +210,9 @@ func (s *Server) toolQueue(ctx context.Context, _ mcpCaller, in queueArgs) (view
 	if q.FIFO {
 		kind = "FIFO"
 	}
-	text := fmt.Sprintf("%s (%s queue, %s) is %s with %d reasons; %d visible, %d in flight, %d delayed; %d pieces of advice.",
-		named(q.Name), kind, named(q.Scope), q.Health.Status, len(q.Health.Reasons), q.Visible, q.InFlight, q.Delayed, len(q.Advice))
+	text := fmt.Sprintf("%s (%s queue, %s) is %s with %s; %d visible, %d in flight, %d delayed; %s.",
+		named(q.Name), kind, named(q.Scope), q.Health.Status, count(len(q.Health.Reasons), "reason", "reasons"), q.Visible, q.InFlight, q.Delayed,
+		count(len(q.Advice), "piece of advice", "pieces of advice"))
 	return q, text, nil
 }
 
@@ -273,8 +276,8 @@ func (s *Server) toolAdvice(ctx context.Context, _ mcpCaller, in adviceArgs) (vi
 	for _, sev := range []views.AdviceSeverity{"critical", "warning", "info"} {
 		parts = append(parts, fmt.Sprintf("%d %s", bySeverity[sev], sev))
 	}
-	text := fmt.Sprintf("%d findings (%s), worst first; %d rules; %d regions with rules that could not be checked.",
-		len(list.Advice), strings.Join(parts, ", "), len(list.Rules), len(list.Unchecked))
+	text := fmt.Sprintf("%s (%s), worst first; %s; %s with rules that could not be checked.",
+		count(len(list.Advice), "finding", "findings"), strings.Join(parts, ", "), count(len(list.Rules), "rule", "rules"), count(len(list.Unchecked), "region", "regions"))
 	return list, text, nil
 }
 
@@ -293,8 +296,8 @@ func (s *Server) toolStatus(ctx context.Context, _ mcpCaller, _ noArgs) (views.S
 	if !st.Database.OK {
 		db = "in trouble"
 	}
-	text := fmt.Sprintf("%d regions watched; %d problems in sight (%d blind); the database is %s; %d dashboards share it.",
-		len(st.Regions), len(st.Sight), blind, db, len(st.Replicas))
+	text := fmt.Sprintf("%s watched; %s in sight (%d blind); the database is %s; %s.",
+		count(len(st.Regions), "region", "regions"), count(len(st.Sight), "problem", "problems"), blind, db, count(len(st.Replicas), "dashboard uses it", "dashboards share it"))
 	return st, text, nil
 }
 
@@ -303,10 +306,18 @@ func (s *Server) toolRedrives(ctx context.Context, _ mcpCaller, in queueArgs) (r
 	if err != nil {
 		return redriveList{}, "", err
 	}
-	text := fmt.Sprintf("%d move tasks of %s, newest first; none runs.", len(list.Redrives), named(in.Queue))
+	text := fmt.Sprintf("%s of %s, newest first; none runs.", count(len(list.Redrives), "move task", "move tasks"), named(in.Queue))
 	if len(list.Redrives) > 0 && list.Redrives[0].Running {
 		r := list.Redrives[0]
-		text = fmt.Sprintf("%d move tasks of %s, newest first; one runs: %d of %d moved (%.0f%%).", len(list.Redrives), named(in.Queue), r.Moved, r.ToMove, r.Percent)
+		text = fmt.Sprintf("%s of %s, newest first; one runs: %d of %d moved (%.0f%%).", count(len(list.Redrives), "move task", "move tasks"), named(in.Queue), r.Moved, r.ToMove, r.Percent)
 	}
 	return list, text, nil
+}
+
+// count says how many of something, in the singular for one.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
