@@ -98,13 +98,6 @@ func documents(t *testing.T) []string {
 	return out
 }
 
-// notYetMarked are blocks in files this test's author could not edit at the time; each should
-// get its illustrative line, and then leave this list.
-var notYetMarked = map[string]string{
-	"docs/performance.md": "go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30",
-	"docs/ui.md":          `addEventListener("message", e => {`,
-}
-
 // run is an example that TestExamples runs, found by its file and the start of its first line.
 type run struct {
 	file, first string
@@ -141,8 +134,6 @@ func TestEveryExampleIsRunOrIllustrative(t *testing.T) {
 			case b.illustrative() && i >= 0:
 				t.Errorf("%s: marked illustrative, and run by this test", b)
 			case b.illustrative() || i >= 0:
-			case strings.HasPrefix(b.firstLine(), notYetMarked[b.file]) && notYetMarked[b.file] != "":
-				t.Logf("%s: not run, and not yet marked illustrative", b)
 			default:
 				t.Errorf("%s: a ```%s example neither run by docs/examples_test.go nor marked illustrative on its first line (%q)", b, b.lang, b.firstLine())
 			}

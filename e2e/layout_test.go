@@ -24,6 +24,27 @@ const overflowJS = `(() => {
 	return {excess: document.documentElement.scrollWidth - width, culprits: out};
 })()`
 
+// tablesJS reads the tables of a page: those that scroll sideways in their own box, the
+// identifiers (.clip) that take more than one line, and those cut short without their full
+// value in their title.
+const tablesJS = `(() => {
+	const scrolling = [...document.querySelectorAll('.table-scroll')].filter(el => el.scrollWidth > el.clientWidth + 1)
+		.map(el => ((el.querySelector('table') || {}).className || 'table') + ' ' + el.scrollWidth + '>' + el.clientWidth);
+	const clips = [...document.querySelectorAll('table .clip')];
+	const wrapped = clips.filter(el => el.getClientRects().length > 1 || el.offsetHeight > 2 * parseFloat(getComputedStyle(el).fontSize))
+		.slice(0, 5).map(el => el.textContent.slice(0, 40));
+	const untitled = clips.filter(el => el.scrollWidth > el.clientWidth + 1 && el.title !== el.textContent.trim())
+		.slice(0, 5).map(el => el.textContent.slice(0, 40));
+	return {scrolling, wrapped, untitled, clips: clips.length};
+})()`
+
+type tables struct {
+	Scrolling []string `json:"scrolling"`
+	Wrapped   []string `json:"wrapped"`
+	Untitled  []string `json:"untitled"`
+	Clips     int      `json:"clips"`
+}
+
 type overflow struct {
 	Excess   int      `json:"excess"`
 	Culprits []string `json:"culprits"`
@@ -63,6 +84,29 @@ func TestLongNamesWrap(t *testing.T) {
 			if got.Excess > 0 {
 				t.Errorf("the page is %d px wider than the 1,280-px window; sticking out: %v", got.Excess, got.Culprits)
 			}
+			// Tables: no scroll bar of their own at 1,280 px, identifiers on one line, cut ones
+			// titled with their full value.
+			tb := mustEval[tables](p, tablesJS)
+			if len(tb.Scrolling) > 0 || len(tb.Wrapped) > 0 || len(tb.Untitled) > 0 {
+				t.Errorf("tables: scrolling %v; identifiers on several lines %q; cut without their value in a title %q",
+					tb.Scrolling, tb.Wrapped, tb.Untitled)
+			}
 		})
+	}
+	// The messages table: the long tool name ends in an ellipsis, and shows whole while its row
+	// holds the focus.
+	p := newTab(t)
+	p.open(d.page("/queues/exports-dlq/messages"))
+	waitJS(p, 20*time.Second, "the page", `document.readyState`, func(s string) bool { return s == "complete" })
+	const toolCell = `[...document.querySelectorAll('table.messages tbody tr')].find(tr => tr.textContent.includes('tc_e2e_long') || tr.querySelector('code.clip[title^="create_document_with_a_very_long_name_"]'))`
+	cut := mustEval[struct{ Cut, Found bool }](p, `(() => { const tr = `+toolCell+`; if (!tr) return {found: false};
+		const c = tr.querySelector('code.clip[title^="create_document_with"]'); return {found: !!c, cut: c.scrollWidth > c.clientWidth + 1}; })()`)
+	if !cut.Found || !cut.Cut {
+		t.Fatalf("the long tool name: found %v, cut short %v; want it cut short", cut.Found, cut.Cut)
+	}
+	whole := mustEval[bool](p, `(() => { const tr = `+toolCell+`; tr.querySelector('th a').focus();
+		const c = tr.querySelector('code.clip[title^="create_document_with"]'); return c.scrollWidth <= c.clientWidth + 1; })()`)
+	if !whole {
+		t.Error("the long tool name stays cut while its row holds the focus")
 	}
 }

@@ -44,20 +44,49 @@ func TestChartsAreReadable(t *testing.T) {
 		}
 	}
 
-	// Hover: the pointer over the newest bucket shows its value.
-	box := mustEval[struct{ X, Y float64 }](p, `(() => {
-		const hits = document.querySelectorAll('`+sel+` rect.hit'); const r = hits[hits.length - 1].getBoundingClientRect();
-		return {x: r.left + r.width / 2, y: r.top + r.height / 2};
-	})()`)
-	p.do("hover the newest bucket", 10*time.Second, chromedp.MouseEvent(chromedp.MouseMoved, box.X, box.Y))
-	hovered := waitJS(p, 10*time.Second, "the hovered value in the readout", readoutJS(metric), func(s string) bool { return strings.Contains(s, "UTC: ") })
+	// Hover: the pointer over the newest bucket shows its value. Pushes redraw the page every
+	// few seconds and may move the chart between measuring it and moving the pointer there, so
+	// measure and move again until the pointer lands on it.
+	var hovered string
+	for try := 0; try < 5 && hovered == ""; try++ {
+		box := mustEval[struct{ X, Y float64 }](p, `(() => {
+			const hits = document.querySelectorAll('`+sel+` rect.hit'); const r = hits[hits.length - 1].getBoundingClientRect();
+			return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+		})()`)
+		p.do("hover the newest bucket", 10*time.Second, chromedp.MouseEvent(chromedp.MouseMoved, box.X, box.Y))
+		deadline := time.Now().Add(2 * time.Second)
+		for hovered == "" && time.Now().Before(deadline) {
+			if s := mustEval[string](p, readoutJS(metric)); strings.Contains(s, "UTC: ") {
+				hovered = s
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if hovered == "" {
+		t.Fatalf("the readout shows no value with the pointer over the newest bucket: %q", mustEval[string](p, readoutJS(metric)))
+	}
+	p.do("move the pointer away", 10*time.Second, chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
 
 	// Keyboard: focus the chart, step left, and the readout moves to the bucket before.
 	p.do("focus the chart", 10*time.Second, chromedp.Focus(chromedp.CSS(sel+" svg.chart-svg")))
 	p.do("step left", 10*time.Second, chromedp.KeyEvent(kb.ArrowLeft))
-	waitJS(p, 10*time.Second, "the readout to follow the keyboard", readoutJS(metric), func(s string) bool {
+	stepped := waitJS(p, 10*time.Second, "the readout to follow the keyboard", readoutJS(metric), func(s string) bool {
 		return strings.Contains(s, "UTC: ") && s != hovered
 	})
+
+	// A push redraws the chart (each new snapshot does): the chart keeps the focus and the
+	// bucket the keyboard stepped to, rather than falling back to the newest.
+	mustEval[bool](p, `(document.querySelector('`+sel+` svg').dataset.old = '1') === '1'`)
+	waitJS(p, 60*time.Second, "a push to redraw the chart", `document.querySelector('`+sel+` svg').dataset.old !== '1'`,
+		func(redrawn bool) bool { return redrawn })
+	bucket, _, _ := strings.Cut(stepped, ": ")
+	after := mustEval[struct {
+		Readout string
+		Focused bool
+	}](p, `({readout: `+readoutJS(metric)+`, focused: document.activeElement === document.querySelector('`+sel+` svg')})`)
+	if !strings.HasPrefix(after.Readout, bucket+": ") || !after.Focused {
+		t.Errorf("after a push the readout says %q (chart focused: %v); want the stepped-to bucket %q, focused", after.Readout, after.Focused, bucket)
+	}
 }
 
 // narrowJS reports how far a page, or any box in it that scrolls sideways, is wider than the

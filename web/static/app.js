@@ -196,6 +196,48 @@
     chartShow(svg, hits[next]);
   });
 
+  // A push redraws the charts (each new snapshot does): the bucket a reader points at or has
+  // stepped to stays shown. Before each push remember each chart's active bucket by its time
+  // (its <title> up to the value); after it, show the same bucket of the new chart, or its
+  // newest when that one rolled off.
+  var activeBuckets = null;
+  function bucketKey(hit) {
+    var title = hit.querySelector("title");
+    var text = title ? title.textContent : "";
+    var cut = text.indexOf(": ");
+    return cut < 0 ? text : text.slice(0, cut);
+  }
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    activeBuckets = {};
+    var active = document.querySelectorAll("svg.chart-svg rect.hit.active");
+    for (var i = 0; i < active.length; i++) {
+      var chart = active[i].closest("svg.chart-svg");
+      activeBuckets[chart.id] = { svg: chart, key: bucketKey(active[i]) };
+    }
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var was = activeBuckets;
+    activeBuckets = null;
+    for (var id in was) {
+      var svg = document.getElementById(id);
+      if (!svg || svg === was[id].svg) {
+        continue; // gone, or not redrawn
+      }
+      var hits = svg.querySelectorAll("rect.hit");
+      if (!hits.length) {
+        continue;
+      }
+      var hit = hits[hits.length - 1];
+      for (var i = 0; i < hits.length; i++) {
+        if (bucketKey(hits[i]) === was[id].key) {
+          hit = hits[i];
+          break;
+        }
+      }
+      chartShow(svg, hit);
+    }
+  });
+
   // Narrow screens show each table row as a card (app.css); each cell is labelled with its
   // column's header, copied here from the table's head so that the markup says it once.
   function labelCells(root) {
