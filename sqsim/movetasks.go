@@ -126,15 +126,19 @@ func (s *Simulator) startMessageMoveTask(rc *request, in *startMessageMoveTaskIn
 		source.moveTasks = source.moveTasks[1:]
 	}
 	s.tasks[t.handle] = t
+	s.sched.moving[t] = true
 	s.progressMoveTask(t, t.startedAt)
 	return startMessageMoveTaskOutput{TaskHandle: t.handle}, nil
 }
 
 // progressMoveTasks advances every active task to now.
 func (s *Simulator) progressMoveTasks(now time.Time) {
-	for _, q := range s.queues {
-		if n := len(q.moveTasks); n > 0 && q.moveTasks[n-1].active() {
-			s.progressMoveTask(q.moveTasks[n-1], now)
+	for t := range s.sched.moving {
+		if t.active() && s.queues[t.source.name] == t.source {
+			s.progressMoveTask(t, now)
+		}
+		if !t.active() || s.queues[t.source.name] != t.source {
+			delete(s.sched.moving, t)
 		}
 	}
 }

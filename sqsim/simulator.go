@@ -68,6 +68,8 @@ type Simulator struct {
 	ticked chan struct{}
 	// lastGaugeMinute is the last minute whose gauges were sampled.
 	lastGaugeMinute int64
+	// sched says when tick next has work on the queues.
+	sched schedule
 
 	// stats and regions are shared by the account's regions.
 	stats   *stats
@@ -105,6 +107,7 @@ func newRegion(opts Options, st *stats) *Simulator {
 		ids:           rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
 		changed:       make(chan struct{}),
 		ticked:        make(chan struct{}),
+		sched:         schedule{compact: make(map[*queue]bool), moving: make(map[*moveTask]bool)},
 	}
 	if s.region == "" {
 		s.region = "us-east-1"
@@ -172,21 +175,54 @@ func (s *Simulator) tick() {
 		s.ageCustomMetrics(now)
 	}
 	wake := false
-	for _, q := range s.queues {
-		q.expire(now)
-		// Whether a message is receivable is computed from its visibleAt,
-		// so delays and visibility timeouts need no work here beyond waking
-		// the long polls that wait for them.
-		if q.wakeDue(now) {
-			wake = true
+	if s.sched.dueAt(now) {
+		s.sched.due = time.Time{}
+		for _, q := range s.queues {
+			q.expire(now)
+			// Whether a message is receivable is computed from its visibleAt,
+			// so delays and visibility timeouts need no work here beyond waking
+			// the long polls that wait for them.
+			if q.wakeDue(now) {
+				wake = true
+			}
+			s.sched.at(q.nextWake)
+			s.sched.at(q.nextExpiry)
 		}
+	}
+	for q := range s.sched.compact {
 		q.compact()
+		delete(s.sched.compact, q)
 	}
 	s.progressMoveTasks(now)
 	s.evaluateAlarms(now)
 	if wake {
 		s.notify()
 	}
+}
+
+// schedule is what a region's tick has to do besides the per-minute work:
+// when a queue next has a message to wake or expire, which queues have
+// enough removed messages to compact, and which move tasks are active. Every
+// request ticks first; scanning every queue each time made a region of
+// 10,000 queues spend most of its time under its lock in tick.
+type schedule struct {
+	// due is the earliest nextWake or nextExpiry of any queue (zero: none).
+	// It may be earlier than any queue's, never later.
+	due     time.Time
+	compact map[*queue]bool
+	moving  map[*moveTask]bool
+}
+
+// at records that a queue has work at t (zero: none).
+func (sc *schedule) at(t time.Time) {
+	if !t.IsZero() && (sc.due.IsZero() || t.Before(sc.due)) {
+		sc.due = t
+	}
+}
+
+// dueAt reports whether some queue's work is due at now.
+func (sc *schedule) dueAt(now time.Time) bool {
+	return !sc.due.IsZero() && !now.Before(sc.due)
 }
 
 // notify wakes every waiting long poll. Call with s.mu held.

@@ -28,8 +28,10 @@ type queue struct {
 
 	// nextWake is the earliest time a delayed or in-flight message becomes
 	// receivable (zero: none); nextExpiry the earliest retention expiry.
+	// Lowering either lowers the region's sched.due.
 	nextWake   time.Time
 	nextExpiry time.Time
+	sched      *schedule
 
 	dedup map[string]dedupRecord // FIFO deduplication window
 	// attempts remembers FIFO receives by ReceiveRequestAttemptId.
@@ -74,6 +76,7 @@ func (q *queue) add(m *message) {
 	expiry := m.enqueuedAt.Add(time.Duration(q.attrs.messageRetentionPeriod) * time.Second)
 	if q.nextExpiry.IsZero() || expiry.Before(q.nextExpiry) {
 		q.nextExpiry = expiry
+		q.sched.at(expiry)
 	}
 }
 
@@ -85,15 +88,23 @@ func (q *queue) remove(m *message) {
 	m.gone = true
 	delete(q.byID, m.id)
 	q.goneN++
+	if q.compactable() {
+		q.sched.compact[q] = true
+	}
 }
 
 // compact drops removed messages from q.messages once they are many. It must
 // not run while q.messages is being iterated, so only tick calls it.
 func (q *queue) compact() {
-	if q.goneN > 64 && q.goneN > len(q.messages)/2 {
+	if q.compactable() {
 		q.messages = slices.DeleteFunc(q.messages, func(m *message) bool { return m.gone })
 		q.goneN = 0
 	}
+}
+
+// compactable reports whether enough of q.messages are gone to compact them.
+func (q *queue) compactable() bool {
+	return q.goneN > 64 && q.goneN > len(q.messages)/2
 }
 
 // noteInvisibleUntil records that a message becomes receivable at t, so that
@@ -101,6 +112,7 @@ func (q *queue) compact() {
 func (q *queue) noteInvisibleUntil(t time.Time) {
 	if q.nextWake.IsZero() || t.Before(q.nextWake) {
 		q.nextWake = t
+		q.sched.at(t)
 	}
 }
 
@@ -145,6 +157,7 @@ func (q *queue) expire(now time.Time) {
 // changed.
 func (q *queue) resetExpiry(now time.Time) {
 	q.nextExpiry = now
+	q.sched.at(now)
 }
 
 // queueNamePattern is AWS's rule for queue names, without the .fifo suffix.
@@ -280,7 +293,7 @@ func (s *Simulator) createQueue(rc *request, in *createQueueInput) (any, *apiErr
 		return nil, err
 	}
 	now := s.clock.Now()
-	candidate := &queue{name: in.QueueName, arn: s.queueARN(in.QueueName), attrs: defaultQueueAttributes(fifoName)}
+	candidate := &queue{name: in.QueueName, arn: s.queueARN(in.QueueName), attrs: defaultQueueAttributes(fifoName), sched: &s.sched}
 	if err := s.setAttributes(&candidate.attrs, in.QueueName, in.Attributes, true); err != nil {
 		return nil, err
 	}
