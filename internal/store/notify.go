@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -278,7 +279,8 @@ func (s *Store) RecentDeliveries(ctx context.Context, limit int) ([]NotifyDelive
 // NotifyTargetStats sums each target's messages, by target name.
 func (s *Store) NotifyTargetStats(ctx context.Context) (map[string]NotifyStats, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT target, sum(status = 'sent'), sum(status = 'failed'), sum(status = 'pending'), coalesce(max(sent_at), 0)
+		SELECT target, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+			count(*) FILTER (WHERE status = 'pending'), coalesce(max(sent_at), 0)
 		FROM notify_messages GROUP BY target`)
 	if err != nil {
 		return nil, fmt.Errorf("store: notify stats: %w", err)
@@ -310,7 +312,7 @@ func (s *Store) NotifyTargetStats(ctx context.Context) (map[string]NotifyStats, 
 			d.At, d.Duration = fromMS(at), time.Duration(dur)*time.Millisecond
 			st.LastFailure = &d
 			out[name] = st
-		case err != sql.ErrNoRows:
+		case !errors.Is(err, sql.ErrNoRows):
 			return nil, fmt.Errorf("store: notify stats: %w", err)
 		}
 	}
