@@ -65,6 +65,56 @@ func TestAudit(t *testing.T) {
 	})
 }
 
+// TestAuditIntents: an action records its intent before calling AWS and its outcome after; the
+// intents no outcome names are pending, an idempotency key finds its intent again, and an
+// accepted outcome is found by the move task it started.
+func TestAuditIntents(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		intent := func(actor, key string) int64 {
+			t.Helper()
+			id, err := s.AppendAudit(ctx, AuditEntry{At: t0, Actor: actor, Action: "redrive.start", QueueName: "a-dlq", Result: AuditIntent, IdempotencyKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		done, open1, other := intent("bot", "k1"), intent("bot", "k2"), intent("ops", "k1")
+		if _, err := s.OutcomeOf(ctx, done); !errors.Is(err, ErrNotFound) {
+			t.Errorf("OutcomeOf before the outcome = %v; want ErrNotFound", err)
+		}
+		outcome, err := s.AppendAudit(ctx, AuditEntry{At: t0.Add(time.Second), Actor: "bot", Action: "redrive.start", QueueName: "a-dlq",
+			Result: AuditAccepted, IntentID: done, MoveTaskID: 42, Detail: "handle"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendAudit(ctx, AuditEntry{At: t0, Actor: "ops", Action: "redrive.start", Result: AuditFailed, IntentID: other, Code: "aws", Kind: "aws"}); err != nil {
+			t.Fatal(err)
+		}
+
+		pending, err := s.PendingIntents(ctx)
+		if err != nil || len(pending) != 1 || pending[0].ID != open1 {
+			t.Errorf("PendingIntents = %+v, %v; want the one without an outcome", pending, err)
+		}
+		if e, err := s.IntentByKey(ctx, "bot", "k1"); err != nil || e.ID != done {
+			t.Errorf("IntentByKey(bot, k1) = %+v, %v; want %d", e, err, done)
+		}
+		if _, err := s.IntentByKey(ctx, "bot", "k3"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("IntentByKey of an unknown key = %v; want ErrNotFound", err)
+		}
+		if e, err := s.OutcomeOf(ctx, done); err != nil || e.ID != outcome || e.Result != AuditAccepted {
+			t.Errorf("OutcomeOf = %+v, %v; want the accepted outcome", e, err)
+		}
+		if e, err := s.AcceptedFor(ctx, "redrive.start", 42); err != nil || e.ID != outcome || e.Detail != "handle" {
+			t.Errorf("AcceptedFor(42) = %+v, %v; want the accepted outcome", e, err)
+		}
+		if _, err := s.AcceptedFor(ctx, "redrive.cancel", 42); !errors.Is(err, ErrNotFound) {
+			t.Errorf("AcceptedFor another action = %v; want ErrNotFound", err)
+		}
+	})
+}
+
 func TestTokens(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()

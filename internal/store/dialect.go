@@ -167,22 +167,30 @@ func numberPlaceholders(query string) string {
 }
 
 // dbPool is a database/sql pool whose queries are rebound for its dialect. It offers only the
-// context-taking calls, so that no query can skip rebind.
+// context-taking calls, so that no query can skip rebind. Each statement is told to its store's
+// tracer (Store.Trace), if it has one.
 type dbPool struct {
-	db *sql.DB
-	d  dialect
+	db    *sql.DB
+	d     dialect
+	trace *tracer
 }
 
 func (p dbPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	res, err := p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	traced(p.trace, p.d, err)
+	return res, err
 }
 
 func (p dbPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	rows, err := p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	traced(p.trace, p.d, err)
+	return rows, err
 }
 
 func (p dbPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	row := p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	traced(p.trace, p.d, row.Err())
+	return row
 }
 
 func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error) {
@@ -190,44 +198,60 @@ func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error)
 	if err != nil {
 		return nil, err
 	}
-	return &dbTx{tx: t, d: p.d}, nil
+	return &dbTx{tx: t, d: p.d, trace: p.trace}, nil
 }
 
-// dbTx is a transaction of a dbPool, rebinding like it.
+// dbTx is a transaction of a dbPool, rebinding and traced like it.
 type dbTx struct {
-	tx *sql.Tx
-	d  dialect
+	tx    *sql.Tx
+	d     dialect
+	trace *tracer
 }
 
 func (t *dbTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	res, err := t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	traced(t.trace, t.d, err)
+	return res, err
 }
 
 func (t *dbTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	rows, err := t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	traced(t.trace, t.d, err)
+	return rows, err
 }
 
 func (t *dbTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	row := t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	traced(t.trace, t.d, row.Err())
+	return row
 }
 
 func (t *dbTx) PrepareContext(ctx context.Context, query string) (*dbStmt, error) {
 	st, err := t.tx.PrepareContext(ctx, t.d.rebind(query))
+	traced(t.trace, t.d, err)
 	if err != nil {
 		return nil, err
 	}
-	return &dbStmt{st}, nil
+	return &dbStmt{st: st, d: t.d, trace: t.trace}, nil
 }
 
 // dbStmt is a prepared statement of a dbTx.
-type dbStmt struct{ st *sql.Stmt }
+type dbStmt struct {
+	st    *sql.Stmt
+	d     dialect
+	trace *tracer
+}
 
 func (s *dbStmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	return s.st.ExecContext(ctx, withoutNUL(args)...)
+	res, err := s.st.ExecContext(ctx, withoutNUL(args)...)
+	traced(s.trace, s.d, err)
+	return res, err
 }
 
 func (s *dbStmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
-	return s.st.QueryRowContext(ctx, withoutNUL(args)...)
+	row := s.st.QueryRowContext(ctx, withoutNUL(args)...)
+	traced(s.trace, s.d, row.Err())
+	return row
 }
 
 func (s *dbStmt) Close() error { return s.st.Close() }

@@ -10,8 +10,15 @@ import (
 	"github.com/toolq/toolq/internal/pgtest"
 )
 
-// TestMain stops the PostgreSQL server the tests started, if any.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain stops the PostgreSQL server the tests started, if any, then fails the binary when a
+// store method ran on one engine only (see engines).
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if code == 0 {
+		code = engines.check()
+	}
+	os.Exit(code)
+}
 
 // t0 is the tests' fixed "now": tests never read the wall clock.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -24,7 +31,7 @@ func openTest(tb testing.TB) *Store {
 		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	return s
+	return traceStore(s)
 }
 
 // openPostgresTest opens a store on a fresh PostgreSQL database (pgtest.DB: skipped where no
@@ -36,7 +43,7 @@ func openPostgresTest(tb testing.TB) *Store {
 		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	return s
+	return traceStore(s)
 }
 
 // forEachEngine runs a test once on SQLite and once on PostgreSQL, as subtests named after

@@ -45,6 +45,12 @@ func TestMoveTasks(t *testing.T) {
 		if one, _ := s.ListMoveTasks(ctx, dlq.ID, 1); len(one) != 1 || one[0].ID != id {
 			t.Errorf("ListMoveTasks limit 1 = %+v", one)
 		}
+		if got, err := s.GetMoveTask(ctx, id); err != nil || got.TaskHandle != "h-1" || got.Status != MoveTaskCompleted || got.QueueID != dlq.ID {
+			t.Errorf("GetMoveTask = %+v, %v", got, err)
+		}
+		if _, err := s.GetMoveTask(ctx, 404); !errors.Is(err, ErrNotFound) {
+			t.Errorf("GetMoveTask(404) = %v; want ErrNotFound", err)
+		}
 
 		recent, err := s.RecentMoveTasks(ctx, 1)
 		if err != nil || len(recent) != 2 || len(recent[dlq.ID]) != 1 || recent[dlq.ID][0].ID != id || recent[other.ID][0].TaskHandle != "h-2" {

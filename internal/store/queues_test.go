@@ -127,9 +127,27 @@ func TestQueueSetters(t *testing.T) {
 		if err := s.SetBackfilled(ctx, q.ID, t0); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.SetPeekPaused(ctx, q.ID, "message m1 has 2 receives of 3"); err != nil {
+			t.Fatal(err)
+		}
 		got, _ := s.GetQueue(ctx, q.ID)
-		if !got.PeekEnabled || !got.BackfilledAt.Equal(t0) {
-			t.Errorf("after setters: peek=%v backfilled=%v", got.PeekEnabled, got.BackfilledAt)
+		if !got.PeekEnabled || !got.BackfilledAt.Equal(t0) || got.PeekPaused != "message m1 has 2 receives of 3" {
+			t.Errorf("after setters: peek=%v backfilled=%v paused=%q", got.PeekEnabled, got.BackfilledAt, got.PeekPaused)
+		}
+		if err := s.MarkQueueGone(ctx, q.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		other := addQueue(t, s, "other")
+		if err := s.TouchQueues(ctx, []int64{q.ID, other.ID}, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{q.ID, other.ID} {
+			if got, err := s.GetQueue(ctx, id); err != nil || got.Gone() || !got.LastSeen.Equal(t0.Add(time.Hour)) {
+				t.Errorf("queue %d after TouchQueues: gone %v, last seen %v, %v; want seen again", id, got.Gone(), got.LastSeen, err)
+			}
+		}
+		if err := s.TouchQueues(ctx, nil, t0); err != nil {
+			t.Errorf("TouchQueues of none: %v", err)
 		}
 
 		tests := []struct {
@@ -138,6 +156,7 @@ func TestQueueSetters(t *testing.T) {
 		}{
 			{"SetPeekEnabled", func() error { return s.SetPeekEnabled(ctx, 404, true) }},
 			{"SetBackfilled", func() error { return s.SetBackfilled(ctx, 404, t0) }},
+			{"SetPeekPaused", func() error { return s.SetPeekPaused(ctx, 404, "") }},
 			{"MarkQueueGone", func() error { return s.MarkQueueGone(ctx, 404, t0) }},
 			{"SetListedSources", func() error { return s.SetListedSources(ctx, 404, nil) }},
 			{"GetQueue", func() error { _, err := s.GetQueue(ctx, 404); return err }},
@@ -338,3 +357,4 @@ func TestQueueListsTakeWrittenAttributes(t *testing.T) {
 		check("attributes written late")
 	})
 }
+

@@ -44,7 +44,9 @@ func (s *Store) TryLead(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("store: try lead: %w", err)
 	}
 	var got bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", leadLockKey).Scan(&got); err != nil {
+	err = conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", leadLockKey).Scan(&got)
+	traced(&s.tracer, s.d, err)
+	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("store: try lead: %w", err)
 	}
@@ -122,7 +124,9 @@ func (s *Store) Listen(ctx context.Context, listening func(), fn func(payload st
 	// mid-wait when ctx ended. Joining driver.ErrBadConn to what Raw returns discards it.
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		if _, err := pc.Exec(ctx, "LISTEN "+noticeChannel); err != nil {
+		_, err := pc.Exec(ctx, "LISTEN "+noticeChannel)
+		traced(&s.tracer, s.d, err)
+		if err != nil {
 			return errors.Join(err, driver.ErrBadConn)
 		}
 		listening()
@@ -214,7 +218,9 @@ func (s *Store) LockQueue(ctx context.Context, arn string) (unlock func(), err e
 		return nil, fmt.Errorf("store: lock queue %s: %w", arn, err)
 	}
 	// The two-key form keeps queue locks apart from the lead's one-key lock: 1 is "a queue".
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(1, hashtext($1))", arn); err != nil {
+	_, err = conn.ExecContext(ctx, "SELECT pg_advisory_lock(1, hashtext($1))", arn)
+	traced(&s.tracer, s.d, err)
+	if err != nil {
 		conn.Raw(func(any) error { return driver.ErrBadConn }) // a cancelled wait may still get the lock
 		conn.Close()
 		return nil, fmt.Errorf("store: lock queue %s: %w", arn, err)

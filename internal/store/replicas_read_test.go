@@ -21,7 +21,7 @@ func TestReplicasReadOneAnothersWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		return s
+		return traceStore(s)
 	}
 	writer, reader := open(), open()
 	q := addQueue(t, writer, "a")

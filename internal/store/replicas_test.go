@@ -131,7 +131,7 @@ func openURL(t *testing.T, url string) *Store {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return traceStore(s)
 }
 
 // TestLockQueueAcrossStores: a queue's lock taken through one store makes another store on the

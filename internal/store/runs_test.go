@@ -35,6 +35,12 @@ func TestRunsAndErrors(t *testing.T) {
 		if got != want {
 			t.Errorf("LatestRun = %+v; want %+v", got, want)
 		}
+		if runs, err := s.RunsSince(ctx, RunAttributes, t0); err != nil || len(runs) != 1 || runs[0] != want {
+			t.Errorf("RunsSince = %+v, %v; want the finished run alone", runs, err)
+		}
+		if runs, err := s.RunsSince(ctx, RunAttributes, t0.Add(time.Second)); err != nil || len(runs) != 0 {
+			t.Errorf("RunsSince after its start = %+v, %v; want none", runs, err)
+		}
 		if _, err := s.LatestRun(ctx, RunMetrics); !errors.Is(err, ErrNotFound) {
 			t.Errorf("LatestRun(metrics) = %v; want ErrNotFound", err)
 		}

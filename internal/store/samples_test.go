@@ -233,6 +233,9 @@ func TestSampleDeliveredTwiceAndLarge(t *testing.T) {
 		if len(got) != sampleBatch*2+50 {
 			t.Fatalf("%d messages stored; want %d", len(got), sampleBatch*2+50)
 		}
+		if n, err := s.MostOwnReceives(ctx, id); err != nil || n != 1 {
+			t.Errorf("MostOwnReceives = %d, %v; want 1", n, err)
+		}
 		m, err := s.SampledMessageByID(ctx, q.ID, twice.MessageID)
 		if err != nil {
 			t.Fatal(err)

@@ -106,6 +106,7 @@ func TestPingNoticesTheFileGoing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			traceStore(s)
 			if err := s.Ping(context.Background()); err != nil {
 				t.Fatalf("Ping before: %v", err)
 			}

@@ -47,6 +47,9 @@ type Store struct {
 	// attributes are each queue's attributes, decoded once per change: a queue's stored
 	// attributes are read at every snapshot and change only when SQS says something new.
 	attributes attributeMaps
+
+	// tracer is told of every statement (Trace); db and wdb point to it.
+	tracer tracer
 }
 
 // readConns bounds the SQLite reader pool: the machine is small, and SQLite readers are cheap
@@ -109,8 +112,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}
-	s := &Store{db: dbPool{db, sqliteDialect}, wdb: dbPool{wdb, sqliteDialect}, d: sqliteDialect,
-		path: path, file: fi, metricIDs: make(map[string]int64)}
+	s := &Store{d: sqliteDialect, path: path, file: fi, metricIDs: make(map[string]int64)}
+	s.db, s.wdb = dbPool{db, sqliteDialect, &s.tracer}, dbPool{wdb, sqliteDialect, &s.tracer}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -138,8 +141,9 @@ func openPostgres(ctx context.Context, dbURL string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", shown, err)
 	}
-	p := dbPool{db, postgresDialect}
-	s := &Store{db: p, wdb: p, d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}
+	s := &Store{d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}
+	s.db = dbPool{db, postgresDialect, &s.tracer}
+	s.wdb = s.db
 	return s, nil
 }
 
