@@ -196,6 +196,9 @@ func (s *Store) ListQueues(ctx context.Context, f QueueFilter) ([]Queue, error) 
 	}
 	query += " ORDER BY name, region, arn"
 	qs, err := s.queryQueues(ctx, query, args...)
+	if err == nil {
+		err = s.pairAll(ctx, qs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}
@@ -216,6 +219,9 @@ func (s *Store) getQueue(ctx context.Context, column string, key any) (Queue, er
 	qs, err := s.queryQueues(ctx, "SELECT "+queueColumns+" FROM queues WHERE "+column+" = ?", key)
 	if err == nil && len(qs) == 0 {
 		err = ErrNotFound
+	}
+	if err == nil {
+		err = s.pairEach(ctx, qs)
 	}
 	if err != nil {
 		return Queue{}, fmt.Errorf("store: get queue by %s %v: %w", column, key, err)
@@ -250,14 +256,17 @@ func (s *Store) ResolveQueue(ctx context.Context, ref string) (Queue, error) {
 // GetQueuesByName returns the queues of that name (one per region and account at most).
 func (s *Store) GetQueuesByName(ctx context.Context, name string) ([]Queue, error) {
 	qs, err := s.queryQueues(ctx, "SELECT "+queueColumns+" FROM queues WHERE name = ? ORDER BY region, arn", name)
+	if err == nil {
+		err = s.pairEach(ctx, qs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: get queues by name %q: %w", name, err)
 	}
 	return qs, nil
 }
 
-// queryQueues runs a query over queueColumns and fills in each queue's SourceARNs (the listed
-// ones plus every live queue whose RedrivePolicy names it) and EventBridgeRuleARNs.
+// queryQueues runs a query over queueColumns. Each queue's SourceARNs are the listed ones until
+// pairAll or pairEach adds the redrive pairs.
 func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Queue, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -272,49 +281,84 @@ func (s *Store) queryQueues(ctx context.Context, query string, args ...any) ([]Q
 		}
 		qs = append(qs, q)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(qs) == 0 {
-		return qs, nil
-	}
-	sources, err := s.redriveSources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rules, err := s.eventBridgeDeadLetters(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range qs {
-		qs[i].EventBridgeRuleARNs = rules[qs[i].ARN]
-		all := append(qs[i].SourceARNs, sources[qs[i].ARN]...)
-		slices.Sort(all)
-		qs[i].SourceARNs = slices.Compact(all)
-		if len(qs[i].SourceARNs) == 0 {
-			qs[i].SourceARNs = nil
-		}
-	}
-	return qs, nil
+	return qs, rows.Err()
 }
 
-// redriveSources maps each dead-letter target ARN to the live queues that name it.
-func (s *Store) redriveSources(ctx context.Context) (map[string][]string, error) {
-	rows, err := s.db.QueryContext(ctx,
-		"SELECT dlq_target_arn, arn FROM queues WHERE dlq_target_arn <> '' AND gone_at = 0")
+// pairAll completes a list of queues with what names them: the live queues whose RedrivePolicy
+// names each one (SourceARNs, with the listed sources) and the EventBridge rules whose targets
+// name it as their dead-letter queue. It reads every pair once, for a list of any length.
+func (s *Store) pairAll(ctx context.Context, qs []Queue) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	sources, err := s.redrivePairs(ctx, "SELECT dlq_target_arn, arn FROM queues WHERE dlq_target_arn <> '' AND gone_at = 0")
+	if err != nil {
+		return err
+	}
+	rules, err := s.redrivePairs(ctx, "SELECT DISTINCT dead_letter_arn, rule_arn FROM eventbridge_targets WHERE dead_letter_arn <> '' ORDER BY rule_arn")
+	if err != nil {
+		return err
+	}
+	for i := range qs {
+		pair(&qs[i], sources[qs[i].ARN], rules[qs[i].ARN])
+	}
+	return nil
+}
+
+// The pairs of one queue, by index: each query repeats its partial index's own condition (not
+// the empty string), or SQLite's planner would not know that the index applies and scan instead.
+const (
+	sourcesOfQuery = "SELECT dlq_target_arn, arn FROM queues WHERE dlq_target_arn = ? AND dlq_target_arn <> '' AND gone_at = 0"
+	rulesOfQuery   = "SELECT DISTINCT dead_letter_arn, rule_arn FROM eventbridge_targets WHERE dead_letter_arn = ? AND dead_letter_arn <> '' ORDER BY rule_arn"
+)
+
+// pairEach is pairAll for a lookup of a few queues: it reads the pairs of those queues alone, by
+// index (queues_dlq_target, eventbridge_targets_dead_letter), so that a lookup of one queue costs
+// the same at 10 queues as at 10,000.
+func (s *Store) pairEach(ctx context.Context, qs []Queue) error {
+	for i := range qs {
+		sources, err := s.redrivePairs(ctx, sourcesOfQuery, qs[i].ARN)
+		if err != nil {
+			return err
+		}
+		rules, err := s.redrivePairs(ctx, rulesOfQuery, qs[i].ARN)
+		if err != nil {
+			return err
+		}
+		pair(&qs[i], sources[qs[i].ARN], rules[qs[i].ARN])
+	}
+	return nil
+}
+
+// redrivePairs runs a query of (target ARN, ARN naming it) rows and maps each target to the ARNs
+// that name it, in the query's order.
+func (s *Store) redrivePairs(ctx context.Context, query string, args ...any) (map[string][]string, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	m := map[string][]string{}
 	for rows.Next() {
-		var target, arn string
-		if err := rows.Scan(&target, &arn); err != nil {
+		var target, by string
+		if err := rows.Scan(&target, &by); err != nil {
 			return nil, err
 		}
-		m[target] = append(m[target], arn)
+		m[target] = append(m[target], by)
 	}
 	return m, rows.Err()
+}
+
+// pair sets q's SourceARNs (its listed sources and those whose RedrivePolicy names it, sorted,
+// each once; nil when none) and EventBridgeRuleARNs.
+func pair(q *Queue, sources, rules []string) {
+	q.EventBridgeRuleARNs = rules
+	all := append(q.SourceARNs, sources...)
+	slices.Sort(all)
+	q.SourceARNs = slices.Compact(all)
+	if len(q.SourceARNs) == 0 {
+		q.SourceARNs = nil
+	}
 }
 
 // attributeMaps keeps each queue's attributes decoded, with the JSON they were decoded from:

@@ -184,26 +184,6 @@ func (s *Store) EventBridgeTargets(ctx context.Context) ([]EventBridgeTarget, er
 	return out, nil
 }
 
-// eventBridgeDeadLetters maps each queue ARN that an EventBridge target names as its
-// dead-letter queue to the rules of those targets.
-func (s *Store) eventBridgeDeadLetters(ctx context.Context) (map[string][]string, error) {
-	rows, err := s.db.QueryContext(ctx,
-		"SELECT DISTINCT dead_letter_arn, rule_arn FROM eventbridge_targets WHERE dead_letter_arn <> '' ORDER BY rule_arn")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	m := map[string][]string{}
-	for rows.Next() {
-		var dlq, rule string
-		if err := rows.Scan(&dlq, &rule); err != nil {
-			return nil, err
-		}
-		m[dlq] = append(m[dlq], rule)
-	}
-	return m, rows.Err()
-}
-
 // ReplaceQueueAlarms replaces every alarm stored for a region with a complete DescribeAlarms
 // reading.
 func (s *Store) ReplaceQueueAlarms(ctx context.Context, region string, alarms []QueueAlarm) error {
