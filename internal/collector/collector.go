@@ -342,7 +342,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.ran = true
 	c.resumeSight(ctx)
 	c.resumeTopology(ctx)
-	if err := c.Discover(ctx); err != nil && ctx.Err() == nil {
+	// The first discovery leaves ListDeadLetterSourceQueues to the discovery loop's first cycle,
+	// which runs beside the first attribute cycle: at 10,000 queues those calls would otherwise
+	// hold the first depths back by as long as the attribute cycle itself takes.
+	if err := c.discover(ctx, false); err != nil && ctx.Err() == nil {
 		c.log.Warn("collector: first discovery", "err", err)
 	}
 	loops := []struct {
@@ -359,11 +362,8 @@ func (c *Collector) Run(ctx context.Context) error {
 		{"prune", c.opts.PruneInterval, c.Prune},
 	}
 	var wg sync.WaitGroup
-	for i, l := range loops {
-		wg.Go(func() {
-			// Discovery already ran its first cycle above.
-			c.loop(ctx, l.name, l.every, l.cycle, i > 0)
-		})
+	for _, l := range loops {
+		wg.Go(func() { c.loop(ctx, l.name, l.every, l.cycle, true) })
 	}
 	wg.Wait()
 	return nil

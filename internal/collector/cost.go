@@ -202,7 +202,7 @@ func (c *Collector) updateCost(ctx context.Context) {
 		ListingsPerRegion: listings,
 		Cadences:          c.opts.cadences(),
 		CloudWatch:        true,
-		ListSources:       true,
+		ListSources:       c.selects(),
 	}
 	c.mu.Lock()
 	cfg.AlarmCallsPerDiscovery, cfg.FreeCallsPerDiscovery = c.topologyCalls.alarms, c.topologyCalls.free

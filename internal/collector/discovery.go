@@ -30,23 +30,37 @@ const maxPages = 1000
 // Discover finds the watched queues of every region: ListQueues per prefix (or of the whole
 // account), GetQueueUrl per named queue. A new queue is adopted (its attributes read once for
 // its ARN); a queue no longer listed is marked gone; the dead-letter queues of watched queues
-// are watched too; and ListDeadLetterSourceQueues checks the pairing where the endpoint has it.
+// are watched too, tier after tier; and, where the configuration selects queues,
+// ListDeadLetterSourceQueues finds the sources outside the selection.
 func (c *Collector) Discover(ctx context.Context) error {
+	return c.discover(ctx, true)
+}
+
+// discover is Discover, without ListDeadLetterSourceQueues unless listSources: Run's first
+// discovery leaves that to the discovery loop, so that the first attribute cycle starts as soon
+// as the queues are known.
+func (c *Collector) discover(ctx context.Context, listSources bool) error {
 	cy := c.startCycle(ctx, store.RunDiscovery)
 	defer c.finish(ctx, cy)
+	known, err := c.readStored(ctx)
+	if err != nil {
+		c.warn(ctx, "collector: list stored queues", "err", err)
+	}
 	changed := false
 	for _, r := range c.regions {
-		if c.discoverRegion(ctx, cy, r) {
+		if c.discoverRegion(ctx, cy, r, known) {
 			changed = true
 		}
 	}
 	for _, q := range c.watched() {
 		cy.cover(q.region.key, 1)
 	}
-	if c.adoptDeadLetterQueues(ctx, cy) {
+	if c.adoptDeadLetterQueues(ctx, cy, known) {
 		changed = true
 	}
-	c.listDeadLetterSources(ctx, cy)
+	if listSources {
+		c.listDeadLetterSources(ctx, cy)
+	}
 	cy.queues.Store(int64(len(c.watched())))
 	c.updateCost(ctx)
 	if changed {
@@ -55,15 +69,93 @@ func (c *Collector) Discover(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// storedQueues is what adoption needs of the queues an earlier run stored: a queue by ARN, and,
+// for a queue resumed from the store, its newest depth and message sample. A discovery reads it
+// all at once (every stored queue in one statement with its pairs, the newest depths and samples
+// in one each, only when a queue is resumed), so that its store reads grow with the fleet and
+// not with the fleet squared; the topology loop, adopting an EventBridge target's dead-letter
+// queue now and then, looks each one up instead (byARN nil).
+type storedQueues struct {
+	err   error                  // reading byARN failed: nothing is known of the store
+	byARN map[string]store.Queue // every stored queue, gone ones too
+
+	once    sync.Once
+	depths  map[int64]store.AttributeSample
+	samples map[int64]store.Sample
+}
+
+// readStored reads every queue the store holds, for one discovery.
+func (c *Collector) readStored(ctx context.Context) (*storedQueues, error) {
+	qs, err := c.store.ListQueues(ctx, store.QueueFilter{IncludeGone: true})
+	k := &storedQueues{err: err, byARN: make(map[string]store.Queue, len(qs))}
+	for _, sq := range qs {
+		k.byARN[sq.ARN] = sq
+	}
+	return k, err
+}
+
+// scope returns the stored queues of r's scope (store.QueueFilter's meaning: without a
+// configured account, every queue of the region).
+func (k *storedQueues) scope(r *region) []store.Queue {
+	var out []store.Queue
+	for _, sq := range k.byARN {
+		if sq.Region == r.Name && (r.Account == "" || sq.Account == r.Account) {
+			out = append(out, sq)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Queue) int { return strings.Compare(a.ARN, b.ARN) })
+	return out
+}
+
+// queue returns the stored queue of that ARN, if the store has one.
+func (c *Collector) storedQueue(ctx context.Context, k *storedQueues, arn string) (store.Queue, bool) {
+	if k.byARN != nil {
+		sq, ok := k.byARN[arn]
+		return sq, ok
+	}
+	sq, err := c.store.GetQueueByARN(ctx, arn)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.warn(ctx, "collector: load queue", "arn", arn, "err", err)
+	}
+	return sq, err == nil
+}
+
+// newest returns the newest depth and message sample (nil without one) of a stored queue.
+func (c *Collector) newest(ctx context.Context, k *storedQueues, id int64) (store.AttributeSample, *store.Sample) {
+	if k.byARN == nil {
+		var sample *store.Sample
+		if s, err := c.store.LatestSample(ctx, id); err == nil {
+			sample = &s
+		} else if !errors.Is(err, store.ErrNotFound) {
+			c.warn(ctx, "collector: load latest sample", "queue_id", id, "err", err)
+		}
+		return store.AttributeSample{}, sample
+	}
+	k.once.Do(func() {
+		var err error
+		if k.depths, err = c.store.LatestAttributeSamples(ctx); err != nil {
+			c.warn(ctx, "collector: load newest depths", "err", err)
+		}
+		if k.samples, err = c.store.LatestSamples(ctx); err != nil {
+			c.warn(ctx, "collector: load newest samples", "err", err)
+		}
+	})
+	if s, ok := k.samples[id]; ok {
+		return k.depths[id], &s
+	}
+	return k.depths[id], nil
+}
+
 // discoverRegion lists the region's selected queues, adopts new ones and marks vanished ones
 // gone. It reports whether the set of watched queues changed.
-func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bool {
+func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region, known *storedQueues) bool {
 	cy.cover(r.key, 0)
+	stored := known.scope(r)
 	if !c.checkIdentity(ctx, cy, r) {
 		// Listing with credentials that reach no account, or another one, would file what it
 		// finds under the wrong account: the scope is blind until the check passes.
 		cy.markBlind(r.key)
-		return c.resumeFromStore(ctx, r)
+		return c.resumeFromStore(ctx, r, known, stored)
 	}
 	listed, complete := c.listRegion(ctx, cy, r)
 	if ctx.Err() != nil {
@@ -72,16 +164,12 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 	if !complete {
 		cy.markBlind(r.key)
 	}
-	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, Account: r.Account, IncludeGone: true})
-	if err != nil {
-		c.warn(ctx, "collector: list stored queues", "region", r.key, "err", err)
-	}
-	changed := c.adoptListed(ctx, cy, r, listed, stored)
+	changed := c.adoptListed(ctx, cy, r, listed, known, stored)
 	// A failed listing says nothing about the queues it did not return.
 	if !complete {
-		return c.resumeFromStore(ctx, r) || changed
+		return c.resumeFromStore(ctx, r, known, stored) || changed
 	}
-	if err != nil {
+	if known.err != nil {
 		return changed
 	}
 	listedSet := make(map[string]bool, len(listed))
@@ -108,7 +196,7 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region) bo
 // without an AWS call: the first attribute cycle reads it, with all the others, at its budget's
 // concurrency. A queue never seen is adopted (adopt), as many at once as discovery's budget
 // allows. It reports whether any queue is new to this collector.
-func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, listed []string, stored []store.Queue) bool {
+func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, listed []string, known *storedQueues, stored []store.Queue) bool {
 	byURL := make(map[string]store.Queue, len(stored))
 	for _, sq := range stored {
 		byURL[sq.URL] = sq
@@ -129,7 +217,7 @@ func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, liste
 	}
 	changed := false
 	if len(resumable) > 0 {
-		changed = c.resumeStored(ctx, r, resumable) || changed
+		changed = c.resumeStored(ctx, r, known, resumable) || changed
 	}
 	if err := c.store.TouchQueues(ctx, seen, c.now()); err != nil {
 		c.warn(ctx, "collector: record queues seen", "region", r.key, "err", err)
@@ -137,7 +225,7 @@ func (c *Collector) adoptListed(ctx context.Context, cy *cycle, r *region, liste
 	var mu sync.Mutex
 	forEach(ctx, 2*cap(c.budget(cy.kind)), fresh, func(u string) {
 		defer c.recoverURL(ctx, cy, u)
-		if adopted, err := c.adopt(ctx, cy, r, u); err == nil && adopted {
+		if adopted, err := c.adopt(ctx, cy, r, u, known); err == nil && adopted {
 			mu.Lock()
 			changed = true
 			mu.Unlock()
@@ -157,25 +245,13 @@ func (c *Collector) recoverURL(ctx context.Context, cy *cycle, u string) {
 
 // resumeStored watches queues an earlier run stored, from what the store holds of them: their
 // attributes, redrive policy, newest depth and newest sample. It reports whether any was added.
-func (c *Collector) resumeStored(ctx context.Context, r *region, stored []store.Queue) bool {
-	latest, err := c.store.LatestAttributeSamples(ctx)
-	if err != nil {
-		c.warn(ctx, "collector: load newest depths", "region", r.key, "err", err)
-	}
-	samples, err := c.store.LatestSamples(ctx)
-	if err != nil {
-		c.warn(ctx, "collector: load newest samples", "region", r.key, "err", err)
-	}
+func (c *Collector) resumeStored(ctx context.Context, r *region, known *storedQueues, stored []store.Queue) bool {
 	changed := false
 	for _, sq := range stored {
-		st := storedState(sq, latest[sq.ID])
-		var sample *store.Sample
-		if s, ok := samples[sq.ID]; ok {
-			sample = &s
-		}
-		q := c.resumeQueue(ctx, r, sq, st, sample)
+		depth, sample := c.newest(ctx, known, sq.ID)
+		q := c.resumeQueue(ctx, r, sq, storedState(sq, depth), sample)
 		c.mu.Lock()
-		if _, known := c.queues[sq.ARN]; !known {
+		if _, watched := c.queues[sq.ARN]; !watched {
 			c.queues[sq.ARN] = q
 			c.urls[urlKey{r.key, sq.URL}] = q
 			changed = true
@@ -276,7 +352,7 @@ func (c *Collector) listQueues(ctx context.Context, cy *cycle, r *region, prefix
 
 // adopt starts watching the queue at u unless it is watched already; either way it records that
 // the queue was seen. It reports whether the queue is new.
-func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (bool, error) {
+func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string, known *storedQueues) (bool, error) {
 	if q := c.byURL(r, u); q != nil {
 		if err := c.store.TouchQueues(ctx, []int64{q.id}, c.now()); err != nil {
 			c.warn(ctx, "collector: record queue seen", "queue", q.name, "err", err)
@@ -312,18 +388,13 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 		c.storeFailed(ctx, cy, "UpsertQueue", nil, err)
 		return false, err
 	}
-	var q *watchedQueue
-	if stored, err := c.store.GetQueue(ctx, id); err == nil {
-		var sample *store.Sample
-		if s, err := c.store.LatestSample(ctx, id); err == nil {
-			sample = &s
-		} else if !errors.Is(err, store.ErrNotFound) {
-			c.warn(ctx, "collector: load latest sample", "queue", name, "err", err)
-		}
-		q = c.resumeQueue(ctx, r, stored, queueState{fifo: fifo}, sample)
-	} else {
-		c.warn(ctx, "collector: load queue", "queue", name, "err", err)
-		q = newWatchedQueue(r, id, name, u, arn, queueState{fifo: fifo}, nil)
+	// A queue the store knows by its ARN (at another URL: an endpoint changed) keeps what an
+	// earlier run learned of it; any other is new to the store too.
+	q := newWatchedQueue(r, id, name, u, arn, queueState{fifo: fifo}, nil)
+	if sq, ok := c.storedQueue(ctx, known, arn); ok {
+		sq.ID, sq.Name, sq.URL = id, name, u
+		_, sample := c.newest(ctx, known, id)
+		q = c.resumeQueue(ctx, r, sq, queueState{fifo: fifo}, sample)
 	}
 	c.mu.Lock()
 	if existing := c.queues[arn]; existing != nil {
@@ -340,35 +411,37 @@ func (c *Collector) adopt(ctx context.Context, cy *cycle, r *region, u string) (
 }
 
 // resumeFromStore watches, after a failed listing of r, the queues an earlier run stored for it
-// that are selected (and their dead-letter queues), without an AWS call. A restart while AWS is
-// unreachable then keeps trying the queues it knew, recording an error against each and
-// letting their data age visibly, rather than watching nothing until a discovery succeeds.
-// A queue that vanished meanwhile is marked gone by the next complete listing.
-func (c *Collector) resumeFromStore(ctx context.Context, r *region) bool {
-	stored, err := c.store.ListQueues(ctx, store.QueueFilter{Region: r.Name, Account: r.Account})
-	if err != nil {
-		c.warn(ctx, "collector: list stored queues", "region", r.key, "err", err)
-		return false
-	}
+// (stored: those of its scope) that are selected (and their dead-letter queues), without an AWS
+// call. A restart while AWS is unreachable then keeps trying the queues it knew, recording an
+// error against each and letting their data age visibly, rather than watching nothing until a
+// discovery succeeds. A queue that vanished meanwhile is marked gone by the next complete
+// listing.
+func (c *Collector) resumeFromStore(ctx context.Context, r *region, known *storedQueues, stored []store.Queue) bool {
 	deadLetter := make(map[string]bool)
 	for _, sq := range stored {
-		if c.selected(r, sq.Name, sq.URL) && sq.DeadLetterTargetARN != "" {
+		if !sq.Gone() && c.selected(r, sq.Name, sq.URL) && sq.DeadLetterTargetARN != "" {
 			deadLetter[sq.DeadLetterTargetARN] = true
 		}
 	}
 	var resumable []store.Queue
 	for _, sq := range stored {
-		if !c.selected(r, sq.Name, sq.URL) && !deadLetter[sq.ARN] {
+		if sq.Gone() || (!c.selected(r, sq.Name, sq.URL) && !deadLetter[sq.ARN]) {
 			continue
 		}
-		c.mu.Lock()
-		_, known := c.queues[sq.ARN]
-		c.mu.Unlock()
-		if !known {
+		if !c.isWatched(sq.ARN) {
 			resumable = append(resumable, sq)
 		}
 	}
-	return c.resumeStored(ctx, r, resumable)
+	slices.SortFunc(resumable, func(a, b store.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return c.resumeStored(ctx, r, known, resumable)
+}
+
+// isWatched reports whether the queue of that ARN is watched.
+func (c *Collector) isWatched(arn string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.queues[arn]
+	return ok
 }
 
 // resumeQueue returns the queue to watch, with st completed by what an earlier run of the
@@ -388,27 +461,49 @@ func (c *Collector) resumeQueue(ctx context.Context, r *region, stored store.Que
 }
 
 // adoptDeadLetterQueues watches the dead-letter queue of every watched queue, even outside the
-// selection: a source's health depends on its DLQ. A DLQ in a region the collector does not
-// watch, or that cannot be found, is recorded against its source.
-func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle) bool {
-	changed := false
-	for _, q := range c.watched() {
-		if c.adoptARN(ctx, cy, q.state().deadLetterTargetARN, q) {
-			changed = true
-		}
+// selection: a source's health depends on its DLQ. The pairing comes from the redrive policies
+// already read (the attribute cycles' and the adoptions'); a dead-letter queue with a policy of
+// its own (a tier) names the next, adopted in the next round, until a round finds none new. A
+// DLQ in a region the collector does not watch, or that cannot be found, is recorded against its
+// source.
+func (c *Collector) adoptDeadLetterQueues(ctx context.Context, cy *cycle, known *storedQueues) bool {
+	type named struct {
+		target string
+		from   *watchedQueue
 	}
-	return changed
+	changed := false
+	tried := make(map[string]bool)
+	for {
+		var round []named
+		for _, q := range c.watched() {
+			if t := q.state().deadLetterTargetARN; t != "" && !tried[t] && !c.isWatched(t) {
+				tried[t] = true
+				round = append(round, named{t, q})
+			}
+		}
+		if len(round) == 0 || ctx.Err() != nil {
+			return changed
+		}
+		var mu sync.Mutex
+		forEach(ctx, 2*cap(c.budget(cy.kind)), round, func(n named) {
+			defer c.recoverQueue(ctx, cy, n.from)
+			if c.adoptARN(ctx, cy, n.target, n.from, known) {
+				mu.Lock()
+				changed = true
+				mu.Unlock()
+			}
+		})
+	}
 }
 
 // adoptARN watches the queue of ARN target, named by the watched queue from (its dead-letter
 // queue, or the dead-letter queue of an EventBridge target that delivers to it), unless it is
-// watched already or target is empty. A queue in a region the collector does not watch is
-// recorded once against from. It reports whether the queue is new.
-func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from *watchedQueue) bool {
-	c.mu.Lock()
-	_, watched := c.queues[target]
-	c.mu.Unlock()
-	if target == "" || watched {
+// watched already or target is empty. A queue the store holds, and not as gone, is resumed from
+// it without an AWS call, as a listed one is; another is found with GetQueueUrl and adopted. A
+// queue in a region the collector does not watch is recorded once against from. It reports
+// whether the queue is new.
+func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from *watchedQueue, known *storedQueues) bool {
+	if target == "" || c.isWatched(target) {
 		return false
 	}
 	a, err := arn.ParseQueue(target)
@@ -420,6 +515,9 @@ func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from
 		}
 		return false
 	}
+	if sq, ok := c.storedQueue(ctx, known, target); ok && !sq.Gone() {
+		return c.resumeStored(ctx, r, known, []store.Queue{sq})
+	}
 	var out *sqs.GetQueueUrlOutput
 	err = c.call(ctx, cy, r, opGetQueueURL, from, func(ctx context.Context) error {
 		var err error
@@ -429,14 +527,28 @@ func (c *Collector) adoptARN(ctx context.Context, cy *cycle, target string, from
 	if err != nil || out.QueueUrl == nil {
 		return false
 	}
-	adopted, err := c.adopt(ctx, cy, r, *out.QueueUrl)
+	adopted, err := c.adopt(ctx, cy, r, *out.QueueUrl, known)
 	return err == nil && adopted
 }
 
 // listDeadLetterSources records, for every watched queue, the sources that
 // ListDeadLetterSourceQueues names. It catches sources outside the selection, whose redrive
-// policies the collector never reads. Endpoints without the operation are asked once.
+// policies the collector never reads. Endpoints without the operation are asked once. Without a
+// selection it asks nothing: every queue of each scope is watched, and SQS keeps a queue's
+// sources in its own account and region, so the redrive policies the attribute cycles read name
+// every pair; what an earlier run listed is forgotten instead.
 func (c *Collector) listDeadLetterSources(ctx context.Context, cy *cycle) {
+	if !c.selects() {
+		for _, r := range c.regions {
+			if err := c.store.ForgetListedSources(ctx, r.Name, r.Account); err != nil {
+				c.warn(ctx, "collector: forget listed sources", "region", r.key, "err", err)
+			}
+		}
+		for _, q := range c.watched() {
+			q.setListedSources(0)
+		}
+		return
+	}
 	c.each(ctx, cy, c.watched(), func(ctx context.Context, q *watchedQueue) {
 		k := skipKey{region: q.region.key, op: opListDeadLetterSourceQueues}
 		if c.skipping(k) {
@@ -498,9 +610,15 @@ func (c *Collector) recordOnce(k skipKey) func(error) bool {
 	}
 }
 
+// selects reports whether the configuration selects queues (by prefix or name); without, every
+// queue of each scope is watched.
+func (c *Collector) selects() bool {
+	return len(c.opts.QueuePrefixes) > 0 || len(c.opts.Queues) > 0
+}
+
 // selected reports whether the configuration selects the queue (name or URL) in region r.
 func (c *Collector) selected(r *region, name, u string) bool {
-	if len(c.opts.QueuePrefixes) == 0 && len(c.opts.Queues) == 0 {
+	if !c.selects() {
 		return true
 	}
 	for _, p := range c.opts.QueuePrefixes {

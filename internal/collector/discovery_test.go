@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -225,5 +226,92 @@ func TestDiscoveryPaginates(t *testing.T) {
 	}
 	if n := len(c.watched()); n != 1001 {
 		t.Errorf("watched %d queues, want 1001", n)
+	}
+}
+
+// TestDiscoveryAdoptsEveryTier: a source's dead-letter queue and that queue's own dead-letter
+// queue (a tier), both outside the selection, are watched after one discovery; after a restart
+// they are resumed from the store without a call, like the listed queues.
+func TestDiscoveryAdoptsEveryTier(t *testing.T) {
+	e := newEnv(t)
+	_, last := e.createQueue("zz-tier2", nil)
+	_, tier := e.createQueue("zz-tier1", map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, last),
+	})
+	e.createQueue("tc-source", map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":3}`, tier),
+	})
+	selection := func(o *Options) { o.QueuePrefixes = []string{"tc-"} }
+	must(t, e.collector(selection).Discover(e.ctx))
+	if got, want := storedNames(t, e, false), []string{"tc-source", "zz-tier1", "zz-tier2"}; !slices.Equal(got, want) {
+		t.Fatalf("after one discovery the store holds %v; want %v", got, want)
+	}
+
+	e.sim.ResetCallCounts()
+	c := e.collector(selection)
+	must(t, c.Discover(e.ctx))
+	if n := len(c.watched()); n != 3 {
+		t.Errorf("after a restart %d queues are watched; want 3", n)
+	}
+	for _, op := range []string{"GetQueueUrl", "GetQueueAttributes"} {
+		if n := e.sim.CallCount(op); n != 0 {
+			t.Errorf("a restart's discovery made %d %s calls; want none (the store knows every queue)", n, op)
+		}
+	}
+	must(t, c.CycleAttributes(e.ctx))
+	if n := e.sim.CallCount("GetQueueAttributes"); n != 3 {
+		t.Errorf("the first attribute cycle after a restart made %d GetQueueAttributes; want 3", n)
+	}
+}
+
+// TestDiscoveryStoreReadsDoNotGrowWithTheFleet counts the store's statements per method in a
+// discovery of a fresh fleet and after a restart, at two sizes: each method that reads all the
+// queues (ListQueues, the newest depths and samples) runs the same number of times whatever the
+// fleet, and no single-queue lookup runs at all. Before, every adoption looked its queue up,
+// and each lookup read every redrive pair.
+func TestDiscoveryStoreReadsDoNotGrowWithTheFleet(t *testing.T) {
+	type counts map[string]int
+	discoveries := func(t *testing.T, pairs int) (fresh, restart counts) {
+		e := newEnv(t)
+		for i := range pairs {
+			e.createPair(fmt.Sprintf("fleet-%03d", i), fmt.Sprintf("fleet-%03d-dlq", i), 3)
+		}
+		var mu sync.Mutex
+		got := counts{}
+		e.store.Trace(func(st store.Statement) {
+			if len(st.Methods) > 0 {
+				mu.Lock()
+				got[st.Methods[0]]++
+				mu.Unlock()
+			}
+		})
+		must(t, e.collector(nil).Discover(e.ctx))
+		fresh, got = got, counts{}
+		must(t, e.collector(nil).Discover(e.ctx))
+		e.store.Trace(nil)
+		return fresh, got
+	}
+	small, smallRestart := discoveries(t, 5)
+	large, largeRestart := discoveries(t, 20)
+	for _, tt := range []struct {
+		name         string
+		small, large counts
+	}{{"fresh", small, large}, {"restart", smallRestart, largeRestart}} {
+		for _, lookup := range []string{"GetQueue", "GetQueueByARN", "GetQueuesByName", "ResolveQueue", "LatestSample"} {
+			if n := tt.large[lookup]; n != 0 {
+				t.Errorf("%s discovery: %d statements of %s; want none", tt.name, n, lookup)
+			}
+		}
+		for _, whole := range []string{"ListQueues", "LatestAttributeSamples", "LatestSamples"} {
+			if tt.small[whole] != tt.large[whole] {
+				t.Errorf("%s discovery: %s ran %d statements for 10 queues, %d for 40; want the same", tt.name, whole, tt.small[whole], tt.large[whole])
+			}
+		}
+	}
+	if n := large["ListQueues"]; n == 0 || n > 3 {
+		t.Errorf("fresh discovery: ListQueues ran %d statements; want its queues and two pair reads", n)
+	}
+	if n := largeRestart["UpsertQueue"] + largeRestart["SaveQueueAttributes"]; n != 0 {
+		t.Errorf("restart: %d statements writing queues; want none (the store knows them all)", n)
 	}
 }

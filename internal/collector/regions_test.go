@@ -44,7 +44,7 @@ func TestSeveralRegionsInOneCollector(t *testing.T) {
 	}
 	cost, err := e.store.GetCostEstimate(e.ctx)
 	must(t, err)
-	want := EstimateCost(CostConfig{Regions: 2, ListingsPerRegion: 1, Cadences: defaultCadences, CloudWatch: true, ListSources: true},
+	want := EstimateCost(CostConfig{Regions: 2, ListingsPerRegion: 1, Cadences: defaultCadences, CloudWatch: true},
 		make([]CostQueue, 2), e.clock.Now())
 	if !near(cost.TotalUSDPerDay, want.TotalUSDPerDay) {
 		t.Errorf("one estimate for both regions = %+v, want %+v", cost, want)

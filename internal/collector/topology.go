@@ -233,7 +233,7 @@ func (c *Collector) readEventBridge(ctx context.Context, cy *cycle, r *region, c
 		c.mu.Lock()
 		target := c.queues[t.TargetARN]
 		c.mu.Unlock()
-		if target != nil && c.adoptARN(ctx, cy, t.DeadLetterARN, target) {
+		if target != nil && c.adoptARN(ctx, cy, t.DeadLetterARN, target, &storedQueues{}) {
 			c.log.Info("collector: watching an EventBridge target's dead-letter queue", "queue", arn.QueueName(t.DeadLetterARN), "rule", t.RuleName)
 		}
 	}

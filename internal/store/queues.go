@@ -141,6 +141,18 @@ func (s *Store) SetListedSources(ctx context.Context, queueID int64, sourceARNs 
 	return s.updateQueue(ctx, "set listed sources", queueID, "listed_sources = ?", string(js))
 }
 
+// ForgetListedSources clears what ListDeadLetterSourceQueues returned for the queues of a region
+// (and account, when not ""), in one statement: a collector that watches every queue of an
+// account reads every source's redrive policy, and stops asking.
+func (s *Store) ForgetListedSources(ctx context.Context, region, account string) error {
+	_, err := s.wdb.ExecContext(ctx, `UPDATE queues SET listed_sources = '[]'
+		WHERE region = ?1 AND (account = ?2 OR ?2 = '') AND listed_sources <> '[]'`, region, account)
+	if err != nil {
+		return fmt.Errorf("store: forget listed sources of %s: %w", Scope(account, region), err)
+	}
+	return nil
+}
+
 // SetPeekEnabled records whether the collector samples the queue's messages.
 func (s *Store) SetPeekEnabled(ctx context.Context, queueID int64, enabled bool) error {
 	return s.updateQueue(ctx, "set peek", queueID, "peek_enabled = ?", enabled)

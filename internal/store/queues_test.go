@@ -90,6 +90,19 @@ func TestSaveQueueAttributesAndRedriveSources(t *testing.T) {
 		if !d.IsDeadLetterQueue() {
 			t.Error("DLQ does not report itself as a DLQ")
 		}
+		// A collector watching the whole account stops listing sources and forgets the listed.
+		if err := s.ForgetListedSources(ctx, "us-east-1", "another-account"); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.GetQueue(ctx, dlq.ID); len(d.SourceARNs) != 2 {
+			t.Errorf("after forgetting another account's listed sources: %v; want both still", d.SourceARNs)
+		}
+		if err := s.ForgetListedSources(ctx, "us-east-1", ""); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := s.GetQueue(ctx, dlq.ID); !slices.Equal(d.SourceARNs, []string{src.ARN}) {
+			t.Errorf("after ForgetListedSources: %v; want the redrive policy's source alone", d.SourceARNs)
+		}
 
 		latest, err := s.LatestAttributeSamples(ctx)
 		if err != nil {
