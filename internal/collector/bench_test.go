@@ -82,8 +82,8 @@ func BenchmarkMetricsCycle1000Queues(b *testing.B) {
 
 // BenchmarkTopologyCycle1000Queues measures one topology cycle over 1,000 queues with 20 ms
 // per call, 100 of them drained by a Lambda function each and 100 fed by an EventBridge rule:
-// 1,000 ListEventSourceMappings and 100 GetFunctionConfiguration, Concurrency at a time for the
-// first, and one region's serial EventBridge listing (1 + 2 buses + 100 rules) and DescribeAlarms.
+// the account's mappings in one ListEventSourceMappings page of 100, 100 GetFunctionConfiguration
+// at the loop's budget, the EventBridge listing (1 + 2 buses + 100 rules) and DescribeAlarms.
 func BenchmarkTopologyCycle1000Queues(b *testing.B) {
 	e := newEnv(b)
 	for i := range 1000 {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -79,30 +80,36 @@ func (c *Collector) CycleTopology(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// readMappings lists each watched queue's event source mappings and reads each mapped
-// function's timeout once. It reports whether anything was stored.
+// readMappings reads, region by region, every event source mapping of the account
+// (ListEventSourceMappings without a filter, 100 a page: its calls grow with the mappings, not
+// with the watched queues), keeps those whose EventSourceArn is a watched queue of the region,
+// reads each mapped function's timeout once, and replaces the region's stored mappings. A
+// region whose listing failed keeps its last reading. It reports whether anything was stored.
 func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watchedQueue, count func(alarms, free int)) bool {
-	var lambdaQueues []*watchedQueue
-	for _, q := range queues {
-		if q.region.Lambda != nil && !c.opts.DisableLambda {
-			lambdaQueues = append(lambdaQueues, q)
-		}
-	}
-	if len(lambdaQueues) == 0 {
+	if c.opts.DisableLambda {
 		return false
 	}
-	var mu sync.Mutex
-	listed := make(map[*watchedQueue][]store.EventSourceMapping)
-	c.each(ctx, cy, lambdaQueues, func(ctx context.Context, q *watchedQueue) {
-		mappings, ok := c.listMappings(ctx, cy, q, count)
-		if ok {
-			mu.Lock()
-			listed[q] = mappings
-			mu.Unlock()
+	watched := make(map[*region]map[string]bool)
+	for _, q := range queues {
+		if q.region.Lambda == nil {
+			continue
 		}
-	})
+		if watched[q.region] == nil {
+			watched[q.region] = make(map[string]bool)
+		}
+		watched[q.region][q.arn] = true
+	}
+	listed := make(map[*region][]store.EventSourceMapping)
+	for _, r := range c.regions {
+		if watched[r] == nil {
+			continue
+		}
+		if mappings, ok := c.listMappings(ctx, cy, r, watched[r], count); ok {
+			listed[r] = mappings
+		}
+	}
 	// One GetFunctionConfiguration per function and cycle, however many queues it drains, as
-	// many at once as the listings.
+	// many at once as the loop's budget allows.
 	type functionKey struct {
 		region *region
 		arn    string
@@ -112,12 +119,13 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 		err     string
 	}
 	timeouts := make(map[functionKey]timeout)
-	for _, mappings := range listed {
+	for r, mappings := range listed {
 		for _, m := range mappings {
-			timeouts[functionKey{c.regionByKey(m.Region), m.FunctionARN}] = timeout{}
+			timeouts[functionKey{r, m.FunctionARN}] = timeout{}
 		}
 	}
 	keys := slices.Collect(maps.Keys(timeouts))
+	var mu sync.Mutex
 	forEach(ctx, 2*cap(c.budget(cy.kind)), keys, func(k functionKey) {
 		var t timeout
 		t.seconds, t.err = c.functionTimeout(ctx, cy, k.region, k.arn, count)
@@ -125,29 +133,32 @@ func (c *Collector) readMappings(ctx context.Context, cy *cycle, queues []*watch
 		timeouts[k] = t
 		mu.Unlock()
 	})
-	for _, q := range slices.SortedFunc(maps.Keys(listed), func(a, b *watchedQueue) int { return strings.Compare(a.arn, b.arn) }) {
-		mappings := listed[q]
+	for _, r := range c.regions {
+		mappings, ok := listed[r]
+		if !ok {
+			continue
+		}
 		for i, m := range mappings {
-			t := timeouts[functionKey{q.region, m.FunctionARN}]
+			t := timeouts[functionKey{r, m.FunctionARN}]
 			mappings[i].FunctionTimeoutSeconds, mappings[i].FunctionError = t.seconds, t.err
 		}
-		if err := c.store.SaveEventSourceMappings(ctx, q.arn, mappings); err != nil {
-			c.storeFailed(ctx, cy, "SaveEventSourceMappings", q, err)
+		if err := c.store.ReplaceEventSourceMappings(ctx, r.key, mappings); err != nil {
+			c.storeFailed(ctx, cy, "ReplaceEventSourceMappings", nil, err)
 		}
 	}
 	return len(listed) > 0
 }
 
-// listMappings pages through ListEventSourceMappings for one queue's ARN; ok is false when a
-// call failed, so that what is stored stays.
-func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue, count func(alarms, free int)) ([]store.EventSourceMapping, bool) {
-	r := q.region
+// listMappings pages through every event source mapping of r and returns those of the watched
+// queues (by ARN), ordered by queue and UUID; ok is false when a call failed, so that what is
+// stored stays.
+func (c *Collector) listMappings(ctx context.Context, cy *cycle, r *region, watched map[string]bool, count func(alarms, free int)) ([]store.EventSourceMapping, bool) {
 	k := skipKey{region: r.key, op: opListEventSourceMappings}
 	if c.skipping(k) {
 		return nil, false
 	}
 	mappings := []store.EventSourceMapping{}
-	in := &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(q.arn), MaxItems: aws.Int32(100)}
+	in := &lambda.ListEventSourceMappingsInput{MaxItems: aws.Int32(100)}
 	for range maxPages {
 		var out *lambda.ListEventSourceMappingsOutput
 		// Recorded against no queue: a policy that denies Lambda must not make every queue's
@@ -163,10 +174,15 @@ func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue
 		}
 		now := c.now()
 		for _, m := range out.EventSourceMappings {
+			// The account's other sources (Kinesis, DynamoDB, queues not watched) are not ours.
+			queue := aws.ToString(m.EventSourceArn)
+			if !watched[queue] {
+				continue
+			}
 			mapping := store.EventSourceMapping{
 				UUID:                  safetext.Store(aws.ToString(m.UUID), 128),
 				Region:                r.key,
-				QueueARN:              q.arn,
+				QueueARN:              queue,
 				FunctionARN:           safetext.Store(aws.ToString(m.FunctionArn), 256),
 				State:                 safetext.Store(aws.ToString(m.State), 64),
 				StateReason:           safetext.Store(aws.ToString(m.StateTransitionReason), 256),
@@ -188,11 +204,14 @@ func (c *Collector) listMappings(ctx context.Context, cy *cycle, q *watchedQueue
 			}
 		}
 		if out.NextMarker == nil || *out.NextMarker == "" || (in.Marker != nil && *in.Marker == *out.NextMarker) {
+			slices.SortFunc(mappings, func(a, b store.EventSourceMapping) int {
+				return cmp.Or(strings.Compare(a.QueueARN, b.QueueARN), strings.Compare(a.UUID, b.UUID))
+			})
 			return mappings, true
 		}
 		in.Marker = out.NextMarker
 	}
-	return mappings, true
+	return nil, false
 }
 
 // functionTimeout reads a function's timeout in seconds, or says why it could not.

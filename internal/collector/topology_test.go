@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -213,15 +215,61 @@ func TestTopologyReadsConsumersRulesAndAlarms(t *testing.T) {
 	}
 	cost, err := e.store.GetCostEstimate(e.ctx)
 	must(t, err)
-	// 3 queues + 1 function, 1 bus listing + 2 buses' rules + 1 rule's targets; 1 alarm page.
-	if cost.AlarmRequestsPerDay != 288 || cost.FreeRequestsPerDay != 288*8 {
-		t.Errorf("cost: %v alarm requests, %v free requests a day; want 288 and %d", cost.AlarmRequestsPerDay, cost.FreeRequestsPerDay, 288*8)
+	// 1 page of the account's mappings + 1 function, 1 bus listing + 2 buses' rules + 1 rule's
+	// targets; 1 alarm page.
+	if cost.AlarmRequestsPerDay != 288 || cost.FreeRequestsPerDay != 288*6 {
+		t.Errorf("cost: %v alarm requests, %v free requests a day; want 288 and %d", cost.AlarmRequestsPerDay, cost.FreeRequestsPerDay, 288*6)
 	}
 	// The alarm reads are the topology loop's cost, within CloudWatch's.
 	for _, l := range cost.Loops {
 		if l.Loop == store.RunTopology && !near(l.USD, 288.0/1000*USDPerThousandCloudWatchRequests) {
 			t.Errorf("the topology loop costs $%v a day; want $%v", l.USD, 288.0/1000*USDPerThousandCloudWatchRequests)
 		}
+	}
+}
+
+// TestTopologyMappingsInPagesOfTheAccount: the event source mappings are listed for the whole
+// account, a page of 100 at a time, so that their calls grow with the mappings and not with the
+// queues: 150 watched queues, 120 of them drained by one function, take two pages. A mapping on
+// a queue outside the selection is not stored.
+func TestTopologyMappingsInPagesOfTheAccount(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.fn.CreateFunction(e.ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("worker"), Role: aws.String("arn:aws:iam::000000000000:role/w"),
+		Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"), Timeout: aws.Int32(30), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")}})
+	must(t, err)
+	mapped := map[string]bool{}
+	for i := range 150 {
+		_, arn := e.createQueue(fmt.Sprintf("tc-%03d", i), nil)
+		if i < 120 {
+			_, err := e.fn.CreateEventSourceMapping(e.ctx, &lambda.CreateEventSourceMappingInput{FunctionName: aws.String("worker"), EventSourceArn: aws.String(arn)})
+			must(t, err)
+			mapped[arn] = true
+		}
+	}
+	_, outside := e.createQueue("other-team", nil)
+	_, err = e.fn.CreateEventSourceMapping(e.ctx, &lambda.CreateEventSourceMappingInput{FunctionName: aws.String("worker"), EventSourceArn: aws.String(outside)})
+	must(t, err)
+	c := e.collector(func(o *Options) { o.QueuePrefixes = []string{"tc-"} })
+	must(t, c.Discover(e.ctx))
+	e.sim.ResetCallCounts()
+	must(t, c.CycleTopology(e.ctx))
+	if n := e.sim.CallCount("ListEventSourceMappings"); n != 2 {
+		t.Errorf("ListEventSourceMappings calls = %d; want 2 pages for 121 mappings", n)
+	}
+	if n := e.sim.CallCount("GetFunctionConfiguration"); n != 1 {
+		t.Errorf("GetFunctionConfiguration calls = %d; want 1 for the one function", n)
+	}
+	mappings, err := e.store.EventSourceMappings(e.ctx)
+	must(t, err)
+	stored := map[string]bool{}
+	for _, m := range mappings {
+		stored[m.QueueARN] = true
+		if m.FunctionTimeoutSeconds != 30 {
+			t.Errorf("mapping of %s: function timeout %d; want 30", m.QueueARN, m.FunctionTimeoutSeconds)
+		}
+	}
+	if len(mappings) != 120 || !maps.Equal(stored, mapped) {
+		t.Errorf("%d mappings stored, of %d queues; want the 120 of the watched queues", len(mappings), len(stored))
 	}
 }
 

@@ -63,11 +63,12 @@ type QueueAlarm struct {
 	ReadAt         time.Time
 }
 
-// SaveEventSourceMappings replaces the mappings stored for one queue (by its ARN) with those
-// ListEventSourceMappings just returned for it.
-func (s *Store) SaveEventSourceMappings(ctx context.Context, queueARN string, mappings []EventSourceMapping) error {
+// ReplaceEventSourceMappings replaces every mapping stored for a region (the collector's scope)
+// with a complete ListEventSourceMappings reading of it: the mappings whose EventSourceArn is a
+// watched queue.
+func (s *Store) ReplaceEventSourceMappings(ctx context.Context, region string, mappings []EventSourceMapping) error {
 	err := s.inTx(ctx, func(tx *dbTx) error {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM event_source_mappings WHERE queue_arn = ?", queueARN); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM event_source_mappings WHERE region = ?", region); err != nil {
 			return err
 		}
 		for _, m := range mappings {
@@ -82,7 +83,7 @@ func (s *Store) SaveEventSourceMappings(ctx context.Context, queueARN string, ma
 					batching_window = excluded.batching_window, report_batch_item_failures = excluded.report_batch_item_failures,
 					maximum_concurrency = excluded.maximum_concurrency, function_timeout = excluded.function_timeout,
 					function_error = excluded.function_error, read_at = excluded.read_at`,
-				m.UUID, m.Region, queueARN, m.FunctionARN, m.State, m.StateReason, m.LastProcessingResult,
+				m.UUID, region, m.QueueARN, m.FunctionARN, m.State, m.StateReason, m.LastProcessingResult,
 				m.BatchSize, m.BatchingWindowSeconds, m.ReportBatchItemFailures, m.MaximumConcurrency,
 				m.FunctionTimeoutSeconds, m.FunctionError, ms(m.ReadAt))
 			if err != nil {
@@ -92,7 +93,7 @@ func (s *Store) SaveEventSourceMappings(ctx context.Context, queueARN string, ma
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: save event source mappings of %s: %w", queueARN, err)
+		return fmt.Errorf("store: replace event source mappings of %s: %w", region, err)
 	}
 	return nil
 }

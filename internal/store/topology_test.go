@@ -6,35 +6,39 @@ import (
 	"testing"
 )
 
-func TestEventSourceMappingsReplacedPerQueue(t *testing.T) {
+// TestEventSourceMappingsReplacedPerRegion: a complete listing of a region's mappings replaces
+// that region's, and leaves the other regions' alone.
+func TestEventSourceMappingsReplacedPerRegion(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
 		web, notify := addQueue(t, s, "web-search"), addQueue(t, s, "notifications")
-		m := EventSourceMapping{UUID: "u1", Region: "us-east-1", FunctionARN: "arn:aws:lambda:us-east-1:1:function:f",
+		m := EventSourceMapping{UUID: "u1", QueueARN: web.ARN, FunctionARN: "arn:aws:lambda:us-east-1:1:function:f",
 			State: "Enabled", BatchSize: 10, ReportBatchItemFailures: true, MaximumConcurrency: 5, FunctionTimeoutSeconds: 30, ReadAt: t0}
-		if err := s.SaveEventSourceMappings(ctx, web.ARN, []EventSourceMapping{m}); err != nil {
+		other := m
+		other.UUID, other.QueueARN = "u2", notify.ARN
+		if err := s.ReplaceEventSourceMappings(ctx, "us-east-1", []EventSourceMapping{m, other}); err != nil {
 			t.Fatal(err)
 		}
-		other := m
-		other.UUID = "u2"
-		if err := s.SaveEventSourceMappings(ctx, notify.ARN, []EventSourceMapping{other}); err != nil {
+		tokyo := m
+		tokyo.UUID, tokyo.QueueARN = "u3", "arn:aws:sqs:ap-northeast-1:123456789012:web-search"
+		if err := s.ReplaceEventSourceMappings(ctx, "ap-northeast-1", []EventSourceMapping{tokyo}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.EventSourceMappings(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 2 || got[1].QueueARN != web.ARN || !got[1].ReportBatchItemFailures || got[1].MaximumConcurrency != 5 || !got[1].ReadAt.Equal(t0) {
+		if len(got) != 3 || got[2].QueueARN != web.ARN || got[2].Region != "us-east-1" || !got[2].ReportBatchItemFailures || got[2].MaximumConcurrency != 5 || !got[2].ReadAt.Equal(t0) {
 			t.Fatalf("mappings = %+v", got)
 		}
-		// A queue read again with no mapping loses its rows; the other queue keeps its own.
-		if err := s.SaveEventSourceMappings(ctx, web.ARN, nil); err != nil {
+		// A region read again without web-search's mapping loses it; the other region keeps its own.
+		if err := s.ReplaceEventSourceMappings(ctx, "us-east-1", []EventSourceMapping{other}); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = s.EventSourceMappings(ctx)
-		if len(got) != 1 || got[0].UUID != "u2" {
-			t.Fatalf("after clearing web-search: %+v", got)
+		if len(got) != 2 || got[0].UUID != "u3" || got[1].UUID != "u2" {
+			t.Fatalf("after us-east-1 was read again: %+v", got)
 		}
 	})
 }
