@@ -41,6 +41,10 @@ type RedriveTargets struct {
 	Destinations []string
 	// Others are the other live watched queues of the DLQ's type, offered only behind "Other
 	// queue…": a redrive there is unusual enough to be typed.
+	//
+	// Neither list holds a queue of another account (a move task moves messages within one;
+	// the action refuses it) or a dead-letter queue (a redrive into another DLQ parks the
+	// messages again): those only typed, and the action checks them.
 	Others []string
 	// TierSources are the DLQ's sources that are themselves dead-letter queues: the default
 	// destination sends messages back there, one step along the chain.
@@ -72,7 +76,8 @@ func (s *Service) RedriveTargets(ctx context.Context, dlqID int64) (RedriveTarge
 		if slices.Contains(dlq.SourceARNs, q.ARN) && q.IsDeadLetterQueue() && q.Attributes["RedrivePolicy"] != "" {
 			out.TierSources = append(out.TierSources, q.Name)
 		}
-		if q.FIFO != dlq.FIFO || q.ARN == dlq.ARN || q.Gone() {
+		if q.FIFO != dlq.FIFO || q.ARN == dlq.ARN || q.Gone() || q.IsDeadLetterQueue() ||
+			(q.AccountID != "" && dlq.AccountID != "" && q.AccountID != dlq.AccountID) {
 			continue
 		}
 		ref := q.Name
@@ -122,6 +127,7 @@ func redriveOf(t store.MoveTask, now time.Time) Redrive {
 		Moved:          t.Moved,
 		ToMove:         t.ToMove,
 		FailureReason:  t.FailureReason,
+		FailureAdvice:  failureAdviceOf(t),
 		StartedAt:      t.StartedAt.UTC(),
 		UpdatedAt:      t.UpdatedAt.UTC(),
 		Running:        t.Running(),
@@ -167,4 +173,45 @@ func (snap *Snapshot) RunningRedrives() []QueueRedrive {
 		}
 	}
 	return out
+}
+
+// failureAdviceOf is what to do about a failed move task; "" for any other.
+func failureAdviceOf(t store.MoveTask) string {
+	if t.Status != store.MoveTaskFailed {
+		return ""
+	}
+	return MoveTaskFailureAdvice(t.FailureReason)
+}
+
+// moveTaskFailures are the reasons SQS gives a failed move task (ListMessageMoveTasks'
+// FailureReason: an error code, or a sentence of its own), matched by a part of them in lower
+// case, each with what to do. The first that matches wins.
+var moveTaskFailures = []struct{ match, advice string }{
+	{"couldnotdeterminemessagesource", "Some messages did not come from a source queue's RedrivePolicy (sent to the dead-letter queue directly, or their source was deleted), so SQS cannot tell where they return: start the redrive again with the source queue chosen as its destination."},
+	{"nonexistentqueue", "The destination queue does not exist (any more): recreate it, or start the redrive again with another destination."},
+	{"same type", "A standard queue's messages can only go to a standard queue, a FIFO queue's to a FIFO queue: start the redrive again with a destination of the dead-letter queue's type."},
+	{"kms", "SQS could not use the KMS key of the dead-letter queue or of the destination: let SQS use it (kms:Decrypt on the dead-letter queue's key, kms:GenerateDataKey on the destination's, and the key enabled), then start the redrive again."},
+	{"accessdenied", "SQS was refused to send to the destination: allow the dead-letter queue's account to send there (the destination's queue policy) and the destination to take its messages (the dead-letter queue's RedriveAllowPolicy), then start the redrive again."},
+	{"36 hours", "A move task runs 36 hours at most: start a new one for the messages left, at a higher rate or at the rate SQS chooses."},
+	{"throttl", "SQS throttled the move: start the redrive again at a lower rate (messages per second)."},
+	{"toolarge", "A message is larger than the destination's MaximumMessageSize: raise the destination's limit to the dead-letter queue's, then start the redrive again."},
+	{"too large", "A message is larger than the destination's MaximumMessageSize: raise the destination's limit to the dead-letter queue's, then start the redrive again."},
+	{"internal", "SQS failed on its side: start the redrive again; the messages it did not move are still in the dead-letter queue."},
+	{"unavailable", "SQS failed on its side: start the redrive again; the messages it did not move are still in the dead-letter queue."},
+}
+
+// MoveTaskFailureAdvice says in one sentence what to do about a move task that failed with
+// reason, for every reason: those SQS is known to give each have theirs, and any other says
+// where the messages are and what to read.
+func MoveTaskFailureAdvice(reason string) string {
+	lower := strings.ToLower(reason)
+	for _, f := range moveTaskFailures {
+		if strings.Contains(lower, f.match) {
+			return f.advice
+		}
+	}
+	if strings.TrimSpace(reason) == "" {
+		return "SQS gave no reason: the messages it did not move are still in the dead-letter queue; look at the task in the SQS console, then start the redrive again."
+	}
+	return "The messages SQS did not move are still in the dead-letter queue: fix what its reason names (the destination queue, its policy or its encryption key), then start the redrive again."
 }

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,36 @@ func TestRedrives(t *testing.T) {
 	none, err := f.svc.Redrives(f.ctx, f.idOf("web-search"))
 	if err != nil || none == nil || len(none) != 0 {
 		t.Errorf("redrives of a source = %v, %v; want []", none, err)
+	}
+}
+
+// TestEveryMoveTaskFailureSaysWhatToDo: each reason SQS is known to give a failed move task,
+// and any other, comes with a sentence saying what to do; the reason the simulator gives a
+// redrive of messages sent straight to the DLQ names the fix (choose the source queue).
+func TestEveryMoveTaskFailureSaysWhatToDo(t *testing.T) {
+	reasons := []string{
+		"CouldNotDetermineMessageSource", "AWS.SimpleQueueService.NonExistentQueue",
+		"The source and destination queues must be of the same type.", "KMS.AccessDeniedException",
+		"KMS.DisabledException", "AccessDenied", "The task exceeded the maximum duration of 36 hours.",
+		"RequestThrottled", "MessageTooLarge", "InternalError", "ServiceUnavailable", "", "SomethingNewFromAWS",
+	}
+	seen := map[string]bool{}
+	for _, r := range reasons {
+		advice := MoveTaskFailureAdvice(r)
+		if advice == "" || !strings.HasSuffix(advice, ".") {
+			t.Errorf("%q: advice %q, want a sentence", r, advice)
+		}
+		seen[advice] = true
+	}
+	if len(seen) < 9 {
+		t.Errorf("%d different sentences for %d reasons: the known reasons should each say their own fix", len(seen), len(reasons))
+	}
+	if a := MoveTaskFailureAdvice("CouldNotDetermineMessageSource"); !strings.Contains(a, "source queue chosen as its destination") {
+		t.Errorf("CouldNotDetermineMessageSource: %q, want it to say to choose the source queue", a)
+	}
+	failed := redriveOf(store.MoveTask{Status: store.MoveTaskFailed, FailureReason: "CouldNotDetermineMessageSource"}, time.Now())
+	done := redriveOf(store.MoveTask{Status: store.MoveTaskCompleted}, time.Now())
+	if failed.FailureAdvice == "" || done.FailureAdvice != "" {
+		t.Errorf("advice of a failed task %q, of a completed one %q: want it on the failed one alone", failed.FailureAdvice, done.FailureAdvice)
 	}
 }

@@ -435,20 +435,23 @@ type Triage struct {
 
 // Redrive is a move task as the API and the redrive panel show it.
 type Redrive struct {
-	TaskHandle           string    `json:"taskHandle,omitempty"`
-	Status               string    `json:"status"`
-	SourceARN            string    `json:"sourceArn"`
-	DestinationARN       string    `json:"destinationArn,omitempty"` // empty: original sources
-	MaxMessagesPerSecond *int      `json:"maxMessagesPerSecond"`
-	Moved                int64     `json:"moved"`
-	ToMove               int64     `json:"toMove"`
-	Percent              float64   `json:"percent"`       // 0..100
-	RatePerSecond        float64   `json:"ratePerSecond"` // observed: moved / elapsed
-	SecondsLeft          *float64  `json:"secondsLeft"`   // null when unknown or finished
-	FailureReason        string    `json:"failureReason,omitempty"`
-	StartedAt            time.Time `json:"startedAt"`
-	UpdatedAt            time.Time `json:"updatedAt"`
-	Running              bool      `json:"running"`
+	TaskHandle           string   `json:"taskHandle,omitempty"`
+	Status               string   `json:"status"`
+	SourceARN            string   `json:"sourceArn"`
+	DestinationARN       string   `json:"destinationArn,omitempty"` // empty: original sources
+	MaxMessagesPerSecond *int     `json:"maxMessagesPerSecond"`
+	Moved                int64    `json:"moved"`
+	ToMove               int64    `json:"toMove"`
+	Percent              float64  `json:"percent"`       // 0..100
+	RatePerSecond        float64  `json:"ratePerSecond"` // observed: moved / elapsed
+	SecondsLeft          *float64 `json:"secondsLeft"`   // null when unknown or finished
+	FailureReason        string   `json:"failureReason,omitempty"`
+	// FailureAdvice says, for a failed task, what to do about its FailureReason: one sentence,
+	// for any reason SQS gives (MoveTaskFailureAdvice).
+	FailureAdvice string    `json:"failureAdvice,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	Running       bool      `json:"running"`
 }
 
 // AuditEntry is one row of the audit log.
