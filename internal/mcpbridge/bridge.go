@@ -47,7 +47,7 @@ func Endpoint(raw string) (string, error) {
 }
 
 // Run connects to toolq, then serves its tools on local (stdio) until the client hangs up or ctx
-// ends. A toolq that cannot be reached or refuses the token fails Run at once, so that the
+// ends (a signal: then it returns nil). A toolq that cannot be reached or refuses the token fails Run at once, so that the
 // client shows why.
 func Run(ctx context.Context, opts Options, local mcp.Transport) error {
 	endpoint, err := Endpoint(opts.URL)
@@ -85,7 +85,14 @@ func Run(ctx context.Context, opts Options, local mcp.Transport) error {
 	if err != nil {
 		return fmt.Errorf("mcpbridge: serve on stdio: %w", err)
 	}
-	return served.Wait()
+	// A signal ends the bridge even while its client holds standard input open.
+	stop := context.AfterFunc(ctx, func() { served.Close() })
+	defer stop()
+	err = served.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // listTools lists every tool toolq offers this token, page by page.

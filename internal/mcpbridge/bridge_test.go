@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,5 +57,34 @@ func TestRunFailsAtOnceWhenToolqRefuses(t *testing.T) {
 	}
 	if got != "Bearer tq_test" {
 		t.Errorf("Authorization = %q", got)
+	}
+}
+
+// TestRunEndsWithItsContext: a signal ends the bridge while its client still holds the
+// connection open, and the client's calls reach toolq until then.
+func TestRunEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	remote := mcp.NewServer(&mcp.Implementation{Name: "toolq", Version: "test"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "get_status"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "seen"}}}, struct{}{}, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return remote }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	local, client := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Options{URL: srv.URL}, local) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(t.Context(), client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_status"})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "seen" {
+		t.Fatalf("call through the bridge: %+v, %v", res, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after its context ended: %v", err)
 	}
 }
