@@ -592,3 +592,40 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestMCPMessagesPageBySample: list_dlq_messages pages through one sample with the API's cursor,
+// each page saying the sample's coverage.
+func TestMCPMessagesPageBySample(t *testing.T) {
+	t.Parallel()
+	h := newAPIHarness(t, harnessConfig{})
+	cs := h.mcpSession(t, h.mcpURL(t), h.viewer)
+	tools := toolNames(t, cs)
+	type page struct {
+		Seen          int
+		ApproxVisible int64
+		Coverage      float64
+		Matched       int
+		Messages      []struct{ MessageID string }
+		NextCursor    string
+	}
+	var ids []string
+	args := map[string]any{"queue": "orders-dlq", "limit": 1}
+	for range 3 {
+		raw, _ := call(t, cs, tools, "list_dlq_messages", args)
+		var p page
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Seen != 2 || p.ApproxVisible != 5 || p.Coverage != 0.4 || p.Matched != 2 || len(p.Messages) != 1 {
+			t.Fatalf("page = %s", raw)
+		}
+		ids = append(ids, p.Messages[0].MessageID)
+		if p.NextCursor == "" {
+			break
+		}
+		args["cursor"] = p.NextCursor
+	}
+	if !slices.Equal(ids, []string{"m-1", "m-2"}) && !slices.Equal(ids, []string{"m-2", "m-1"}) {
+		t.Errorf("pages = %v, want m-1 and m-2 once each", ids)
+	}
+}
