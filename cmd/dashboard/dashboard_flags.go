@@ -104,7 +104,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.backfill, "backfill", collector.DefaultBackfill, "CloudWatch history read once when a queue is first seen (negative: none)")
 	f.Int64(&d.concurrency, "concurrency", collector.DefaultConcurrency, "AWS calls in flight at most")
 	f.String(&d.peek, "peek", "dlq", "message sampling: 'dlq' (dead-letter queues, plus --peek-source queues) or 'none'")
-	f.List(&d.peekSources, "peek-source", nil, "source queue `name` or prefix* whose messages may be sampled (repeatable); each sample raises receive counts")
+	f.List(&d.peekSources, "peek-source", nil, "source queue `name` or prefix* whose messages may be sampled (repeatable); each sample raises receive counts, and can use the last delivery of a message its consumers left one receive short (one per sample at most on a standard queue; see the README)")
 	f.Int64(&d.peekMax, "peek-max-messages", collector.DefaultPeekMaxMessages, "messages taken at most by one sample of one queue")
 	f.Int64(&d.bodyCap, "peek-body-cap", collector.DefaultPeekBodyCap, "bytes of a message body stored at most")
 	f.String(&d.toolName, "tool-name-field", "toolName", "JSON `path` (dotted) of the tool name in message bodies")

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -348,6 +349,14 @@ func (c *Collector) resumeSeen(ctx context.Context, queue string, sample store.S
 	return seen
 }
 
+// consumersFailed says whether a message just received shows receives that were not toolq's:
+// its consumers received it and did not delete it. toolq's are those its earlier passes made of
+// it (q's memory) and this one.
+func consumersFailed(q *watchedQueue, m types.Message) bool {
+	n, ok := receiveCount(m)
+	return !ok || n > q.ownReceivesOf(aws.ToString(m.MessageId))+1
+}
+
 // receiveCount returns a received message's ApproximateReceiveCount, and whether the endpoint
 // gave it.
 func receiveCount(m types.Message) (int, bool) {
@@ -377,13 +386,26 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 	// come back and be received twice: stop and hand back what was taken.
 	stopAt := c.now().Add(c.opts.Peek.VisibilityTimeout / 2)
 	empties := 0
+	// A guarded pass cannot know a message's receive count before it receives it, and a receive
+	// of a message its consumers left one delivery short uses that delivery. So on a standard
+	// queue it receives one message first and grows its batches (2, 4, 8, 10) only while what
+	// it took shows no consumer failure; a message its consumers failed brings it back to one
+	// at a time. The pass stops at the first message left with no delivery: it spends one such
+	// at most. A FIFO queue keeps its batches of ten: only a group's head can have failed (the
+	// messages behind it were never delivered), a batch is mostly one group's, and a smaller
+	// first batch would lock its group and leave the rest of it unseen.
+	cautious := guarded && !q.state().fifo
+	batch := receiveBatch
+	if cautious {
+		batch = 1
+	}
 	for pass.messagesTaken < maxMessages && ctx.Err() == nil && c.now().Before(stopAt) {
 		var out *sqs.ReceiveMessageOutput
 		err := c.call(ctx, cy, q.region, opReceiveMessage, q, func(ctx context.Context) error {
 			var err error
 			out, err = q.region.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl:            aws.String(q.url),
-				MaxNumberOfMessages: int32(min(receiveBatch, maxMessages-pass.messagesTaken)),
+				MaxNumberOfMessages: int32(min(batch, maxMessages-pass.messagesTaken)),
 				VisibilityTimeout:   visibility,
 				// Not 0: the SDK omits a zero, and SQS then applies the queue's
 				// ReceiveMessageWaitTimeSeconds (often 20 s), a long poll that would hold what
@@ -408,6 +430,12 @@ func (c *Collector) receivePass(ctx context.Context, cy *cycle, q *watchedQueue,
 		}
 		empties = 0
 		fresh := 0
+		if cautious {
+			batch = min(batch*2, receiveBatch)
+			if slices.ContainsFunc(out.Messages, func(m types.Message) bool { return consumersFailed(q, m) }) {
+				batch = 1
+			}
+		}
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
 			pass.messagesTaken++
