@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -580,10 +581,15 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 		assertSafe(t, doc)
 		confirm := doc.Find(".confirm")
 		text := strings.Join(strings.Fields(confirm.Text()), " ")
-		for _, w := range []string{"About 3 messages will move", "web-search", "at most 5 per second", "cannot be undone"} {
+		for _, w := range []string{"About 3 messages will move from web-search-dlq to web-search, at most 5 per second.", "cannot be undone"} {
 			if !strings.Contains(text, w) {
 				t.Errorf("confirmation %q lacks %q", text, w)
 			}
+		}
+		// The default destination, without a rate: no space before the punctuation either.
+		doc, _ = post(map[string][]string{}, false, http.StatusOK)
+		if text := strings.Join(strings.Fields(doc.Find(".confirm p").First().Text()), " "); !strings.HasSuffix(text, "to each message's original source queue (web-search).") {
+			t.Errorf("confirmation %q; want it to end \"to each message's original source queue (web-search).\"", text)
 		}
 		if v, _ := confirm.Find(`input[name="confirm"]`).Attr("value"); v != "1" {
 			t.Error("the confirm form does not post confirm=1")
@@ -864,5 +870,25 @@ func TestOperatorCues(t *testing.T) {
 				t.Errorf("text = %q, want %q", text, tt.want)
 			}
 		})
+	}
+}
+
+// TestPagesWriteTimesOneWay: every page writes a time as "Mar 1 12:00:04 UTC" (or a relative
+// "3 s ago" beside it), never ISO 8601 in its text: /status, the audit log and a message's page
+// wrote "2026-03-01T12:00:04Z" where the others did not. Machine-readable times stay in the
+// datetime attributes.
+func TestPagesWriteTimesOneWay(t *testing.T) {
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+		form: map[string][]string{"_csrf": {token}, "confirm": {"1"}}}, http.StatusSeeOther) // an audit entry
+	iso := regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}`)
+	for _, path := range []string{"/", "/status", "/audit", "/queues/web-search-dlq", "/queues/web-search-dlq/messages",
+		"/queues/web-search-dlq/messages/m-plain", "/queues/tool-calls.fifo", "/queues/web-search"} {
+		doc, _ := pw.page(t, request{path: path}, http.StatusOK)
+		doc.Find("script, style").Remove()
+		if m := iso.FindString(doc.Find("body").Text()); m != "" {
+			t.Errorf("%s writes %q in its text", path, m)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func AttributeRows(attrs map[string]string) []AttributeRow {
 		}
 		if epochAttributes[name] {
 			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n > 0 {
-				r.Reading = Timestamp(time.Unix(n, 0))
+				r.Reading = ClockYear(time.Unix(n, 0))
 			}
 		}
 		rows = append(rows, r)

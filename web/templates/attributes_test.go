@@ -14,7 +14,7 @@ func TestAttributeRows(t *testing.T) {
 		name, value, reading string
 		help                 bool
 	}{
-		{"CreatedTimestamp", "1796000603", "2026-11-30T01:03:23Z", true},
+		{"CreatedTimestamp", "1796000603", "Nov 30 2026 01:03:23 UTC", true},
 		{"LastModifiedTimestamp", "not a number", "", true},
 		{"QueueArn", "arn:aws:sqs:us-east-1:1:q", "", true},
 		{"SomethingNew", "x", "", false},

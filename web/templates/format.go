@@ -109,6 +109,12 @@ func Clock(t *time.Time) string {
 	return t.UTC().Format("Jan 2 15:04:05 UTC")
 }
 
+// ClockYear writes a time as Clock does, with its year, for times that can be years old (when
+// a queue was created): "Nov 30 2025 01:21:35 UTC".
+func ClockYear(t time.Time) string {
+	return t.UTC().Format("Jan 2 2006 15:04:05 UTC")
+}
+
 // Timestamp formats a time for a datetime attribute and for reading: RFC 3339 in UTC.
 func Timestamp(t time.Time) string {
 	if t.IsZero() {

@@ -598,3 +598,21 @@ func ownReceivesClass(m views.Message) string {
 	}
 	return ""
 }
+
+// sourcesNote names a redrive's default destinations after "each message's original source
+// queue": " (web-search, exports)", or "" when they are not known.
+func sourcesNote(sources []string) string {
+	if len(sources) == 0 {
+		return ""
+	}
+	return " (" + joinNames(sources) + ")"
+}
+
+// rateNote is a redrive's rate limit after its destination, ", at most 10 per second", or ""
+// when SQS chooses.
+func rateNote(maxPerSecond string) string {
+	if maxPerSecond == "" {
+		return ""
+	}
+	return ", at most " + maxPerSecond + " per second"
+}
