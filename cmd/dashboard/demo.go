@@ -91,8 +91,8 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 		return fmt.Errorf("demo: listen: %w", err)
 	}
 	defer dashLn.Close() // after Serve it is closed already; this covers early returns
-	// The traffic and the dashboard reach the simulator on a private loopback port, so the
-	// demo works whether or not the public one is available.
+	// A private loopback port for the simulator, so that the demo works whether or not the
+	// public one is available.
 	simLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("demo: listen for the simulator: %w", err)
@@ -156,7 +156,14 @@ func runDemo(ctx context.Context, cfg demoConfig, log *slog.Logger) (err error) 
 	if len(dcfg.Collector.Peek.Sources) == 0 {
 		dcfg.Collector.Peek.Sources = traffic.SourceQueueNames()
 	}
-	simOpts := awsconf.Options{Region: cfg.region, EndpointURL: endpointURL(simLn.Addr()), StaticCredentials: true}
+	// The dashboard and the traffic talk to the simulator on its public address when it has
+	// one, so that the queue URLs it answers (and the pages, the API and the advisor's commands
+	// show) name the address an operator's aws CLI reaches; on the private one otherwise.
+	simEndpoint := endpointURL(simLn.Addr())
+	if publicLn != nil {
+		simEndpoint = addrs.Simulator
+	}
+	simOpts := awsconf.Options{Region: cfg.region, EndpointURL: simEndpoint, StaticCredentials: true}
 	clients, err := awsconf.Load(ctx, simOpts)
 	if err != nil {
 		return fmt.Errorf("demo: simulator clients: %w", err)

@@ -126,6 +126,24 @@ func TestDemoServesAndStops(t *testing.T) {
 		}
 	}
 
+	// The queue URLs the dashboard shows name the simulator's public address, the one an
+	// operator's aws CLI reaches, not the demo's private port.
+	var list struct{ Queues []struct{ Name, URL string } }
+	resp, err := http.Get(addrs.Dashboard + "/api/v1/queues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list.Queues) == 0 {
+		t.Fatalf("GET /api/v1/queues: %v, %d queues", err, len(list.Queues))
+	}
+	for _, q := range list.Queues {
+		if !strings.HasPrefix(q.URL, addrs.Simulator+"/") {
+			t.Errorf("queue %s: URL %q; want it on the simulator's public address %s", q.Name, q.URL, addrs.Simulator)
+		}
+	}
+
 	if err := stop(); err != nil {
 		t.Fatalf("runDemo: %v", err)
 	}
