@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -203,6 +205,39 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 				t.Errorf("Disabled = %v, %v; want %v", cfg.dashboard.Collector.Peek.Disabled, err, tt.wantOff)
 			}
 		})
+	}
+}
+
+// TestServeNotifySecrets: a webhook secret keeps its "+", "/" and "=" from the flag and from
+// TOOLQ_NOTIFY alike, and a whsec_ secret that does not decode stops serve at start, with an
+// error that does not repeat the secret.
+func TestServeNotifySecrets(t *testing.T) {
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(append([]byte{0xfb, 0xef, 0xff}, "twenty-nine more bytes of key"...))
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"--notify", "webhook:https://bot.example/hook#name=bot&secret=" + secret}, nil},
+		{"environment", nil, map[string]string{"TOOLQ_NOTIFY": "slack:https://hooks.slack.com/services/T/B/X,webhook:https://bot.example/hook#name=bot&kinds=dlq+redrive&secret=" + secret}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(tt.env)}, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets := cfg.dashboard.Notify.Targets
+			i := slices.IndexFunc(targets, func(tg notify.Target) bool { return tg.Name == "bot" })
+			if i < 0 || targets[i].Secret != secret {
+				t.Errorf("targets %+v; want bot with secret %q", targets, secret)
+			}
+		})
+	}
+	broken := strings.ReplaceAll(secret, "+", " ") // what a query string makes of a "+"
+	_, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{"--notify", "webhook:https://bot.example/hook#secret=" + broken})
+	var usage *usageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "not base64") || strings.Contains(err.Error(), broken[len("whsec_"):]) {
+		t.Errorf("err = %v; want a usage error saying the secret is not base64, without the secret", err)
 	}
 }
 

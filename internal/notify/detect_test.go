@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"encoding/base64"
 	"net/url"
 	"slices"
 	"strings"
@@ -164,6 +165,13 @@ func TestBlindRegionAlerts(t *testing.T) {
 }
 
 func TestParseTarget(t *testing.T) {
+	// A key whose base64 holds "+", "/" and "=", as half of all secrets made as docs/api.md says do.
+	key := append([]byte{0xfb, 0xef, 0xff}, []byte("twenty-nine more bytes of key")...)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	if !strings.ContainsAny(secret, "+") || !strings.Contains(secret, "/") || !strings.HasSuffix(secret, "=") {
+		t.Fatalf("the test's secret %q lacks one of + / =", secret)
+	}
+	escaped := strings.NewReplacer("+", "%2B", "/", "%2F", "=", "%3D").Replace(secret)
 	tests := []struct {
 		spec    string
 		want    notify.Target
@@ -173,7 +181,11 @@ func TestParseTarget(t *testing.T) {
 		{spec: "slack:https://hooks.slack.com/services/T/B/X#name=oncall&queue-prefix=tool-calls&kinds=dlq+redrive&min-severity=warning",
 			want: notify.Target{Name: "oncall", Kind: notify.Slack, URL: "https://hooks.slack.com/services/T/B/X",
 				Filter: notify.Filter{QueuePrefixes: []string{"tool-calls"}, Kinds: []string{"dlq", "redrive"}, MinSeverity: views.SeverityWarning}}},
-		{spec: "webhook:https://bot.example/hook?x=1#secret=whsec_abc", want: notify.Target{Name: "webhook-bot.example", Kind: notify.Webhook, URL: "https://bot.example/hook?x=1", Secret: "whsec_abc"}},
+		{spec: "webhook:https://bot.example/hook?x=1#secret=" + secret, want: notify.Target{Name: "webhook-bot.example", Kind: notify.Webhook, URL: "https://bot.example/hook?x=1", Secret: secret}},
+		{spec: "webhook:https://bot.example/hook#secret=" + escaped + "&name=bot", want: notify.Target{Name: "bot", Kind: notify.Webhook, URL: "https://bot.example/hook", Secret: secret}},
+		{spec: "webhook:https://bot.example/hook#queue-prefix=a&queue-prefix=b&secret=not+base64/just=text",
+			want: notify.Target{Name: "webhook-bot.example", Kind: notify.Webhook, URL: "https://bot.example/hook", Secret: "not+base64/just=text",
+				Filter: notify.Filter{QueuePrefixes: []string{"a", "b"}}}},
 		{spec: "email:ops@example.com", wantErr: "slack:URL or webhook:URL"},
 		{spec: "slack:ftp://x", wantErr: "http(s) URL"},
 		{spec: "slack:https://x#secret=s", wantErr: "only webhook targets are signed"},
@@ -181,6 +193,12 @@ func TestParseTarget(t *testing.T) {
 		{spec: "webhook:https://x#min-severity=urgent", wantErr: "min-severity"},
 		{spec: "webhook:https://x#colour=red", wantErr: "unknown option"},
 		{spec: "webhook:https://x#name=a%20b", wantErr: "target name"},
+		{spec: "webhook:https://x#name=a&name=b", wantErr: "name given twice"},
+		// What url.ParseQuery made of a "+": a space, and no longer base64.
+		{spec: "webhook:https://x#secret=" + strings.ReplaceAll(secret, "+", " "), wantErr: "is not base64 at character 1 after whsec_"},
+		{spec: "webhook:https://x#secret=whsec_abc", wantErr: "is not base64"},
+		{spec: "webhook:https://x#secret=whsec_" + base64.StdEncoding.EncodeToString([]byte("sixteen bytes!!!")), wantErr: "decodes to 16 bytes"},
+		{spec: "webhook:https://x#secret=whsec_%zz", wantErr: "not an escape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -188,6 +206,9 @@ func TestParseTarget(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("err = %v; want one about %q", err, tt.wantErr)
+				}
+				if _, given, ok := strings.Cut(tt.spec, "secret=whsec_"); ok && given != "" && strings.Contains(err.Error(), given) {
+					t.Errorf("the error quotes the secret: %v", err)
 				}
 				return
 			}
@@ -200,6 +221,9 @@ func TestParseTarget(t *testing.T) {
 	}
 	if err := notify.CheckTargets([]notify.Target{{Name: "a"}, {Name: "a"}}); err == nil {
 		t.Error("two targets of one name are accepted")
+	}
+	if err := notify.CheckTargets([]notify.Target{{Name: "a", Kind: notify.Webhook, Secret: "whsec_not base64"}}); err == nil {
+		t.Error("a target made in code with a whsec_ secret that does not decode is accepted")
 	}
 }
 

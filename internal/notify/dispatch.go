@@ -263,11 +263,15 @@ func (s *Service) post(ctx context.Context, t Target, m store.NotifyMessage) (in
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "toolq-notify")
 	if t.Kind == Webhook {
+		key, err := t.signingKey() // New checked it
+		if err != nil {
+			return 0, 0, err
+		}
 		id, ts := webhookID(m.ID), s.opts.Now().Unix()
 		req.Header.Set("webhook-id", id)
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-		if t.Secret != "" {
-			req.Header.Set("webhook-signature", signature(t.Secret, id, ts, []byte(m.Payload)))
+		if key != nil {
+			req.Header.Set("webhook-signature", signature(key, id, ts, []byte(m.Payload)))
 		}
 	}
 	resp, err := s.opts.Client.Do(req)

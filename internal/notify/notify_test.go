@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -53,6 +54,51 @@ func verifyStandardWebhook(r received, secret string, now time.Time) error {
 		}
 	}
 	return fmt.Errorf("no signature of %q matches", sigs)
+}
+
+// TestWebhookSecretsAsTheDocsMakeThem: secrets made as docs/api.md says (whsec_ and the base64 of
+// 32 random bytes: a "+" or a "/" in most of them, a "=" in all) go through --notify's parsing as
+// they are, and every delivery signed with one verifies with a Standard Webhooks check written
+// from the specification.
+func TestWebhookSecretsAsTheDocsMakeThem(t *testing.T) {
+	w := newWorld(t)
+	rng := rand.New(rand.NewChaCha8([32]byte{26}))
+	var secrets []string
+	var targets []notify.Target
+	for i := range 12 {
+		key := make([]byte, 32) // head -c 32 /dev/urandom
+		for j := range key {
+			key[j] = byte(rng.Uint32())
+		}
+		secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+		secrets = append(secrets, secret)
+		tg := w.target(t, "webhook", fmt.Sprintf("/hook-%d", i), fmt.Sprintf("name=bot-%d&secret=%s", i, secret))
+		if tg.Secret != secret {
+			t.Fatalf("secret %q parsed as %q", secret, tg.Secret)
+		}
+		targets = append(targets, tg)
+	}
+	joined := strings.Join(secrets, "")
+	if !strings.Contains(joined, "+") || !strings.Contains(joined, "/") || !strings.Contains(joined, "=") {
+		t.Fatalf("the secrets lack one of + / =: %v", secrets)
+	}
+	n := w.notifier(targets, nil)
+	if _, err := n.SendTest(w.ctx, notify.TestRequest{By: "alice", Role: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	w.must(n.Dispatch(w.ctx))
+	for i, secret := range secrets {
+		got := w.recv.requests(fmt.Sprintf("/hook-%d", i))
+		if len(got) != 1 {
+			t.Fatalf("target %d got %d requests", i, len(got))
+		}
+		if err := verifyStandardWebhook(got[0], secret, w.clock.Now()); err != nil {
+			t.Errorf("secret %d (%s…): %v", i, secret[:10], err)
+		}
+		if i > 0 && verifyStandardWebhook(got[0], secrets[i-1], w.clock.Now()) == nil {
+			t.Errorf("target %d's delivery verifies with another target's secret", i)
+		}
+	}
 }
 
 // webhookBody is what a webhook target receives.

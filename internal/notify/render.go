@@ -116,15 +116,9 @@ func renderWebhook(m message, base string) ([]byte, error) {
 }
 
 // signature is the webhook-signature header of a body, as Standard Webhooks sign: HMAC-SHA256 of
-// "<webhook-id>.<webhook-timestamp>.<body>" with the secret (whsec_ and base64: its decoded
-// bytes; otherwise its own bytes), base64, after "v1,".
-func signature(secret, id string, ts int64, body []byte) string {
-	key := []byte(secret)
-	if enc, ok := strings.CutPrefix(secret, "whsec_"); ok {
-		if k, err := base64.StdEncoding.DecodeString(enc); err == nil {
-			key = k
-		}
-	}
+// "<webhook-id>.<webhook-timestamp>.<body>" with the target's key (Target.signingKey), base64,
+// after "v1,".
+func signature(key []byte, id string, ts int64, body []byte) string {
 	mac := hmac.New(sha256.New, key)
 	fmt.Fprintf(mac, "%s.%d.", id, ts)
 	mac.Write(body)

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -30,8 +31,9 @@ type Target struct {
 	// URL is where messages are posted. A Slack webhook's URL is a credential: it is never
 	// shown, logged or stored.
 	URL string
-	// Secret signs a webhook's messages (whsec_ and base64, as Standard Webhooks write it, or
-	// any text); "" sends them unsigned.
+	// Secret signs a webhook's messages: whsec_ and the base64 of a 24- to 64-byte key, as
+	// Standard Webhooks write it (New refuses one that does not decode), or any other text, whose
+	// bytes are the key; "" sends them unsigned.
 	Secret string
 	Filter Filter
 }
@@ -114,29 +116,33 @@ func knownKind(k string) bool {
 // targetName is what a target may be called: a metric label value and a form field.
 var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// targetOptions are the options a target takes after its URL's "#"; repeatable says which may
+// be given more than once.
+var targetOptions = map[string]struct{ repeatable bool }{
+	"queue-prefix": {repeatable: true}, "kinds": {repeatable: true}, "min-severity": {}, "name": {}, "secret": {},
+}
+
 // ParseTarget reads a --notify flag: KIND:URL, with toolq's options in the URL's fragment, which
 // HTTP never sends (slack:https://hooks.slack.com/services/T/B/X#queue-prefix=tool-calls&
 // kinds=dlq+health&min-severity=warning&name=oncall; webhook:https://bot.example/hook#secret=whsec_…).
+// The options are name=value pairs separated by "&", each value as written but for %XX escapes:
+// a "+" is a plus, never a space, so that a base64 secret keeps its "+", "/" and "=".
 func ParseTarget(spec string) (Target, error) {
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	t := Target{Kind: Kind(kind)}
 	if !ok || (t.Kind != Slack && t.Kind != Webhook) {
 		return Target{}, errors.New("notify: a target is slack:URL or webhook:URL")
 	}
-	u, err := url.Parse(rest)
+	// The fragment is cut off before the URL is parsed: url.Parse would unescape it first, and
+	// a value's own %XX escapes would then be read twice.
+	rawURL, fragment, _ := strings.Cut(rest, "#")
+	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return Target{}, fmt.Errorf("notify: %s target: want an http(s) URL with a host", kind)
 	}
-	opts, err := url.ParseQuery(u.Fragment)
+	opts, err := parseOptions(fragment)
 	if err != nil {
 		return Target{}, fmt.Errorf("notify: %s target options (after #): %w", kind, err)
-	}
-	for k := range opts {
-		switch k {
-		case "queue-prefix", "kinds", "min-severity", "name", "secret":
-		default:
-			return Target{}, fmt.Errorf("notify: %s target: unknown option %q (queue-prefix, kinds, min-severity, name, secret)", kind, k)
-		}
 	}
 	if t.Filter, err = ParseFilter(opts); err != nil {
 		return Target{}, err
@@ -152,9 +158,81 @@ func ParseTarget(spec string) (Target, error) {
 	if !targetName.MatchString(t.Name) {
 		return Target{}, fmt.Errorf("notify: target name %q: letters, digits, '.', '_' and '-', at most 64", t.Name)
 	}
-	u.Fragment, u.RawFragment = "", ""
+	if _, err := t.signingKey(); err != nil {
+		return Target{}, err
+	}
 	t.URL = u.String()
 	return t, nil
+}
+
+// parseOptions reads a target's options: name=value pairs separated by "&". Unlike a query
+// string's, a value's "+" stays a "+"; %XX escapes are decoded (a value cannot hold "&"
+// otherwise). An unknown option, or one given twice that is not repeatable, is refused.
+func parseOptions(fragment string) (url.Values, error) {
+	opts := url.Values{}
+	for part := range strings.SplitSeq(fragment, "&") {
+		if part == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(part, "=")
+		key, err := url.PathUnescape(rawKey)
+		if err != nil {
+			return nil, fmt.Errorf("option %q: %w", rawKey, err)
+		}
+		spec, known := targetOptions[key]
+		if !known {
+			return nil, fmt.Errorf("unknown option %q (queue-prefix, kinds, min-severity, name, secret)", key)
+		}
+		if opts.Has(key) && !spec.repeatable {
+			return nil, fmt.Errorf("option %s given twice", key)
+		}
+		value, err := url.PathUnescape(rawValue)
+		if err != nil {
+			// The value may be a secret: the error names only the option.
+			return nil, fmt.Errorf("option %s: a %% that is not an escape (write %%25 for %%)", key)
+		}
+		opts.Add(key, value)
+	}
+	return opts, nil
+}
+
+// whsecPrefix marks a Standard Webhooks secret: the key's bytes in base64.
+const whsecPrefix = "whsec_"
+
+// Standard Webhooks' symmetric keys are 24 to 64 random bytes.
+const (
+	minSigningKey = 24
+	maxSigningKey = 64
+)
+
+// signingKey returns the key a webhook's messages are signed with: a whsec_ secret's decoded
+// bytes, any other secret's own bytes; nil for no secret. A whsec_ secret that is not base64 of
+// a key Standard Webhooks allows is an error: signing with its text instead would send
+// signatures that no receiver holding the secret can verify.
+func (t Target) signingKey() ([]byte, error) {
+	enc, ok := strings.CutPrefix(t.Secret, whsecPrefix)
+	if !ok {
+		if t.Secret == "" {
+			return nil, nil
+		}
+		return []byte(t.Secret), nil
+	}
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		// The error text would quote the secret: say where it went wrong instead.
+		var bad base64.CorruptInputError
+		where := ""
+		if errors.As(err, &bad) {
+			where = fmt.Sprintf(" at character %d after %s", int64(bad)+1, whsecPrefix)
+		}
+		return nil, fmt.Errorf("notify: target %s: secret=%s… is not base64%s: make one with `echo whsec_$(head -c 32 /dev/urandom | base64)`",
+			t.Name, whsecPrefix, where)
+	}
+	if len(key) < minSigningKey || len(key) > maxSigningKey {
+		return nil, fmt.Errorf("notify: target %s: secret=%s… decodes to %d bytes; Standard Webhooks keys are %d to %d random bytes",
+			t.Name, whsecPrefix, len(key), minSigningKey, maxSigningKey)
+	}
+	return key, nil
 }
 
 // endpoint is what may be shown of a target's URL: its scheme and host.
@@ -166,7 +244,7 @@ func (t Target) endpoint() string {
 	return u.Scheme + "://" + u.Host
 }
 
-// CheckTargets refuses two targets of one name.
+// CheckTargets refuses two targets of one name, and a secret no receiver could verify.
 func CheckTargets(targets []Target) error {
 	seen := map[string]bool{}
 	for _, t := range targets {
@@ -174,6 +252,9 @@ func CheckTargets(targets []Target) error {
 			return fmt.Errorf("notify: two targets are called %q; name them (#name=…)", t.Name)
 		}
 		seen[t.Name] = true
+		if _, err := t.signingKey(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
