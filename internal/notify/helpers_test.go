@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +266,49 @@ func (m slackMessage) allText() string {
 		}
 	}
 	return s
+}
+
+// header is the text of the message's header block.
+func (m slackMessage) header() string {
+	for _, b := range m.Blocks {
+		if b.Type == "header" && b.Text != nil {
+			return b.Text.Text
+		}
+	}
+	return ""
+}
+
+// saidTwice returns the lines of a Slack message's sections and fields that the header or
+// another line already says (severity marks aside).
+func (m slackMessage) saidTwice() []string {
+	unmarked := func(s string) string {
+		if mark, rest, ok := strings.Cut(s, " "); ok && strings.HasPrefix(mark, ":") && strings.HasSuffix(mark, ":") {
+			return rest
+		}
+		return s
+	}
+	seen := map[string]bool{unmarked(m.header()): true}
+	var twice []string
+	for _, b := range m.Blocks {
+		if b.Type != "section" {
+			continue
+		}
+		texts := []string{}
+		if b.Text != nil {
+			texts = append(texts, b.Text.Text)
+		}
+		for _, f := range b.Fields {
+			_, value, _ := strings.Cut(f.Text, "\n") // a field's first line is its label
+			texts = append(texts, value)
+		}
+		for _, t := range texts {
+			for line := range strings.SplitSeq(t, "\n") {
+				if line = unmarked(line); seen[line] {
+					twice = append(twice, line)
+				}
+				seen[line] = true
+			}
+		}
+	}
+	return twice
 }

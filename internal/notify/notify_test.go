@@ -188,6 +188,16 @@ func TestDeadLetterArrivalReachesSlackAndWebhook(t *testing.T) {
 	if !strings.Contains(msg.allText(), "<https://toolq.example.com/queues/tool-calls-dlq|Open tool-calls-dlq in toolq>") {
 		t.Errorf("no link to the queue:\n%s", msg.allText())
 	}
+	// The reasons come from the error dimension: one field says them.
+	if slices.ContainsFunc(fields, func(f string) bool { return strings.HasPrefix(f, "*error*") }) {
+		t.Errorf("the error dimension repeats the reasons: %q", fields)
+	}
+	if h := msg.header(); h != ":large_orange_circle: tool-calls-dlq: 2 alerts" {
+		t.Errorf("header %q", h)
+	}
+	if twice := msg.saidTwice(); len(twice) > 0 {
+		t.Errorf("said twice: %q\n%s", twice, msg.allText())
+	}
 
 	if err := verifyStandardWebhook(hook[0], webhookSecret(), w.clock.Now()); err != nil {
 		t.Errorf("webhook signature: %v", err)
@@ -228,6 +238,47 @@ func TestDeadLetterArrivalReachesSlackAndWebhook(t *testing.T) {
 	w.must(n.Dispatch(w.ctx))
 	if got := len(w.recv.got); got != 2 {
 		t.Errorf("%d requests after a quiet check; want the 2 of the arrival", got)
+	}
+}
+
+// TestSlackSaysEachThingOnce: a message of one alert is its header alone, unless the header had to
+// cut the alert's line short; then the line follows in full.
+func TestSlackSaysEachThingOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name, by  string
+		wantLines int
+	}{
+		{"a short title", "alice", 0},
+		{"a title longer than a header", strings.Repeat("a-very-long-operator-name-", 8), 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			n := w.notifier([]notify.Target{w.target(t, "slack", "/slack", "")}, nil)
+			if _, err := n.SendTest(w.ctx, notify.TestRequest{By: tt.by, Role: "operator"}); err != nil {
+				t.Fatal(err)
+			}
+			w.must(n.Dispatch(w.ctx))
+			got := w.recv.requests("/slack")
+			if len(got) != 1 {
+				t.Fatalf("%d messages", len(got))
+			}
+			msg := decodeSlack(t, got[0].body)
+			if !strings.Contains(msg.header(), "Test notification from toolq") {
+				t.Errorf("header %q", msg.header())
+			}
+			lines := 0
+			for _, b := range msg.Blocks {
+				if b.Type == "section" && b.Text != nil && strings.Contains(b.Text.Text, "Test notification") {
+					lines++
+					if !strings.Contains(b.Text.Text, tt.by) {
+						t.Errorf("the line does not say the whole title: %q", b.Text.Text)
+					}
+				}
+			}
+			if lines != tt.wantLines {
+				t.Errorf("%d lines repeat the alert; want %d:\n%s", lines, tt.wantLines, msg.allText())
+			}
+		})
 	}
 }
 

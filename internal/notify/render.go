@@ -136,17 +136,24 @@ const (
 
 // renderSlack writes a message for a Slack incoming webhook, in Block Kit: what happened, the
 // queue, how many messages, the top tools and dimension values (the MCP servers), the oldest
-// message's age and a link. Every text toolq did not write itself (names of tools, servers,
-// group ids, reasons) goes through safe, the chat-safety the summary uses, so that it can
-// neither ping nor link.
+// message's age and a link. Each thing is said once: the header is the alert (or the queue and
+// how many alerts), the arrival's fields say the arrival, and the lines below list the other
+// alerts. Every text toolq did not write itself (names of tools, servers, group ids, reasons)
+// goes through safe, the chat-safety the summary uses, so that it can neither ping nor link.
 func renderSlack(m message, base string, safe func(string) string) ([]byte, error) {
 	text := func(s string, n int) string { return safetext.Truncate(safe(s), n) }
 	worst := m.worst()
+	header := m.title()
+	if len(m.Alerts) > 1 {
+		header = fmt.Sprintf("%s: %d alerts", m.subject(), len(m.Alerts))
+	}
+	header = safe(severityMark(worst) + " " + header)
 	blocks := []map[string]any{{
 		"type": "header",
-		"text": map[string]any{"type": "plain_text", "text": safetext.Line(safe(severityMark(worst)+" "+m.title()), slackHeaderMax-1), "emoji": true},
+		"text": map[string]any{"type": "plain_text", "text": safetext.Line(header, slackHeaderMax-1), "emoji": true},
 	}}
-	if a := m.arrival(); a != nil {
+	arrival := m.arrival()
+	if a := arrival; a != nil {
 		fields := []string{
 			fmt.Sprintf("*Queue*\n%s", queueLink(base, m, safe)),
 			fmt.Sprintf("*New messages*\n%d (%d in the queue)", a.New, a.Depth),
@@ -157,13 +164,16 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 		if tools := toolList(a.Triage.Tools, safe); tools != "" {
 			fields = append(fields, "*Top tools*\n"+tools)
 		}
+		reasons := valueList(a.Triage.Reasons, safe)
 		for _, d := range a.Triage.Dimensions {
-			if vs := valueList(d.Values, safe); vs != "" {
+			// The error dimension is where the reasons come from (--error-dimension): listing
+			// it beside them would say the same twice.
+			if vs := valueList(d.Values, safe); vs != "" && vs != reasons {
 				fields = append(fields, "*"+d.Name+"*\n"+vs)
 			}
 		}
-		if rs := valueList(a.Triage.Reasons, safe); rs != "" {
-			fields = append(fields, "*Reasons*\n"+rs)
+		if reasons != "" {
+			fields = append(fields, "*Reasons*\n"+reasons)
 		}
 		// The fields' hostile parts were made safe one by one: the link's own <…|…> must stay.
 		section := map[string]any{"type": "section", "fields": []map[string]any{}}
@@ -172,15 +182,24 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 		}
 		blocks = append(blocks, section)
 	}
+	var others []views.Alert
+	for _, a := range m.Alerts {
+		if arrival == nil || a.Kind != views.AlertDLQArrival { // the fields say the arrivals
+			others = append(others, a)
+		}
+	}
+	if len(m.Alerts) == 1 && safetext.Line(header, slackHeaderMax-1) == header {
+		others = nil // the header said it whole
+	}
 	var lines []string
-	for i, a := range m.Alerts {
+	for i, a := range others {
 		if i == slackLines {
-			lines = append(lines, fmt.Sprintf("… and %d more", len(m.Alerts)-i))
+			lines = append(lines, fmt.Sprintf("… and %d more", len(others)-i))
 			break
 		}
 		lines = append(lines, severityMark(a)+" "+safetext.Line(a.Title, 300))
 	}
-	if len(m.Alerts) > 1 || m.arrival() == nil {
+	if len(lines) > 0 {
 		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": text(strings.Join(lines, "\n"), slackSectionMax)}})
 	}
 	if u := link(base, worst); u != "" {
@@ -188,7 +207,7 @@ func renderSlack(m message, base string, safe func(string) string) ([]byte, erro
 			"text": "<" + u + "|Open " + safe(safetext.Line(m.subject(), 100)) + " in toolq>"}})
 	}
 	ctx := fmt.Sprintf("toolq · %s", m.CreatedAt.UTC().Format("15:04:05 UTC"))
-	if a := m.arrival(); a != nil && a.Triage.SampledAt != nil {
+	if a := arrival; a != nil && a.Triage.SampledAt != nil {
 		ctx += fmt.Sprintf(" · counts from a sample of %d of about %d messages", a.Triage.Seen, a.Triage.ApproxVisible)
 		if !a.SampleCovers {
 			ctx += " taken before these arrived"
