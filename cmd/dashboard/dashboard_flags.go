@@ -113,7 +113,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.List(&d.dimensions, "dimension", def.dimensions, "a named dimension of tool calls to group, filter and search by: `NAME=attr:ATTRIBUTE` or NAME=json:$.PATH (repeatable, at most 16)")
 	f.String(&d.errorDimension, "error-dimension", "error", "the dimension (`name`) that says why a call failed: a message's reason when it has no EventBridge failure attributes")
 	f.List(&d.notify, "notify", nil, "send alerts to `slack:URL` (a Slack incoming webhook) or webhook:URL (signed JSON), options after #: queue-prefix=, kinds=dlq+health+session+redrive+region, min-severity=, name=, secret= (repeatable)")
-	f.Duration(&d.notifyInterval, "notify-interval", notify.DefaultInterval, "least time between two notifications about one queue to one target; what comes meanwhile is summarised in the next")
+	f.Duration(&d.notifyInterval, "notify-interval", notify.DefaultInterval, "least time between two notifications about one queue to one target, unless the second brings news (a kind not told, a worse severity); repeats are summarised in the next")
 	f.Duration(&d.sampleWait, "notify-sample-wait", notify.DefaultSampleWait, "how long a DLQ arrival waits for the sample that names its tools and servers")
 	f.String(&d.publicURL, "public-url", "", "`URL` people reach the dashboard at (https://toolq.example.com), for every link toolq writes: notifications, the summary, embed links")
 

@@ -30,6 +30,9 @@ type queueMemory struct {
 	Depth int64 `json:"depth"`
 	// Health is the last status worth saying (ok, warning, critical); "" before the first.
 	Health views.HealthStatus `json:"health,omitempty"`
+	// Configuration: the current status (warning or critical) comes from configuration
+	// findings alone, so that its return to ok is advice too.
+	Configuration bool `json:"configuration,omitempty"`
 	// Blocked are the FIFO groups last seen blocked.
 	Blocked []string `json:"blocked,omitempty"`
 	// Tasks are a DLQ's move tasks by start time (unix ms) and their last status.
@@ -272,10 +275,16 @@ func (d *detection) arrival(base views.Alert, q views.QueueSummary, m *queueMemo
 }
 
 // healthChange says when a queue became warning or critical, or ok again. Unknown (a rule that
-// could not be checked) changes nothing: the sight alerts say why.
+// could not be checked) changes nothing: the sight alerts say why. A change that only advises
+// on the queue's configuration says so (AlertHealth.Configuration).
 func healthChange(base views.Alert, q views.QueueSummary, m *queueMemory) (views.Alert, bool) {
 	to := q.Health.Status
-	if to == views.HealthUnknown || to == m.Health {
+	if to == views.HealthUnknown {
+		return views.Alert{}, false
+	}
+	wasConfiguration := m.Configuration
+	m.Configuration = to != views.HealthOK && configurationOnly(q.Health)
+	if to == m.Health {
 		return views.Alert{}, false
 	}
 	from := m.Health
@@ -288,16 +297,23 @@ func healthChange(base views.Alert, q views.QueueSummary, m *queueMemory) (views
 	}
 	a := base
 	a.Kind = views.AlertHealthChanged
-	a.Health = &views.AlertHealth{From: from, To: to, Reasons: append([]string{}, q.Health.Reasons...)}
+	a.Health = &views.AlertHealth{From: from, To: to, Reasons: append([]string{}, q.Health.Reasons...), Configuration: m.Configuration}
 	switch to {
 	case views.HealthOK:
 		a.Severity, a.Resolved = views.AlertSeverity(from), true
+		a.Health.Configuration = wasConfiguration
 		a.Title = fmt.Sprintf("%s is ok again (was %s)", q.Name, from)
 	default:
 		a.Severity = views.AlertSeverity(to)
 		a.Title = fmt.Sprintf("%s is %s (was %s): %s", q.Name, to, from, joinReasons(q.Health.Reasons))
 	}
 	return a, true
+}
+
+// configurationOnly reports whether every finding of a health is about the queue's
+// configuration rather than its messages: today, a DLQ's retention no longer than its source's.
+func configurationOnly(h views.Health) bool {
+	return len(h.Findings) > 0 && !slices.ContainsFunc(h.Findings, func(f views.Finding) bool { return f.Kind != views.ProblemRetention })
 }
 
 // blocked raises an alert for each FIFO session newly blocked behind its failing head.

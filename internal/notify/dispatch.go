@@ -85,7 +85,8 @@ func (s *Service) cursor(ctx context.Context) (int64, error) {
 }
 
 // batch makes one message of the waiting alerts of each target's group that may have one: at
-// most one a group every Interval, summarising what came meanwhile.
+// most one a group every Interval, summarising what came meanwhile, unless a waiting alert is
+// news (see news).
 func (s *Service) batch(ctx context.Context) error {
 	waiting, err := s.opts.Store.WaitingOutbox(ctx)
 	if err != nil {
@@ -107,12 +108,9 @@ func (s *Service) batch(ctx context.Context) error {
 		if !ok {
 			continue // a target no longer configured: its alerts wait for it to come back
 		}
-		last, err := s.opts.Store.LastMessageAt(ctx, k.target, k.group)
+		toldIDs, err := s.opts.Store.ToldAfter(ctx, k.target, k.group, now.Add(-s.opts.Interval))
 		if err != nil {
 			return fmt.Errorf("notify: %w", err)
-		}
-		if !last.IsZero() && now.Before(last.Add(s.opts.Interval)) {
-			continue
 		}
 		alerts, err := s.opts.Views.AlertsByID(ctx, groups[k])
 		if err != nil {
@@ -121,12 +119,52 @@ func (s *Service) batch(ctx context.Context) error {
 		if len(alerts) == 0 {
 			continue
 		}
+		if len(toldIDs) > 0 {
+			told, err := s.opts.Views.AlertsByID(ctx, toldIDs)
+			if err != nil {
+				return fmt.Errorf("notify: %w", err)
+			}
+			if !news(alerts, told) {
+				continue
+			}
+		}
 		m := message{Target: t.Name, Group: k.group, CreatedAt: now, Alerts: alerts}
 		if err := s.enqueue(ctx, t, m, groups[k]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// news reports whether waiting alerts tell a target what the messages of their group within the
+// last Interval (told) did not: an alert of a class none of them carried, or more severe than
+// every one of its class they carried. Then the waiting alerts go out at once, all of them,
+// rather than wait for the interval: a DLQ's first arrival is never held behind a health change
+// or advice, a queue going critical never behind its warning, a redrive's end never behind its
+// start. What repeats what was told (a second arrival, a flapping health) waits, to be
+// summarised when the interval has passed.
+func news(waiting, told []views.Alert) bool {
+	worst := map[string]int{}
+	for _, a := range told {
+		if r, ok := worst[class(a)]; !ok || a.Severity.Rank() > r {
+			worst[class(a)] = a.Severity.Rank()
+		}
+	}
+	for _, a := range waiting {
+		if r, ok := worst[class(a)]; !ok || a.Severity.Rank() > r {
+			return true
+		}
+	}
+	return false
+}
+
+// class is what an alert is news of: its kind, except that configuration advice is a class of
+// its own, so that it neither holds nor is held by what happens to the queue's messages.
+func class(a views.Alert) string {
+	if a.Health != nil && a.Health.Configuration {
+		return "advice"
+	}
+	return string(a.Kind)
 }
 
 // enqueue stores a message for a target, taking the alerts it summarises. The message's id is

@@ -119,7 +119,13 @@ func (w *world) must(err error) {
 // pair creates a source queue with maxReceiveCount 1 and its dead-letter queue.
 func (w *world) pair(source, dlq string) string {
 	w.t.Helper()
-	out, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlq), Attributes: dlqAttributes})
+	return w.pairWith(source, dlq, dlqAttributes)
+}
+
+// pairWith is pair with the dead-letter queue's own attributes.
+func (w *world) pairWith(source, dlq string, dlqAttrs map[string]string) string {
+	w.t.Helper()
+	out, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlq), Attributes: dlqAttrs})
 	w.must(err)
 	attrs, err := w.sqs.GetQueueAttributes(w.ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
@@ -153,6 +159,22 @@ func (w *world) deadLetter(sourceURL, server string, n int) {
 		_, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(sourceURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
 		w.must(err)
 		w.advance(2 * time.Second)
+	}
+}
+
+// send puts n tool calls of an MCP server straight into a queue (by name), as EventBridge
+// puts its failed events into a target's DLQ.
+func (w *world) send(queue, server string, n int) {
+	w.t.Helper()
+	for i := 0; i < n; i += 10 {
+		var batch []types.SendMessageBatchRequestEntry
+		for j := i; j < min(n, i+10); j++ {
+			batch = append(batch, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)),
+				MessageBody:       aws.String(fmt.Sprintf(`{"toolCallId":"tc_%s_%d","toolName":"fetch_url"}`, server, j)),
+				MessageAttributes: map[string]types.MessageAttributeValue{"mcpServer": {DataType: aws.String("String"), StringValue: aws.String(server)}}})
+		}
+		_, err := w.sqs.SendMessageBatch(w.ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: batch})
+		w.must(err)
 	}
 }
 

@@ -2,8 +2,8 @@
 // it saw last (DLQ arrivals, health changes, blocked sessions, redrives, regions toolq cannot
 // see) and stores alerts, which GET /api/v1/events streams; and it sends them to the --notify
 // targets (Slack incoming webhooks, signed JSON webhooks), one message a queue every few minutes
-// at most, through an outbox in the store, with retries, so that a restart neither loses nor
-// repeats one. It reads the views and writes only its own tables: what changed is computed from
+// at most but for news (a kind not told lately, a worse severity), through an outbox in the
+// store, with retries, so that a restart neither loses nor repeats one. It reads the views and writes only its own tables: what changed is computed from
 // the read side, never by reading AWS again.
 package notify
 
@@ -50,8 +50,9 @@ type Options struct {
 	// ChatSafe makes text safe to post to a chat as it is (the summary's chat-safety, which
 	// the server owns); required when a Slack target is configured.
 	ChatSafe func(string) string
-	// Interval is the least time between two messages of one queue (or region) to one target:
-	// what comes meanwhile is summarised in the next. Default 5 min.
+	// Interval is the least time between two messages of one queue (or region) to one target,
+	// unless the second brings news (see news): what only repeats is summarised in the next.
+	// Default 5 min.
 	Interval time.Duration
 	// SampleWait is how long a DLQ arrival waits for a sample that shows its messages, so that
 	// its alert names their tools and servers. Default 30 s.

@@ -160,14 +160,27 @@ func (s *Store) WaitingOutbox(ctx context.Context) ([]OutboxEntry, error) {
 	return out, rows.Err()
 }
 
-// LastMessageAt returns when the newest message of a target's group was made; zero when none was.
-func (s *Store) LastMessageAt(ctx context.Context, target, group string) (time.Time, error) {
-	var at int64
-	err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(created_at), 0) FROM notify_messages WHERE target = ? AND group_key = ?", target, group).Scan(&at)
+// ToldAfter returns the ids of the alerts that a target's messages of a group made after a time
+// summarise, in id order: what the target was told of the group lately, by which the notifier
+// tells news from repeats.
+func (s *Store) ToldAfter(ctx context.Context, target, group string, after time.Time) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT o.alert_id FROM notify_messages m
+		JOIN notify_outbox o ON o.message_id = m.id AND o.target = m.target
+		WHERE m.target = ? AND m.group_key = ? AND m.created_at > ?
+		ORDER BY o.alert_id`, target, group, ms(after))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("store: last message of %s %s: %w", target, group, err)
+		return nil, fmt.Errorf("store: told %s of %s: %w", target, group, err)
 	}
-	return fromMS(at), nil
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: told %s of %s: %w", target, group, err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // CreateMessage stores a message to send and marks the alerts it summarises as taken, in one

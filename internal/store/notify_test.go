@@ -59,8 +59,8 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 			t.Fatalf("WaitingOutbox = %+v, %v; want the three alerts, oldest first", waiting, err)
 		}
 
-		if at, err := s.LastMessageAt(ctx, "ops", "queue:1"); err != nil || !at.IsZero() {
-			t.Errorf("LastMessageAt before any message = %v, %v; want zero", at, err)
+		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || len(told) != 0 {
+			t.Errorf("ToldAfter before any message = %v, %v; want none", told, err)
 		}
 		m := NotifyMessage{Target: "ops", GroupKey: "queue:1", CreatedAt: t0.Add(time.Second), Title: "2 arrivals", NextAttemptAt: t0.Add(time.Second)}
 		id, err := s.CreateMessage(ctx, m, []int64{alerts[0].ID, alerts[1].ID})
@@ -73,8 +73,8 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 		if err := s.SetMessagePayload(ctx, 404, "x"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("SetMessagePayload(404) = %v; want ErrNotFound", err)
 		}
-		if at, err := s.LastMessageAt(ctx, "ops", "queue:1"); err != nil || !at.Equal(t0.Add(time.Second)) {
-			t.Errorf("LastMessageAt = %v, %v; want the message's creation", at, err)
+		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || !slices.Equal(told, []int64{alerts[0].ID, alerts[1].ID}) {
+			t.Errorf("ToldAfter = %v, %v; want the message's alerts", told, err)
 		}
 		if ids, err := s.MessageAlertIDs(ctx, id); err != nil || !slices.Equal(ids, []int64{alerts[0].ID, alerts[1].ID}) {
 			t.Errorf("MessageAlertIDs = %v, %v", ids, err)
@@ -133,6 +133,54 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 		}
 		if ops.LastFailure == nil || ops.LastFailure.Outcome != DeliveryFailed || ops.LastFailure.HTTPStatus != 410 {
 			t.Errorf("ops' last failure = %+v; want the given-up attempt", ops.LastFailure)
+		}
+	})
+}
+
+// TestToldAfter: what a target was told of a group is the alerts its messages of that group
+// made after the time summarise; other targets', other groups' and older messages' are not, nor
+// alerts still waiting for a message. On both engines.
+func TestToldAfter(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		alerts, err := s.AppendAlerts(ctx, []Alert{
+			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
+			{At: t0, Kind: "health.changed", GroupKey: "queue:1", Body: "{}"},
+			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
+			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:2", Body: "{}"},
+			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
+		}, AlertDetectorKey, "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := func(i int) int64 { return alerts[i].ID }
+		var entries []OutboxEntry
+		for i, a := range alerts {
+			for _, target := range []string{"oncall", "bot"} {
+				entries = append(entries, OutboxEntry{AlertID: a.ID, Target: target, GroupKey: []string{"queue:1", "queue:1", "queue:1", "queue:2", "queue:1"}[i], CreatedAt: t0})
+			}
+		}
+		if err := s.RouteAlerts(ctx, entries, id(4)); err != nil {
+			t.Fatal(err)
+		}
+		message := func(target, group string, at time.Time, ids ...int64) {
+			t.Helper()
+			if _, err := s.CreateMessage(ctx, NotifyMessage{Target: target, GroupKey: group, CreatedAt: at, NextAttemptAt: at}, ids); err != nil {
+				t.Fatal(err)
+			}
+		}
+		message("oncall", "queue:1", t0, id(0))                               // before the window
+		message("oncall", "queue:1", t0.Add(2*time.Minute), id(1), id(2))     // within it
+		message("bot", "queue:1", t0.Add(3*time.Minute), id(0), id(1), id(2)) // another target's
+		message("oncall", "queue:2", t0.Add(3*time.Minute), id(3))            // another group's
+		// id(4) waits for oncall: routed, in no message yet.
+		got, err := s.ToldAfter(ctx, "oncall", "queue:1", t0.Add(time.Minute))
+		if err != nil || !slices.Equal(got, []int64{id(1), id(2)}) {
+			t.Errorf("ToldAfter = %v, %v; want %v", got, err, []int64{id(1), id(2)})
+		}
+		if got, err := s.ToldAfter(ctx, "oncall", "queue:1", t0.Add(2*time.Minute)); err != nil || len(got) != 0 {
+			t.Errorf("ToldAfter the newest message = %v, %v; want none (the bound is exclusive)", got, err)
 		}
 	})
 }

@@ -103,6 +103,11 @@ type AlertHealth struct {
 	From    HealthStatus `json:"from"`
 	To      HealthStatus `json:"to"`
 	Reasons []string     `json:"reasons"` // never nil
+	// Configuration: the change is configuration advice alone (every reason of the status it
+	// reaches, or for a return to ok of the status it leaves, is a finding about the queue's
+	// configuration, such as a DLQ keeping messages no longer than its source): nothing
+	// happened to a message. Notifications do not count it against the queue's interval.
+	Configuration bool `json:"configuration"`
 }
 
 // AlertSession is a FIFO session (message group) blocked behind its failing head message.
