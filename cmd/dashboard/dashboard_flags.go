@@ -23,6 +23,7 @@ type dashboardFlags struct {
 
 	discovery, attributes, metrics time.Duration
 	quietAttributes, counters      time.Duration
+	quietDeadLetter                time.Duration
 	budget                         float64
 	peekDLQ, peekSource            time.Duration
 	backfill                       time.Duration
@@ -61,6 +62,7 @@ type dashboardDefaults struct {
 	discovery, attributes, metrics time.Duration
 	dimensions                     []string
 	quietAttributes, counters      time.Duration
+	quietDeadLetter                time.Duration
 	peekSource                     time.Duration
 }
 
@@ -70,7 +72,8 @@ var (
 		discovery:  collector.DefaultDiscoveryInterval,
 		attributes: collector.DefaultAttributesInterval, metrics: collector.DefaultMetricsInterval,
 		quietAttributes: collector.DefaultQuietAttributesInterval, counters: collector.DefaultCountersInterval,
-		peekSource: collector.DefaultPeekSourceInterval,
+		quietDeadLetter: collector.DefaultQuietDeadLetterInterval,
+		peekSource:      collector.DefaultPeekSourceInterval,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
@@ -80,7 +83,7 @@ var (
 		// The demo's MCP servers travel as the mcpServer attribute; its workers write why a call
 		// failed into the call as error.code (traffic's failed calls).
 		dimensions:      []string{"mcpServer=attr:mcpServer", "error=json:$.error.code"},
-		quietAttributes: 20 * time.Second, counters: 5 * time.Minute,
+		quietAttributes: 20 * time.Second, counters: 5 * time.Minute, quietDeadLetter: 10 * time.Second,
 		// The demo opts its source queues in; sampled every 30 s, the FIFO queue's blocked
 		// session and its messages near maxReceiveCount show within the first two minutes.
 		peekSource: 30 * time.Second,
@@ -96,6 +99,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.discovery, "discovery-interval", def.discovery, "how often queues are listed (ListQueues)")
 	f.Duration(&d.attributes, "attributes-interval", def.attributes, "how often every queue's attributes are read (GetQueueAttributes)")
 	f.Duration(&d.quietAttributes, "quiet-attributes-interval", def.quietAttributes, "how often an empty queue whose depth has not changed for as long is read")
+	f.Duration(&d.quietDeadLetter, "quiet-dlq-interval", def.quietDeadLetter, "how often a dead-letter queue whose depth has not changed for --quiet-attributes-interval is read, empty or not: its next message is seen within it")
 	f.Duration(&d.metrics, "metrics-interval", def.metrics, "how often CloudWatch's age of the oldest message of source queues holding messages is read (GetMetricData, billed per metric)")
 	f.Duration(&d.counters, "counters-interval", def.counters, "how often the source queues' other CloudWatch metrics are read, as one-minute datapoints")
 	f.Float64(&d.budget, "aws-budget-per-day", 0, "AWS `dollars` a day the collector may spend: it slows its cadences to fit and says what freshness that buys (default: no budget)")
@@ -199,6 +203,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 			DiscoveryInterval:       d.discovery,
 			AttributesInterval:      d.attributes,
 			QuietAttributesInterval: d.quietAttributes,
+			QuietDeadLetterInterval: d.quietDeadLetter,
 			MetricsInterval:         d.metrics,
 			CountersInterval:        d.counters,
 			BudgetUSDPerDay:         d.budget,

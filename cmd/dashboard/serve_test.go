@@ -144,7 +144,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		"--endpoint-url", "http://127.0.0.1:1", "--cloudwatch-endpoint-url", "http://127.0.0.1:2",
 		"--peek-source", "tool-calls*", "--peek-source", "exports",
 		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
-		"--attributes-interval", "30s", "--aws-budget-per-day", "2.5", "--counters-interval", "3h",
+		"--attributes-interval", "30s", "--aws-budget-per-day", "2.5", "--counters-interval", "3h", "--quiet-dlq-interval", "45s",
 		"--lambda=false", "--advice-off", "no-dlq,short-polling", "--advice-off", "dlq-no-alarm",
 	})
 	if err != nil {
@@ -172,6 +172,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		{"advice off, comma list and repeated", cfg.dashboard.AdviceOff, []string{"no-dlq", "short-polling", "dlq-no-alarm"}},
 		{"budget", cfg.dashboard.Collector.BudgetUSDPerDay, 2.5},
 		{"counters", cfg.dashboard.Collector.CountersInterval, 3 * time.Hour},
+		{"quiet dead-letter queues", cfg.dashboard.Collector.QuietDeadLetterInterval, 45 * time.Second},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {

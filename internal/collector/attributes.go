@@ -46,29 +46,43 @@ func (c *Collector) cycleAttributes(ctx context.Context, queues []*watchedQueue)
 
 // AttributesDue reads the attributes of the queues that are due (Run's attribute loop): every
 // AttributesInterval a queue that holds messages or whose depth changed within
-// QuietAttributesInterval, and every QuietAttributesInterval an empty queue whose depth has not
-// changed for as long; and at once a queue this process has not read yet. Each check is a recorded cycle, also when no queue was due: the data is
-// then as fresh as the cadences promise.
+// QuietAttributesInterval, every QuietAttributesInterval an empty queue whose depth has not
+// changed for as long, every QuietDeadLetterInterval a dead-letter queue whose depth has not
+// changed for as long; and at once a queue this process has not read yet. Each check is a
+// recorded cycle, also when no queue was due: the data is then as fresh as the cadences promise.
 func (c *Collector) AttributesDue(ctx context.Context) error {
 	cad := c.cadence()
 	now := c.now()
+	dlqs := c.sampledDeadLetterARNs()
 	var due []*watchedQueue
 	for _, q := range c.watched() {
 		st := q.state()
 		// A queue resumed from the store is read at once: a restart's first cycle is a full one.
-		if !st.read || dueAt(st.attributesAt, now, attributesEvery(st, now, cad), c.opts.AttributesInterval) {
+		if !st.read || dueAt(st.attributesAt, now, attributesEvery(st, now, cad, dlqs[q.arn]), c.opts.AttributesInterval) {
 			due = append(due, q)
 		}
 	}
 	return c.cycleAttributes(ctx, due)
 }
 
-// attributesEvery is how often a queue in state st is read at now.
-func attributesEvery(st queueState, now time.Time, cad store.Cadences) time.Duration {
-	if st.visible+st.inFlight+st.delayed == 0 && now.Sub(st.changedAt) >= cad.QuietAttributes {
-		return cad.QuietAttributes
+// attributesEvery is how often a queue in state st is read at now; deadLetter says it is a
+// dead-letter queue (of a redrive policy or an EventBridge target).
+func attributesEvery(st queueState, now time.Time, cad store.Cadences, deadLetter bool) time.Duration {
+	switch {
+	case !quiet(st, now, cad, deadLetter):
+		return cad.Attributes
+	case deadLetter:
+		return cad.QuietDeadLetter
 	}
-	return cad.Attributes
+	return cad.QuietAttributes
+}
+
+// quiet reports whether a queue is read at its quiet cadence: its depth has not changed for
+// QuietAttributes, and it is empty or a dead-letter queue. What a dead-letter queue holds
+// matters less than that it grows: a quiet one is read as often as its next message must be
+// seen, full or empty.
+func quiet(st queueState, now time.Time, cad store.Cadences, deadLetter bool) bool {
+	return now.Sub(st.changedAt) >= cad.QuietAttributes && (deadLetter || st.visible+st.inFlight+st.delayed == 0)
 }
 
 // readAttributes calls GetQueueAttributes for q and marks the queue gone when SQS says it does

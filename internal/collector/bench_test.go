@@ -167,7 +167,7 @@ func BenchmarkCycleVersusNaive(b *testing.B) {
 	for _, n := range fleetSizes() {
 		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
 			e := newEnv(b)
-			c, _ := steadyFleet(b, e, n/2)
+			c, _ := steadyFleet(b, e, n/2, 10)
 			queues := c.watched()
 			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
 			var naive, cycle, metrics time.Duration
@@ -212,35 +212,42 @@ func BenchmarkCycleVersusNaive(b *testing.B) {
 }
 
 // BenchmarkCostPerDay runs every loop of the collector, as Run does, for an hour of a steady
-// fleet on the manual clock (sources holding messages, DLQs empty but every tenth), after a
-// five-minute warm-up, and prices what the simulator counted as a day, per 1,000 queues; next to
-// it the collector's own estimate. The fleet is 200 queues (1,000 with TOOLQ_BENCH_LONG, which
-// takes five minutes): every call but the account's one ListQueues per discovery is per queue,
-// so the cost per 1,000 queues is the same.
+// fleet on the manual clock (sources holding messages, DLQs empty but every tenth, or every DLQ
+// holding messages), after a five-minute warm-up, and prices what the simulator counted as a
+// day, per 1,000 queues; next to it the collector's own estimate. The fleet is 200 queues (1,000
+// with TOOLQ_BENCH_LONG, which takes five minutes): every call but the account's one ListQueues
+// per discovery is per queue, so the cost per 1,000 queues is the same.
 func BenchmarkCostPerDay(b *testing.B) {
-	e := newEnv(b)
-	pairs := 100
-	if longBench() {
-		pairs = 500
-	}
-	c, priced := steadyFleet(b, e, pairs)
-	per1000 := 1000 / float64(2*pairs)
-	var usd, requests, metrics float64
-	for b.Loop() {
-		runLoops(b, e, c, 5*time.Minute)
-		e.sim.ResetCallCounts()
-		priced.reset()
-		runLoops(b, e, c, time.Hour)
-		requests, metrics, usd = costFromCallCounts(b, e, priced, time.Hour)
-	}
-	est, err := e.store.GetCostEstimate(e.ctx)
-	must(b, err)
-	b.ReportMetric(usd*per1000, "counted-usd/day/1000q")
-	b.ReportMetric(est.TotalUSDPerDay*per1000, "estimated-usd/day/1000q")
-	b.ReportMetric(requests*per1000, "sqs-requests/day/1000q")
-	b.ReportMetric(metrics*per1000, "metrics/day/1000q")
-	for _, l := range est.Loops {
-		b.ReportMetric(l.USD*per1000, l.Loop+"-usd/day/1000q")
+	for _, f := range []struct {
+		name        string
+		filledEvery int
+	}{{"dlqs=tenth-hold", 10}, {"dlqs=all-hold", 1}} {
+		b.Run(f.name, func(b *testing.B) {
+			e := newEnv(b)
+			pairs := 100
+			if longBench() {
+				pairs = 500
+			}
+			c, priced := steadyFleet(b, e, pairs, f.filledEvery)
+			per1000 := 1000 / float64(2*pairs)
+			var usd, requests, metrics float64
+			for b.Loop() {
+				runLoops(b, e, c, 5*time.Minute)
+				e.sim.ResetCallCounts()
+				priced.reset()
+				runLoops(b, e, c, time.Hour)
+				requests, metrics, usd = costFromCallCounts(b, e, priced, time.Hour)
+			}
+			est, err := e.store.GetCostEstimate(e.ctx)
+			must(b, err)
+			b.ReportMetric(usd*per1000, "counted-usd/day/1000q")
+			b.ReportMetric(est.TotalUSDPerDay*per1000, "estimated-usd/day/1000q")
+			b.ReportMetric(requests*per1000, "sqs-requests/day/1000q")
+			b.ReportMetric(metrics*per1000, "metrics/day/1000q")
+			for _, l := range est.Loops {
+				b.ReportMetric(l.USD*per1000, l.Loop+"-usd/day/1000q")
+			}
+		})
 	}
 }
 
@@ -253,7 +260,7 @@ func BenchmarkServe(b *testing.B) {
 	for _, n := range fleetSizes() {
 		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
 			e := newEnv(b)
-			_, _ = steadyFleet(b, e, n/2) // creates the fleet; its collector is not used
+			_, _ = steadyFleet(b, e, n/2, 10) // creates the fleet; its collector is not used
 			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
 			var first, restart, longest time.Duration
 			for b.Loop() {

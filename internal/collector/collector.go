@@ -31,6 +31,7 @@ const (
 	DefaultDiscoveryInterval        = 5 * time.Minute
 	DefaultAttributesInterval       = 15 * time.Second
 	DefaultQuietAttributesInterval  = time.Minute
+	DefaultQuietDeadLetterInterval  = 30 * time.Second
 	DefaultMetricsInterval          = 5 * time.Minute
 	DefaultCountersInterval         = time.Hour
 	DefaultPeekDeadLetterInterval   = time.Minute
@@ -139,8 +140,14 @@ type Options struct {
 	// changed within QuietAttributesInterval; the attribute loop checks at this interval.
 	AttributesInterval time.Duration
 	// QuietAttributesInterval reads an empty queue whose depth has not changed for as long.
-	// Default 1 min (never less than AttributesInterval): a DLQ's first message is seen within it.
+	// Default 1 min (never less than AttributesInterval).
 	QuietAttributesInterval time.Duration
+	// QuietDeadLetterInterval reads a dead-letter queue whose depth has not changed for
+	// QuietAttributesInterval, empty or not: its next message, a tool call that failed for good,
+	// is seen within it. Default 30 s (never less than AttributesInterval). A sample of a
+	// dead-letter queue takes its depth from these reads rather than a read of its own, so
+	// that an empty one costs one read every QuietDeadLetterInterval and nothing more.
+	QuietDeadLetterInterval time.Duration
 	// MetricsInterval asks CloudWatch for the age of the oldest message of the source queues that
 	// held messages since the last ask; the metrics loop checks at this interval.
 	MetricsInterval time.Duration
@@ -226,7 +233,7 @@ type Collector struct {
 // cadences are the configured cadences.
 func (o Options) cadences() store.Cadences {
 	return store.Cadences{
-		Attributes: o.AttributesInterval, QuietAttributes: o.QuietAttributesInterval,
+		Attributes: o.AttributesInterval, QuietAttributes: o.QuietAttributesInterval, QuietDeadLetter: o.QuietDeadLetterInterval,
 		OldestAge: o.MetricsInterval, Counters: o.CountersInterval, MoveTasks: o.MoveTasksInterval,
 		PeekDeadLetter: o.PeekDeadLetterInterval, PeekSource: o.PeekSourceInterval, Discovery: o.DiscoveryInterval,
 	}
@@ -290,6 +297,7 @@ func New(opts Options) (*Collector, error) {
 	opts.DiscoveryInterval = cmp.Or(opts.DiscoveryInterval, DefaultDiscoveryInterval)
 	opts.AttributesInterval = cmp.Or(opts.AttributesInterval, DefaultAttributesInterval)
 	opts.QuietAttributesInterval = max(cmp.Or(opts.QuietAttributesInterval, DefaultQuietAttributesInterval), opts.AttributesInterval)
+	opts.QuietDeadLetterInterval = max(cmp.Or(opts.QuietDeadLetterInterval, DefaultQuietDeadLetterInterval), opts.AttributesInterval)
 	opts.MetricsInterval = cmp.Or(opts.MetricsInterval, DefaultMetricsInterval)
 	opts.CountersInterval = max(cmp.Or(opts.CountersInterval, DefaultCountersInterval), opts.MetricsInterval)
 	opts.PeekDeadLetterInterval = cmp.Or(opts.PeekDeadLetterInterval, DefaultPeekDeadLetterInterval)
@@ -348,11 +356,27 @@ func (c *Collector) Run(ctx context.Context) error {
 	if err := c.discover(ctx, false); err != nil && ctx.Err() == nil {
 		c.log.Warn("collector: first discovery", "err", err)
 	}
-	loops := []struct {
-		name  string
-		every time.Duration
-		cycle func(context.Context) error
-	}{
+	var wg sync.WaitGroup
+	for _, l := range c.Loops() {
+		wg.Go(func() { c.loop(ctx, l.Name, l.Every, l.Cycle, true) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Loop is one of the loops Run runs: a cycle, called every Every.
+type Loop struct {
+	Name  string
+	Every time.Duration
+	Cycle func(context.Context) error
+}
+
+// Loops returns the loops Run runs, for a caller that drives them on a clock of its own, as Run
+// does on the wall clock: each cycle once at the start, then every Every (Run first adopts the
+// queues the listings show). Tests that measure how soon something is seen drive them on the
+// simulator's clock.
+func (c *Collector) Loops() []Loop {
+	return []Loop{
 		{"discovery", c.opts.DiscoveryInterval, c.Discover},
 		{"attributes", c.opts.AttributesInterval, c.AttributesDue},
 		{"metrics", c.opts.MetricsInterval, c.CycleMetrics},
@@ -361,12 +385,6 @@ func (c *Collector) Run(ctx context.Context) error {
 		{"topology", c.opts.DiscoveryInterval, c.CycleTopology},
 		{"prune", c.opts.PruneInterval, c.Prune},
 	}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Go(func() { c.loop(ctx, l.name, l.every, l.cycle, true) })
-	}
-	wg.Wait()
-	return nil
 }
 
 // forget drops what an earlier Run learned, so that this one starts from the store as a fresh

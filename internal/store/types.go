@@ -344,9 +344,9 @@ func (c Cadences) String() string {
 		}
 		return fmt.Sprintf("%d s", v/time.Second)
 	}
-	return fmt.Sprintf("depths every %s (empty, unchanged queues every %s), age of the oldest message every %s, "+
+	return fmt.Sprintf("depths every %s (empty, unchanged queues every %s; unchanged dead-letter queues every %s), age of the oldest message every %s, "+
 		"other CloudWatch metrics every %s, dead-letter samples every %s, move tasks every %s",
-		d(c.Attributes), d(c.QuietAttributes), d(c.OldestAge), d(c.Counters), d(c.PeekDeadLetter), d(c.MoveTasks))
+		d(c.Attributes), d(c.QuietAttributes), d(c.QuietDeadLetter), d(c.OldestAge), d(c.Counters), d(c.PeekDeadLetter), d(c.MoveTasks))
 }
 
 // LoopCost is what one collector loop costs a day.
@@ -364,6 +364,9 @@ type Cadences struct {
 	Attributes time.Duration
 	// QuietAttributes: an empty queue whose depth has not changed for as long.
 	QuietAttributes time.Duration
+	// QuietDeadLetter: a dead-letter queue whose depth has not changed for QuietAttributes,
+	// empty or not: its next message is news.
+	QuietDeadLetter time.Duration
 	// OldestAge: CloudWatch's ApproximateAgeOfOldestMessage of a source queue that held messages.
 	OldestAge time.Duration
 	// Counters: the other CloudWatch metrics of source queues, as one-minute datapoints.

@@ -260,7 +260,7 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 		sum.Ref = q.ARN
 	}
 	f := healthFacts{Now: rd.now, Queue: q, Errors: rd.errors[q.ID], EmptyAt: rd.empty[q.ID], clock: rd.clock}
-	f.StaleAfter, f.AgeWindow = s.windows(rd.cadence, rd.latest[q.ID])
+	f.StaleAfter, f.AgeWindow = s.windows(rd.cadence, rd.latest[q.ID], deadLetter(q))
 
 	if a, ok := rd.latest[q.ID]; ok {
 		sum.Visible, sum.InFlight, sum.Delayed = a.Visible, a.InFlight, a.Delayed
@@ -333,11 +333,15 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 
 // windows returns how old a queue's newest depth sample may be before it is stale, and how old
 // its newest age-of-oldest-message datapoint may be to count, at the collector's cadences: three
-// of its reads (an empty, unchanged queue is read less often, and a budget may slow every
-// cadence down), and never less than the thresholds' StaleAfter and GrowthWindow.
-func (s *Service) windows(cad store.Cadences, latest store.AttributeSample) (staleAfter, ageWindow time.Duration) {
+// of its reads (an empty, unchanged queue and an unchanged dead-letter queue are read less
+// often, and a budget may slow every cadence down), and never less than the thresholds'
+// StaleAfter and GrowthWindow.
+func (s *Service) windows(cad store.Cadences, latest store.AttributeSample, deadLetter bool) (staleAfter, ageWindow time.Duration) {
 	staleAfter = max(s.th.StaleAfter, 3*cad.Attributes)
-	if latest.Visible+latest.InFlight+latest.Delayed == 0 {
+	switch {
+	case deadLetter:
+		staleAfter = max(staleAfter, 3*cad.QuietDeadLetter)
+	case latest.Visible+latest.InFlight+latest.Delayed == 0:
 		staleAfter = max(staleAfter, 3*cad.QuietAttributes)
 	}
 	return staleAfter, max(s.th.GrowthWindow, 3*cad.OldestAge)
