@@ -178,6 +178,14 @@ func (w *world) send(queue, server string, n int) {
 	}
 }
 
+// receive plays a consumer that takes one message and fails it: it never deletes, and the
+// message is visible again a second later.
+func (w *world) receive(queueURL string) {
+	w.t.Helper()
+	_, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 1, VisibilityTimeout: 1})
+	w.must(err)
+}
+
 // advance moves the clock and lets the simulator do what fell due.
 func (w *world) advance(d time.Duration) {
 	w.clock.Advance(d)
