@@ -72,6 +72,14 @@ type StartRedriveRequest struct {
 	Confirmation string
 }
 
+// StartedRedrive is what a start answers: the move task, and whether the answer is a repeat of
+// an earlier start with the same idempotency key (nothing was asked of AWS), which the caller
+// tells its user.
+type StartedRedrive struct {
+	store.MoveTask
+	Repeat bool
+}
+
 // MaxIdempotencyKey is the longest idempotency key a start may carry.
 const MaxIdempotencyKey = 255
 

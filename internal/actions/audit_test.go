@@ -207,6 +207,9 @@ func TestLostStartResponse(t *testing.T) {
 	if err != nil || again.ID != task.ID {
 		t.Fatalf("repeat = %+v, %v; want the same task", again, err)
 	}
+	if task.Repeat || !again.Repeat {
+		t.Errorf("first answer marked a repeat: %v, the repeat: %v; want false, true", task.Repeat, again.Repeat)
+	}
 	if got := liveTasks(t, w, "orders-dlq"); len(got) != 1 {
 		t.Errorf("move tasks after the repeat = %v; want exactly one", got)
 	}

@@ -34,15 +34,15 @@ const listLag = 2 * time.Minute
 // second click sees it. Once the checks that need no AWS call have passed, the attempt's intent
 // is written to the audit log before AWS is called (refused, Unavailable, when it cannot be), and
 // its outcome after. A start with the IdempotencyKey of an earlier one by the same actor gets that
-// attempt's answer: its task, as the store has it now, or its refusal.
-func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (store.MoveTask, error) {
+// attempt's answer: its task, as the store has it now, or its refusal, marked as a repeat.
+func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (StartedRedrive, error) {
 	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: startParams(req)}
 	task, err := s.startRedrive(ctx, actor, req, &a)
 	if !a.recorded {
 		a.task = task
 		s.record(ctx, a, err)
 	}
-	return task, err
+	return StartedRedrive{MoveTask: task, Repeat: a.first != nil}, err
 }
 
 // startParams are a start's parameters as the audit log keeps them (and an idempotency key's

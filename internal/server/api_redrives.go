@@ -65,8 +65,13 @@ func (s *Server) listRedrives(c echo.Context) error {
 	return c.JSON(http.StatusOK, list)
 }
 
-// headerIdempotencyKey names a start, so that a client that lost the answer can ask again.
-const headerIdempotencyKey = "Idempotency-Key"
+// headerIdempotencyKey names a start, so that a client that lost the answer can ask again;
+// headerIdempotentReplayed marks the answer to such a repeat, which started nothing (as
+// Stripe's API and others mark theirs).
+const (
+	headerIdempotencyKey     = "Idempotency-Key"
+	headerIdempotentReplayed = "Idempotent-Replayed"
+)
 
 // startRedrive answers POST /api/v1/queues/{queue}/redrives: 202 and the started move task.
 func (s *Server) startRedrive(c echo.Context) error {
@@ -86,10 +91,14 @@ func (s *Server) startRedrive(c echo.Context) error {
 		// A repeat with the same key is answered as the first start was; the action checks it.
 		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})
+	if task.Repeat {
+		// A refusal repeated is marked too: the error handler keeps the header.
+		c.Response().Header().Set(headerIdempotentReplayed, "true")
+	}
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, s.opts.Views.Redrive(task))
+	return c.JSON(http.StatusAccepted, s.opts.Views.Redrive(task.MoveTask))
 }
 
 // cancelRedrive answers POST /api/v1/queues/{queue}/redrives/cancel: 200 and the task.

@@ -293,25 +293,33 @@ func TestAPITimeBounds(t *testing.T) {
 // 202 and the same task, and starts nothing; a new key is a new start (409 while one runs).
 func TestAPIIdempotencyKey(t *testing.T) {
 	h := newAPIHarness(t, harnessConfig{})
+	var replayed string // the Idempotent-Replayed header of the last answer
 	post := func(key string) (int, map[string]any) {
 		hdr := jsonPost(h.operator)
 		hdr["Idempotency-Key"] = key
 		rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: `{"maxMessagesPerSecond":1}`, header: hdr})
 		var doc map[string]any
 		json.Unmarshal(rec.Body.Bytes(), &doc)
+		replayed = rec.Header().Get("Idempotent-Replayed")
 		return rec.Code, doc
 	}
 	code, first := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
-	if code != http.StatusAccepted {
-		t.Fatalf("start: %d %v", code, first)
+	if code != http.StatusAccepted || replayed != "" {
+		t.Fatalf("start: %d %v, Idempotent-Replayed %q", code, first, replayed)
 	}
 	h.w.Advance(time.Second)
 	code, again := post("3f0c6d1e-4c55-4a8e-9d0e-5f0f2b7a9c11")
 	if code != http.StatusAccepted || again["startedAt"] != first["startedAt"] || again["taskHandle"] != first["taskHandle"] {
 		t.Errorf("repeat: %d %v; want 202 and the same task", code, again)
 	}
-	if code, doc := post("another-key"); code != http.StatusConflict || doc["error"].(map[string]any)["code"] != "task_running" {
-		t.Errorf("a new key: %d %v; want 409 task_running", code, doc)
+	if replayed != "true" {
+		t.Errorf("the repeat's Idempotent-Replayed = %q; want true", replayed)
+	}
+	if code, doc := post("another-key"); code != http.StatusConflict || doc["error"].(map[string]any)["code"] != "task_running" || replayed != "" {
+		t.Errorf("a new key: %d %v, Idempotent-Replayed %q; want 409 task_running, not a replay", code, doc, replayed)
+	}
+	if code, doc := post("another-key"); code != http.StatusConflict || replayed != "true" {
+		t.Errorf("the refusal repeated: %d %v, Idempotent-Replayed %q; want 409 again, marked a replay", code, doc, replayed)
 	}
 	if code, doc := post("bad key\u00e9"); code != http.StatusBadRequest || doc["error"].(map[string]any)["code"] != "invalid_idempotency_key" {
 		t.Errorf("a bad key: %d %v; want 400 invalid_idempotency_key", code, doc)

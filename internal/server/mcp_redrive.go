@@ -101,7 +101,8 @@ func (s *Server) toolStartRedrive(ctx context.Context, c mcpCaller, in startRedr
 	if err != nil {
 		return startRedriveAnswer{}, "", err
 	}
-	r := s.opts.Views.Redrive(task)
+	// A confirmation's second use is refused, not repeated: no Repeat to tell here.
+	r := s.opts.Views.Redrive(task.MoveTask)
 	text := fmt.Sprintf("Started the redrive of %s: a move task with %d messages to move. Follow it with list_redrives; cancel_redrive stops it (what moved stays moved).", named(in.Queue), r.ToMove)
 	return startRedriveAnswer{Step: "started", Redrive: &r}, text, nil
 }

@@ -135,12 +135,15 @@ func (s *Server) startRedrivePage(c echo.Context) error {
 		return renderRedrive(c, http.StatusOK, r)
 	}
 	ctx := c.Request().Context()
-	_, err = s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
+	started, err := s.opts.Actions.StartRedrive(ctx, actor(c), actions.StartRedriveRequest{
 		Queue: r.Ref, Destination: r.Destination, MaxPerSecond: r.MaxPerSecond,
 		IdempotencyKey: formText(c, "idempotency_key", actions.MaxIdempotencyKey+1), // the action checks it
 	})
 	if err != nil {
 		return s.redriveRefused(c, err, r)
+	}
+	if started.Repeat {
+		return s.redriveDone(c, r, outcomeRepeated)
 	}
 	return s.redriveDone(c, r, outcomeStarted)
 }
@@ -161,11 +164,13 @@ func (s *Server) cancelRedrivePage(c echo.Context) error {
 // queue page: only these fixed texts can show there, whatever a link says.
 const (
 	outcomeStarted    = "redrive-started"
+	outcomeRepeated   = "redrive-repeated"
 	outcomeCancelling = "redrive-cancelling"
 )
 
 var outcomeNotices = map[string]string{
 	outcomeStarted:    "Move task started: the messages are on their way. Follow its progress in the redrive panel; a move cannot be undone.",
+	outcomeRepeated:   "This confirmation was already sent: nothing new was started. The redrive panel shows the move task it started.",
 	outcomeCancelling: "Cancelling the move task: what has moved stays moved.",
 }
 

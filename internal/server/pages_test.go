@@ -522,7 +522,8 @@ func TestRedrivePanelFollowsTheStoreNotTheSnapshot(t *testing.T) {
 
 // TestRedriveFormPressedTwice: the confirmation step carries an idempotency key in a hidden
 // field, new for each confirmation; posting the same confirmation twice (a double click without
-// JavaScript, a browser that posts the form again) starts one task and answers both as started.
+// JavaScript, a browser that posts the form again) starts one task, and the second answer says
+// it started nothing.
 func TestRedriveFormPressedTwice(t *testing.T) {
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
@@ -539,9 +540,18 @@ func TestRedriveFormPressedTwice(t *testing.T) {
 	if other := confirmation(); other == key {
 		t.Errorf("two confirmations carry the same key %q", key)
 	}
-	for range 2 {
-		pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+	for i, want := range []string{"done=redrive-started", "done=redrive-repeated"} {
+		_, rec := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
 			form: url.Values{"_csrf": {token}, "max_per_second": {"1"}, "confirm": {"1"}, "idempotency_key": {key}}}, http.StatusSeeOther)
+		loc := rec.Header().Get("Location")
+		if !strings.Contains(loc, want) {
+			t.Errorf("press %d: Location %q; want %s", i+1, loc, want)
+			continue
+		}
+		doc, _ := pw.page(t, request{path: loc[:strings.Index(loc, "#")], header: cookie}, http.StatusOK)
+		if notice := doc.Find(".notice").Text(); i == 1 && !strings.Contains(notice, "already sent: nothing new was started") {
+			t.Errorf("the page after the second press says %q", notice)
+		}
 	}
 	out, err := pw.SQS.ListMessageMoveTasks(t.Context(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(pw.ARN("web-search-dlq"))})
 	if err != nil || len(out.Results) != 1 {
