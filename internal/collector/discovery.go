@@ -640,16 +640,6 @@ func (c *Collector) byURL(r *region, u string) *watchedQueue {
 	return c.urls[urlKey{r.key, u}]
 }
 
-// regionByKey returns the watched region of a scope (store.Scope), nil when none is.
-func (c *Collector) regionByKey(key string) *region {
-	for _, r := range c.regions {
-		if r.key == key {
-			return r
-		}
-	}
-	return nil
-}
-
 // accountID is the account r's credentials reach, as far as the collector knows: the role's,
 // else what GetCallerIdentity answered; "" when neither says.
 func (c *Collector) accountID(r *region) string {
