@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -305,6 +306,14 @@ func TestEmbedLinks(t *testing.T) {
 		t.Fatalf("EmbedToken: %v, %v", exp, err)
 	}
 	overview, _, _ := a.EmbedToken("/", time.Hour)
+	dark, _, err := a.EmbedToken("/queues/orders-dlq?colors=bg%3A000000&embed=1&theme=dark", time.Hour)
+	if err != nil {
+		t.Fatalf("EmbedToken with a theme: %v", err)
+	}
+	prod, _, err := a.EmbedToken("/?account=prod&embed=1", time.Hour)
+	if err != nil {
+		t.Fatalf("EmbedToken with a filter: %v", err)
+	}
 	tests := []struct {
 		name    string
 		method  string
@@ -313,23 +322,49 @@ func TestEmbedLinks(t *testing.T) {
 		wantErr error
 	}{
 		{"the page", http.MethodGet, "/queues/orders-dlq?embed=1", tok, nil},
-		{"the page's fragment", http.MethodGet, "/queues/orders-dlq?embed=1&range=7d", tok, nil},
+		{"the page, HEAD", http.MethodHead, "/queues/orders-dlq?embed=1", tok, nil},
+		{"the page without embed=1", http.MethodGet, "/queues/orders-dlq", tok, auth.ErrOutOfScope},
+		{"the page with embed=0", http.MethodGet, "/queues/orders-dlq?embed=0", tok, auth.ErrOutOfScope},
+		{"the page with embed twice", http.MethodGet, "/queues/orders-dlq?embed=1&embed=1", tok, auth.ErrOutOfScope},
+		{"the page with a parameter its card does not read", http.MethodGet, "/queues/orders-dlq?embed=1&range=7d", tok, auth.ErrOutOfScope},
+		{"the page with a redrive notice", http.MethodGet, "/queues/orders-dlq?embed=1&done=started", tok, auth.ErrOutOfScope},
+		{"the page with a theme the link was not made with", http.MethodGet, "/queues/orders-dlq?embed=1&theme=dark", tok, auth.ErrOutOfScope},
+		{"the page with a malformed query", http.MethodGet, "/queues/orders-dlq?embed=1&%zz", tok, auth.ErrOutOfScope},
 		{"its messages", http.MethodGet, "/queues/orders-dlq/messages?embed=1", tok, auth.ErrOutOfScope},
 		{"a message's body", http.MethodGet, "/queues/orders-dlq/messages/m-1?embed=1", tok, auth.ErrOutOfScope},
-		{"its export", http.MethodGet, "/queues/orders-dlq/messages.csv", tok, auth.ErrOutOfScope},
-		{"its redrive panel", http.MethodGet, "/queues/orders-dlq/redrive", tok, auth.ErrOutOfScope},
-		{"the websocket", http.MethodGet, "/ws?topic=queue:1", tok, nil},
-		{"another queue", http.MethodGet, "/queues/orders", tok, auth.ErrOutOfScope},
-		{"a prefix of another name", http.MethodGet, "/queues/orders-dlq-2", tok, auth.ErrOutOfScope},
-		{"the overview", http.MethodGet, "/", tok, auth.ErrOutOfScope},
-		{"the API", http.MethodGet, "/api/v1/queues", overview, auth.ErrOutOfScope},
-		{"metrics", http.MethodGet, "/metrics", overview, auth.ErrOutOfScope},
-		{"a POST", http.MethodPost, "/queues/orders-dlq/redrive", tok, auth.ErrOutOfScope},
-		{"overview link, the overview", http.MethodGet, "/?embed=1&sort=name", overview, nil},
-		{"overview link, a queue page", http.MethodGet, "/queues/orders", overview, auth.ErrOutOfScope},
-		{"overview link, the audit log", http.MethodGet, "/audit", overview, auth.ErrOutOfScope},
-		{"overview link, an export", http.MethodGet, "/queues/orders-dlq/messages.json", overview, auth.ErrOutOfScope},
-		{"forged", http.MethodGet, "/queues/orders-dlq", tok[:len(tok)-2] + "xx", auth.ErrInvalidCredentials},
+		{"its export", http.MethodGet, "/queues/orders-dlq/messages.csv?embed=1", tok, auth.ErrOutOfScope},
+		{"its redrive panel", http.MethodGet, "/queues/orders-dlq/redrive?embed=1", tok, auth.ErrOutOfScope},
+		{"the websocket", http.MethodGet, "/ws?topic=queue:1&embed=1", tok, nil},
+		{"the websocket without embed=1", http.MethodGet, "/ws?topic=queue:1", tok, auth.ErrOutOfScope},
+		{"the websocket with a chart range", http.MethodGet, "/ws?topic=queue:1&embed=1&range=7d", tok, auth.ErrOutOfScope},
+		{"another queue", http.MethodGet, "/queues/orders?embed=1", tok, auth.ErrOutOfScope},
+		{"a prefix of another name", http.MethodGet, "/queues/orders-dlq-2?embed=1", tok, auth.ErrOutOfScope},
+		{"the overview", http.MethodGet, "/?embed=1", tok, auth.ErrOutOfScope},
+		{"themed link, its page", http.MethodGet, "/queues/orders-dlq?embed=1&theme=dark&colors=bg:000000", dark, nil},
+		{"themed link, its websocket", http.MethodGet, "/ws?topic=queue:1&embed=1&theme=dark&colors=bg:000000", dark, nil},
+		{"themed link, another theme", http.MethodGet, "/queues/orders-dlq?embed=1&theme=light&colors=bg:000000", dark, auth.ErrOutOfScope},
+		{"themed link, no colours", http.MethodGet, "/queues/orders-dlq?embed=1&theme=dark", dark, auth.ErrOutOfScope},
+		{"themed link, no embed=1", http.MethodGet, "/queues/orders-dlq?theme=dark&colors=bg:000000", dark, auth.ErrOutOfScope},
+		{"the API", http.MethodGet, "/api/v1/queues?embed=1", overview, auth.ErrOutOfScope},
+		{"metrics", http.MethodGet, "/metrics?embed=1", overview, auth.ErrOutOfScope},
+		{"a POST", http.MethodPost, "/queues/orders-dlq/redrive?embed=1", tok, auth.ErrOutOfScope},
+		{"overview link, the overview", http.MethodGet, "/?embed=1", overview, nil},
+		{"overview link, sorted and scaled", http.MethodGet, "/?embed=1&sort=name&dir=desc&scale=shared", overview, nil},
+		{"overview link, without embed=1", http.MethodGet, "/", overview, auth.ErrOutOfScope},
+		{"overview link, sorted without embed=1", http.MethodGet, "/?sort=name", overview, auth.ErrOutOfScope},
+		{"overview link, a filter it was not made with", http.MethodGet, "/?embed=1&account=prod", overview, auth.ErrOutOfScope},
+		{"overview link, another parameter", http.MethodGet, "/?embed=1&before=3", overview, auth.ErrOutOfScope},
+		{"overview link, its websocket", http.MethodGet, "/ws?topic=overview&embed=1&sort=name&dir=desc", overview, nil},
+		{"overview link, its websocket filtered", http.MethodGet, "/ws?topic=overview&embed=1&q=x", overview, auth.ErrOutOfScope},
+		{"overview link, a queue page", http.MethodGet, "/queues/orders?embed=1", overview, auth.ErrOutOfScope},
+		{"overview link, the audit log", http.MethodGet, "/audit?embed=1", overview, auth.ErrOutOfScope},
+		{"overview link, an export", http.MethodGet, "/queues/orders-dlq/messages.json?embed=1", overview, auth.ErrOutOfScope},
+		{"filtered link, its overview", http.MethodGet, "/?embed=1&account=prod&sort=name", prod, nil},
+		{"filtered link, the filter removed", http.MethodGet, "/?embed=1", prod, auth.ErrOutOfScope},
+		{"filtered link, another account", http.MethodGet, "/?embed=1&account=staging", prod, auth.ErrOutOfScope},
+		{"filtered link, the filter twice", http.MethodGet, "/?embed=1&account=prod&account=staging", prod, auth.ErrOutOfScope},
+		{"filtered link, its websocket without the filter", http.MethodGet, "/ws?topic=overview&embed=1", prod, auth.ErrOutOfScope},
+		{"forged", http.MethodGet, "/queues/orders-dlq?embed=1", tok[:len(tok)-2] + "xx", auth.ErrInvalidCredentials},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,12 +383,19 @@ func TestEmbedLinks(t *testing.T) {
 			}
 		})
 	}
+	// The token itself once only: a second one could be another link's.
+	r := httptest.NewRequest(http.MethodGet, "/?embed=1&"+auth.EmbedParam+"="+overview+"&"+auth.EmbedParam+"="+tok, nil)
+	if _, err := a.Authenticate(r); !errors.Is(err, auth.ErrOutOfScope) {
+		t.Errorf("two embed tokens: %v", err)
+	}
 	c.t = t0.Add(61 * time.Minute)
-	r := httptest.NewRequest(http.MethodGet, "/queues/orders-dlq?embed_token="+tok, nil)
+	r = httptest.NewRequest(http.MethodGet, "/queues/orders-dlq?embed=1&embed_token="+tok, nil)
 	if _, err := a.Authenticate(r); !errors.Is(err, auth.ErrInvalidCredentials) {
 		t.Errorf("expired embed link: %v", err)
 	}
-	for _, bad := range []string{"queues", "/a?b", "/x|y", "/audit", "/queues/", "/queues/orders-dlq/messages", "/queues/orders-dlq/messages/m-1", "/queues/a%2Fb", "/metrics"} {
+	for _, bad := range []string{"queues", "/a?b", "/x|y", "/audit", "/queues/", "/queues/orders-dlq/messages",
+		"/queues/orders-dlq/messages/m-1", "/queues/a%2Fb", "/metrics", "/?q=x", "/?embed=1&before=2", "/queues/x?embed=1&range=7d",
+		"/?embed=1&theme=dark&theme=light", "/?embed=1#top"} {
 		if _, _, err := a.EmbedToken(bad, time.Hour); err == nil {
 			t.Errorf("EmbedToken(%q) accepted", bad)
 		}
@@ -363,39 +405,98 @@ func TestEmbedLinks(t *testing.T) {
 	}
 }
 
-// TestEmbedScope is the rule itself: which scopes exist and which paths each covers.
+// TestEmbedScope is the rule itself: which scopes exist and which requests each covers.
 func TestEmbedScope(t *testing.T) {
 	arn := "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
 	tests := []struct {
 		scope string
 		valid bool
 		ref   string   // the queue of a queue scope
-		opens []string // paths it covers; every other path of the list below is refused
+		opens []string // targets it covers; every other target of the list below is refused
 	}{
-		{"/", true, "", []string{"/", "/ws"}},
-		{"/queues/orders-dlq", true, "orders-dlq", []string{"/queues/orders-dlq", "/ws"}},
-		{auth.EmbedQueueScope(arn), true, arn, []string{"/queues/" + arn, "/ws"}},
+		{"/", true, "", []string{"/?embed=1", "/?embed=1&sort=name&dir=desc", "/ws?topic=overview&embed=1", "/ws?topic=queue:1&embed=1"}},
+		{"/?embed=1", true, "", []string{"/?embed=1", "/?embed=1&sort=name&dir=desc", "/ws?topic=overview&embed=1", "/ws?topic=queue:1&embed=1"}},
+		{"/?embed=1&theme=dark", true, "", []string{"/?embed=1&theme=dark", "/ws?topic=overview&embed=1&theme=dark"}},
+		{"/queues/orders-dlq", true, "orders-dlq", []string{"/queues/orders-dlq?embed=1", "/ws?topic=queue:1&embed=1", "/ws?topic=overview&embed=1"}},
+		{auth.EmbedQueueScope(arn), true, arn, []string{"/queues/" + arn + "?embed=1", "/ws?topic=queue:1&embed=1", "/ws?topic=overview&embed=1"}},
+		{"/queues/orders-dlq?embed=1&sort=name", false, "", nil},
+		{"/queues/orders-dlq?theme=dark", false, "", nil},
+		{"/?embed=1&embed=1", false, "", nil},
 		{"/queues/orders-dlq/messages/m-1", false, "", nil},
 		{"/queues/orders-dlq/messages", false, "", nil},
 		{"/audit", false, "", nil},
 		{"/queues/", false, "", nil},
 		{"", false, "", nil},
 	}
-	paths := []string{"/", "/ws", "/audit", "/metrics", "/api/v1/queues", "/queues/orders-dlq", "/queues/orders",
-		"/queues/orders-dlq/messages", "/queues/orders-dlq/messages/m-1", "/queues/orders-dlq/messages.json",
-		"/queues/orders-dlq/messages.csv", "/queues/orders-dlq/redrive", "/queues/" + arn, "/queues/orders-dlq-2", "/login"}
+	targets := []string{"/", "/?embed=1", "/?embed=1&sort=name&dir=desc", "/?embed=1&theme=dark", "/?embed=1&q=orders",
+		"/ws?topic=overview&embed=1", "/ws?topic=overview&embed=1&theme=dark", "/ws?topic=queue:1&embed=1", "/ws?topic=queue:1",
+		"/audit?embed=1", "/metrics", "/api/v1/queues", "/queues/orders-dlq", "/queues/orders-dlq?embed=1", "/queues/orders?embed=1",
+		"/queues/orders-dlq?embed=1&range=7d", "/queues/orders-dlq/messages?embed=1", "/queues/orders-dlq/messages/m-1?embed=1",
+		"/queues/orders-dlq/messages.json?embed=1", "/queues/orders-dlq/messages.csv?embed=1", "/queues/orders-dlq/redrive?embed=1",
+		"/queues/" + arn + "?embed=1", "/queues/orders-dlq-2?embed=1", "/login"}
 	for _, tt := range tests {
 		t.Run(tt.scope, func(t *testing.T) {
 			if got := auth.ValidEmbedScope(tt.scope); got != tt.valid {
 				t.Errorf("ValidEmbedScope = %v, want %v", got, tt.valid)
 			}
-			if ref, ok := auth.EmbedQueue(tt.scope); ref != tt.ref || ok != (tt.ref != "") {
+			if ref, ok := auth.EmbedQueue(tt.scope); tt.valid && (ref != tt.ref || ok != (tt.ref != "")) {
 				t.Errorf("EmbedQueue = %q, %v; want %q", ref, ok, tt.ref)
 			}
-			for _, p := range paths {
-				if got, want := auth.InEmbedScope(tt.scope, p), slices.Contains(tt.opens, p); got != want {
-					t.Errorf("InEmbedScope(%q) = %v, want %v", p, got, want)
+			for _, target := range targets {
+				u, err := url.Parse(target)
+				if err != nil {
+					t.Fatal(err)
 				}
+				// The websocket's topic is the server's to hold to the link's page: here any
+				// topic passes, with the link's parameters.
+				if got, want := auth.InEmbedScope(tt.scope, u), slices.Contains(tt.opens, target); got != want {
+					t.Errorf("InEmbedScope(%q) = %v, want %v", target, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestParseEmbedView: the views a link may be asked for, and what each fixes.
+func TestParseEmbedView(t *testing.T) {
+	tests := []struct {
+		target string
+		scope  string // "" when refused
+		free   string
+	}{
+		{"/?embed=1", "/?embed=1", ""},
+		{"/?embed=1&theme=dark&colors=bg:ffffff", "/?colors=bg%3Affffff&embed=1&theme=dark", ""},
+		{"/?embed=1&account=prod&sort=name&dir=desc", "/?account=prod&embed=1", "dir=desc&sort=name"},
+		{"/queues/orders-dlq?embed=1&theme=light", "/queues/orders-dlq?embed=1&theme=light", ""},
+		{"/queues/arn:aws:sqs:us-east-1:123456789012:orders?embed=1", "/queues/arn:aws:sqs:us-east-1:123456789012:orders?embed=1", ""},
+		{"/", "", ""},
+		{"/?embed=0", "", ""},
+		{"/?embed=1&embed=1", "", ""},
+		{"/?embed=1&theme=dark&theme=light", "", ""},
+		{"/?embed=1&embed_token=x", "", ""},
+		{"/queues/orders-dlq?embed=1&range=7d", "", ""},
+		{"/queues/orders-dlq?embed=1&sort=name", "", ""},
+		{"/queues/orders-dlq/messages?embed=1", "", ""},
+		{"/audit?embed=1", "", ""},
+		{"//evil.example/?embed=1", "", ""},
+		{"https://toolq.example/?embed=1", "", ""},
+		{"/?embed=1#x", "", ""},
+		{"/?embed=1;theme=dark", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			view, free, err := auth.ParseEmbedView(tt.target)
+			if tt.scope == "" {
+				if err == nil {
+					t.Fatalf("accepted as %q", view.Scope())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view.Scope() != tt.scope || free.Encode() != tt.free {
+				t.Errorf("scope %q, free %q; want %q, %q", view.Scope(), free.Encode(), tt.scope, tt.free)
 			}
 		})
 	}
@@ -417,7 +518,7 @@ func TestEmbedLinksEndWithTheirToken(t *testing.T) {
 	bySession, _, _ := a.EmbedTokenFor(session, "/", time.Hour)
 	byProxy, _, _ := a.EmbedTokenFor(auth.Identity{Name: "carol", Kind: auth.KindProxy, Role: auth.RoleViewer}, "/", time.Hour)
 	open := func(token string) error {
-		_, err := a.Authenticate(httptest.NewRequest(http.MethodGet, "/?"+auth.EmbedParam+"="+token, nil))
+		_, err := a.Authenticate(httptest.NewRequest(http.MethodGet, "/?embed=1&"+auth.EmbedParam+"="+token, nil))
 		return err
 	}
 	tests := []struct {

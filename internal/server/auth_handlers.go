@@ -2,12 +2,12 @@ package server
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,14 +120,15 @@ type embedLink struct {
 // defaultEmbedTTL is an embed link's life when the request does not say.
 const defaultEmbedTTL = time.Hour
 
-// createEmbedLink answers POST /api/v1/embed-links: a signed, expiring, read-only link to the
-// overview ("/?embed=1") or one queue ("/queues/NAME?embed=1") for a portal's iframe.
+// createEmbedLink answers POST /api/v1/embed-links: a signed, expiring, read-only link to an
+// embedded view for a portal's iframe: the overview ("/?embed=1") or one queue's card
+// ("/queues/NAME?embed=1"), with the parameters it is asked with.
 func (s *Server) createEmbedLink(c echo.Context) error {
 	var body embedLinkRequest
 	if err := decodeJSON(c, &body, false); err != nil {
 		return err
 	}
-	scope, err := s.embedScope(c.Request().Context(), body.Path)
+	view, free, err := s.embedView(c, body.Path)
 	if err != nil {
 		return err
 	}
@@ -140,13 +141,19 @@ func (s *Server) createEmbedLink(c echo.Context) error {
 		return newError(http.StatusBadRequest, "invalid_ttl", fmt.Sprintf("ttlSeconds must be from 60 to %d (%s) for a %s",
 			int64(limit/time.Second), humanTTL(limit), cmp.Or(string(who.Role), "caller without a role")))
 	}
-	token, expires, err := s.auth.EmbedTokenFor(who, scope, ttl)
+	token, expires, err := s.auth.EmbedTokenFor(who, view.Scope(), ttl)
 	if err != nil {
 		return err
 	}
-	q := url.Values{"embed": {"1"}, auth.EmbedParam: {token}}
-	rel := (&url.URL{Path: scope, RawQuery: q.Encode()}).String()
-	s.log.Info("embed link created", "request_id", requestID(c), "actor", identity(c).Name, "scope", scope, "expires", expires)
+	q := url.Values{auth.EmbedParam: {token}}
+	for k, v := range view.Fixed {
+		q[k] = v
+	}
+	for k, v := range free {
+		q[k] = v
+	}
+	rel := (&url.URL{Path: view.Path, RawQuery: q.Encode()}).String()
+	s.log.Info("embed link created", "request_id", requestID(c), "actor", identity(c).Name, "scope", view.Scope(), "expires", expires)
 	return c.JSON(http.StatusCreated, embedLink{
 		URL:       s.baseURL(c) + rel,
 		Path:      rel,
@@ -163,34 +170,74 @@ func humanTTL(d time.Duration) string {
 }
 
 // errInvalidEmbedPath refuses a path no embed link can open.
-var errInvalidEmbedPath = newError(http.StatusBadRequest, "invalid_path", `path must be "/?embed=1" or "/queues/NAME?embed=1"`)
+var errInvalidEmbedPath = newError(http.StatusBadRequest, "invalid_path",
+	`path must be "/?embed=1" or "/queues/NAME?embed=1", with theme (light or dark) and colors if wanted, `+
+		`and on the overview q, misconfigured=1, account, region, sort, dir and scale=shared`)
 
-// embedScope checks the page an embed link is asked for and returns the scope to sign: the
-// overview or a watched queue's page, by auth's one rule (auth.ValidEmbedScope), so that no link
-// is made that the authenticator would not open, or would open more than.
-func (s *Server) embedScope(ctx context.Context, path string) (string, error) {
-	u, err := url.Parse(path)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Fragment != "" || u.User != nil {
-		return "", errInvalidEmbedPath
+// embedView checks the view an embed link is asked for and returns the view to sign and the
+// parameters its reader may change: the overview or a watched queue's card, embed=1, and only
+// the parameters that page reads, by auth's one rule (auth.ParseEmbedView), so that no link is
+// made that the authenticator would not open, or would open more than. Each value is read as
+// the page reads it: a fixed parameter the page would read otherwise than given (a theme it does
+// not know, misconfigured=yes) is refused, since the link would show other than asked, and the
+// free ones are written as the page writes them in its links.
+func (s *Server) embedView(c echo.Context, target string) (auth.EmbedView, url.Values, error) {
+	view, free, err := auth.ParseEmbedView(target)
+	if err != nil {
+		return auth.EmbedView{}, nil, errInvalidEmbedPath
 	}
-	if q := u.Query(); len(q) > 1 || (len(q) == 1 && q.Get("embed") != "1") || len(q["embed"]) > 1 {
-		return "", errInvalidEmbedPath
+	if theme, ok := view.Fixed["theme"]; ok && templates.ParseEmbedTheme(theme[0]) != theme[0] {
+		return auth.EmbedView{}, nil, errInvalidEmbedPath
 	}
-	scope := u.EscapedPath()
-	if !auth.ValidEmbedScope(scope) {
-		return "", errInvalidEmbedPath
+	if colors, ok := view.Fixed["colors"]; ok {
+		canonical, valid := templates.ParseEmbedColors(colors[0])
+		if !valid || canonical == "" {
+			return auth.EmbedView{}, nil, errInvalidEmbedPath
+		}
+		view.Fixed.Set("colors", canonical)
 	}
-	ref, isQueue := auth.EmbedQueue(scope)
-	if !isQueue {
-		return scope, nil
+	if view.Path == auth.EmbedOverview {
+		// The overview's own parse of its query, as the page and its websocket read it.
+		all := url.Values{}
+		for k, v := range view.Fixed {
+			all[k] = v
+		}
+		for k, v := range free {
+			all[k] = v
+		}
+		r, err := http.NewRequestWithContext(c.Request().Context(), http.MethodGet, "/?"+all.Encode(), nil)
+		if err != nil {
+			return auth.EmbedView{}, nil, errInvalidEmbedPath
+		}
+		p, err := overviewView(s.echo.NewContext(r, nil))
+		if err != nil {
+			return auth.EmbedView{}, nil, errInvalidEmbedPath
+		}
+		read := p.View()
+		fixed, _, _ := auth.EmbedParams(auth.EmbedOverview)
+		look := auth.EmbedLookParams()
+		for _, k := range fixed {
+			if given, ok := view.Fixed[k]; ok && !slices.Contains(look, k) && read.Get(k) != given[0] {
+				return auth.EmbedView{}, nil, errInvalidEmbedPath
+			}
+		}
+		free = url.Values{}
+		for k, v := range read {
+			if !slices.Contains(fixed, k) {
+				free[k] = v
+			}
+		}
+		return view, free, nil
 	}
+	ref, _ := auth.EmbedQueue(view.Path)
 	if !arn.ValidQueueRef(ref) {
-		return "", errInvalidEmbedPath
+		return auth.EmbedView{}, nil, errInvalidEmbedPath
 	}
 	// A link to a queue nobody watches would open a 404; an ambiguous name, a queue the link
 	// could not follow on its websocket.
-	if _, err := s.opts.Views.ResolveQueue(ctx, ref); err != nil {
-		return "", err
+	if _, err := s.opts.Views.ResolveQueue(c.Request().Context(), ref); err != nil {
+		return auth.EmbedView{}, nil, err
 	}
-	return auth.EmbedQueueScope(ref), nil
+	view.Path = auth.EmbedQueueScope(ref)
+	return view, free, nil
 }

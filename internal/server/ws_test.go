@@ -209,16 +209,28 @@ func TestWebsocketEmbedScope(t *testing.T) {
 	tests := []struct {
 		name   string
 		topic  string
+		extra  url.Values // parameters besides the topic, the token and embed=1
 		status int
 	}{
-		{"its queue", queueTopic(own.ID), 0},
-		{"another queue", queueTopic(other.ID), http.StatusForbidden},
-		{"the overview", topicOverview, http.StatusForbidden},
-		{"the audit log", topicAudit, http.StatusForbidden},
+		{"its queue", queueTopic(own.ID), nil, 0},
+		// Without embed=1 the pushes would be the whole page's: the sample, message ids, bodies.
+		{"its queue, not embedded", queueTopic(own.ID), url.Values{"embed": nil}, http.StatusForbidden},
+		{"its queue, with charts", queueTopic(own.ID), url.Values{"range": {"7d"}}, http.StatusForbidden},
+		{"its queue, in a theme the link was not made with", queueTopic(own.ID), url.Values{"theme": {"dark"}}, http.StatusForbidden},
+		{"another queue", queueTopic(other.ID), nil, http.StatusForbidden},
+		{"the overview", topicOverview, nil, http.StatusForbidden},
+		{"the audit log", topicAudit, nil, http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := url.Values{"topic": {tt.topic}, "embed": {"1"}, "embed_token": {token}}
+			for k, v := range tt.extra {
+				if v == nil {
+					q.Del(k)
+				} else {
+					q[k] = v
+				}
+			}
 			conn, res, err := dial(t, srv, q.Encode(), srv.URL)
 			if tt.status == 0 {
 				if err != nil {
