@@ -98,6 +98,17 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("only tests check answers against the OpenAPI document", func(t *testing.T) {
+		// internal/openapitest (and kin-openapi with it) is for tests: the binary never links it.
+		for name, p := range pkgs {
+			if slices.Contains(local(p.Imports), "internal/openapitest") {
+				t.Errorf("%s imports internal/openapitest", name)
+			}
+		}
+		if deps := must("cmd/dashboard").Deps; slices.Contains(deps, "github.com/getkin/kin-openapi/openapi3") {
+			t.Error("the binary links kin-openapi")
+		}
+	})
 	t.Run("nothing imports upward", func(t *testing.T) {
 		// Each package may import only these of toolq's (the data flows one way: AWS → collector
 		// → store → views → pages and JSON; actions beside the views).
