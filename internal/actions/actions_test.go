@@ -370,6 +370,47 @@ func TestCancelHalfWay(t *testing.T) {
 	wantRefusal(t, err, "no_task_running", actions.Conflict)
 }
 
+// cancelTakesAMoment is the SQS client of a world whose move tasks stop within the instant of a
+// cancel: its clock moves on after CancelMessageMoveTask answers, so the ListMessageMoveTasks
+// that follows shows the task CANCELLED already, as a real one may.
+type cancelTakesAMoment struct {
+	*sqs.Client
+	w *actionstest.World
+}
+
+func (c cancelTakesAMoment) CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
+	out, err := c.Client.CancelMessageMoveTask(ctx, in, optFns...)
+	c.w.Advance(time.Second)
+	return out, err
+}
+
+// TestCancelAnswersCancelling: a cancel answers the task CANCELLING, as CancelMessageMoveTask
+// leaves it, even when the task has stopped by the time toolq lists it; the store has the list's
+// CANCELLED.
+func TestCancelAnswersCancelling(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: cancelTakesAMoment{w.SQS, w}}, Store: w.Store, Now: w.Now})
+	if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(10)}); err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	w.Advance(time.Second)
+	task, err := svc.CancelRedrive(ctx, operator, "orders-dlq")
+	if err != nil {
+		t.Fatalf("CancelRedrive: %v", err)
+	}
+	if task.Status != store.MoveTaskCancelling || task.Moved != 10 {
+		t.Errorf("answer = %s with %d moved; want CANCELLING with 10", task.Status, task.Moved)
+	}
+	if got := liveTasks(t, w, "orders-dlq"); got[0] != store.MoveTaskCancelled {
+		t.Fatalf("tasks = %v; the world did not stop the task at once", got)
+	}
+	stored, err := w.Store.GetMoveTask(ctx, task.ID)
+	if err != nil || stored.Status != store.MoveTaskCancelled {
+		t.Errorf("stored = %+v, %v; want the list's CANCELLED", stored, err)
+	}
+}
+
 // TestActionsWhenAWSIsDown: an endpoint that does not answer is a 502 aws_error that says which
 // step failed, never the transport's text (addresses, ports), and is audited as failed.
 func TestActionsWhenAWSIsDown(t *testing.T) {

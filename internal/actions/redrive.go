@@ -287,13 +287,25 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	}
 	if landed != nil {
 		a.note = fmt.Sprintf("CancelMessageMoveTask's answer did not reach toolq, but ListMessageMoveTasks shows the task %s", landed.Status)
-		return s.storeTask(ctx, client, q, same, *landed), nil
+		return asCancelled(s.storeTask(ctx, client, q, same, *landed)), nil
 	}
 	cancelling := t
 	cancelling.Status = store.MoveTaskCancelling
 	cancelling.Moved = moved
 	cancelling.UpdatedAt = s.now().UTC()
-	return s.storeTask(ctx, client, q, same, cancelling), nil
+	return asCancelled(s.storeTask(ctx, client, q, same, cancelling)), nil
+}
+
+// asCancelled is the answer to a cancel that landed: the task as CancelMessageMoveTask leaves
+// it, CANCELLING (SQS answers while the task winds down, and what moved stays moved), even when
+// the ListMessageMoveTasks read after it shows the task CANCELLED already, as a task stopped
+// within the same instant does. The store keeps what the list showed; the redrive list follows
+// the task to its end. So a cancel has one answer, whatever the timing.
+func asCancelled(t store.MoveTask) store.MoveTask {
+	if t.Status == store.MoveTaskCancelled {
+		t.Status = store.MoveTaskCancelling
+	}
+	return t
 }
 
 // startAttempts is how many times an action calls a move-task operation that fails with an
