@@ -266,7 +266,7 @@ func httpGet(ctx context.Context, url string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient().Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -163,7 +163,7 @@ func (r *replica) post(ctx context.Context, path, body string) (int, string, err
 		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient().Do(req)
 	if err != nil {
 		return 0, "", err
 	}

@@ -218,7 +218,7 @@ func TestDemoTopologyIsAdvised(t *testing.T) {
 	waitReady(t, addrs.Dashboard)
 	getJSON := func(path string, v any) {
 		t.Helper()
-		resp, err := http.Get(addrs.Dashboard + path)
+		resp, err := apiClient().Get(addrs.Dashboard + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
@@ -273,7 +273,7 @@ func demoAccountQueues(t *testing.T, dashboard, account, id string) []string {
 	var list struct {
 		Queues []struct{ Name, Account, AccountID string }
 	}
-	resp, err := http.Get(dashboard + "/api/v1/queues?account=" + account)
+	resp, err := apiClient().Get(dashboard + "/api/v1/queues?account=" + account)
 	if err != nil {
 		t.Fatal(err)
 	}

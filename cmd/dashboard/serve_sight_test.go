@@ -146,7 +146,7 @@ func fetch(t *testing.T, url, accept string) string {
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := apiClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

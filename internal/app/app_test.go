@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/live"
+	"github.com/toolq/toolq/internal/openapitest"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -84,6 +86,9 @@ func TestDashboardRunsAndStopsInOrder(t *testing.T) {
 
 	waitFor(t, base+"/readyz", "")
 	waitFor(t, base+"/api/v1/queues", `"name":"tool-calls"`)
+	// Every loop of the collector has reported, and the status says so as the document does.
+	waitFor(t, base+"/api/v1/status", `"loop":"topology"`)
+	waitFor(t, base+"/api/v1/summary", `"sight"`)
 	waitFor(t, base+"/metrics", "toolq_aws_calls_total")
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws?topic=overview", nil)
 	if err != nil {
@@ -135,12 +140,27 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 	}
 }
 
-// waitFor polls url until it answers 200 with a body containing want.
+// api is the tests' HTTP client: each answer of /api/v1 it gets must be one the OpenAPI document
+// describes, or the request fails with the reason.
+var api = sync.OnceValue(func() *http.Client {
+	doc, err := os.ReadFile("../server/openapi.json")
+	if err != nil {
+		panic(err)
+	}
+	c, err := openapitest.New(doc)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Transport: c.Transport(nil)}
+})
+
+// waitFor polls url until it answers 200 with a body containing want (an API answer as the
+// OpenAPI document describes it).
 func waitFor(t *testing.T, url, want string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(url)
+		resp, err := api().Get(url)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()

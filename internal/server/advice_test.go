@@ -48,10 +48,7 @@ func newAdviceHarness(t *testing.T) *apiHarness {
 
 func TestAdviceAPI(t *testing.T) {
 	h := newAdviceHarness(t)
-	var doc map[string]any
-	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
-		t.Fatal(err)
-	}
+	// Every answer is checked against the OpenAPI document by the harness (checkContract).
 	get := func(target string, status int) map[string]any {
 		t.Helper()
 		rec := h.do(t, apiRequest{target: target})
@@ -65,9 +62,6 @@ func TestAdviceAPI(t *testing.T) {
 		return got
 	}
 	all := get("/api/v1/advice", 200)
-	for _, problem := range conform(doc, dig(doc, "paths", "/api/v1/advice", "get", "responses", "200", "content", "application/json", "schema"), all, "$") {
-		t.Error(problem)
-	}
 	fired := map[string][]string{}
 	for _, a := range all["advice"].([]any) {
 		a := a.(map[string]any)
@@ -111,9 +105,6 @@ func TestAdviceAPI(t *testing.T) {
 		t.Errorf("audit fedBy = %v", fed)
 	}
 	msgs := get("/api/v1/queues/audit-dlq/messages", 200)
-	for _, problem := range conform(doc, dig(doc, "paths", "/api/v1/queues/{queue}/messages", "get", "responses", "200", "content", "application/json", "schema"), msgs, "$") {
-		t.Error(problem)
-	}
 	m := msgs["messages"].([]any)[0].(map[string]any)
 	if f, _ := m["reason"].(map[string]any); f == nil || f["source"] != "eventbridge" || f["code"] != "SDK_CLIENT_ERROR" || f["targetArn"] != h.w.ARN("audit") {
 		t.Errorf("reason = %v", m["reason"])

@@ -142,7 +142,7 @@ type apiRequest struct {
 	ctx context.Context
 }
 
-// do sends r through the real router.
+// do sends r through the real router, and checks an API answer against the OpenAPI document.
 func (h *apiHarness) do(t *testing.T, r apiRequest) *httptest.ResponseRecorder {
 	t.Helper()
 	if r.method == "" {
@@ -170,6 +170,7 @@ func (h *apiHarness) do(t *testing.T, r apiRequest) *httptest.ResponseRecorder {
 	}
 	rec := httptest.NewRecorder()
 	h.srv.Handler().ServeHTTP(rec, req)
+	checkContract(t, req, rec)
 	return rec
 }
 

@@ -161,7 +161,7 @@ type request struct {
 	header http.Header
 }
 
-// do sends a request through the real router.
+// do sends a request through the real router, and checks an API answer against the OpenAPI document.
 func (pw *pageWorld) do(t testing.TB, r request) *httptest.ResponseRecorder {
 	t.Helper()
 	if r.method == "" {
@@ -187,6 +187,7 @@ func (pw *pageWorld) do(t testing.TB, r request) *httptest.ResponseRecorder {
 	}
 	rec := httptest.NewRecorder()
 	pw.handler.ServeHTTP(rec, req)
+	checkContract(t, req, rec)
 	return rec
 }
 
