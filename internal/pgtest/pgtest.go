@@ -215,3 +215,32 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Outage takes the database of url (one DB made) down for its clients, as a PostgreSQL that
+// stopped would be: its open connections are ended and new ones refused, until restore is
+// called (or the test ends). The server goes on serving the other tests' databases.
+func Outage(tb testing.TB, url string) (restore func()) {
+	tb.Helper()
+	s := started.Load()
+	if s == nil {
+		tb.Fatal("pgtest: Outage of a database that DB did not make")
+	}
+	name := url[strings.LastIndex(url, "/")+1:]
+	name, _, _ = strings.Cut(name, "?")
+	if err := s.exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS false"); err != nil {
+		tb.Fatalf("pgtest: refuse connections to %s: %v", name, err)
+	}
+	if err := s.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + name + "' AND pid <> pg_backend_pid()"); err != nil {
+		tb.Fatalf("pgtest: end the connections to %s: %v", name, err)
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			if err := s.exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS true"); err != nil {
+				tb.Errorf("pgtest: accept connections to %s again: %v", name, err)
+			}
+		})
+	}
+	tb.Cleanup(restore)
+	return restore
+}

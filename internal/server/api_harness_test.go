@@ -51,6 +51,8 @@ type harnessConfig struct {
 	publicURL string
 	// scrapeTimeout is Options.ScrapeTimeout; default the server's.
 	scrapeTimeout time.Duration
+	// db is the store's database (a postgres:// URL from pgtest.DB); default a SQLite file.
+	db string
 }
 
 // harnessDimensions are the dimensions of the harness's tool calls.
@@ -65,6 +67,9 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	t.Helper()
 	ctx := context.Background()
 	w := actionstest.New(t)
+	if cfg.db != "" {
+		w = actionstest.NewOn(t, cfg.db)
+	}
 	w.CreateQueue(t, "orders-dlq", "", map[string]string{"MessageRetentionPeriod": "1209600"})
 	w.CreateQueue(t, "orders", "orders-dlq", nil)
 	w.CreateQueue(t, "calls-dlq.fifo", "", nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -514,40 +515,73 @@ func TestEmbedLinkDiesWithItsToken(t *testing.T) {
 	}
 }
 
-// TestAPIWhenTheStoreFails: a database that no longer answers gives 500 internal_error (503 on
-// /readyz), in the error shape, with nothing of the database's own text.
+// TestAPIWhenTheStoreFails: a database that no longer answers (a closed SQLite store, a
+// PostgreSQL that refuses its clients) is an outage, answered 503 database_unavailable with
+// Retry-After everywhere (the API, an action, a page, /readyz), in the error shape, with nothing
+// of the database's own text; the same failure while the database answers stays a 500
+// (TestPanicIsA500WithoutDetail).
 func TestAPIWhenTheStoreFails(t *testing.T) {
-	h := newAPIHarness(t, harnessConfig{})
-	if err := h.w.Store.Close(); err != nil {
-		t.Fatal(err)
+	engines := []struct {
+		name   string
+		outage func(t *testing.T) (harnessConfig, func(*apiHarness))
+	}{
+		{"sqlite", func(t *testing.T) (harnessConfig, func(*apiHarness)) {
+			return harnessConfig{}, func(h *apiHarness) {
+				if err := h.w.Store.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"postgres", func(t *testing.T) (harnessConfig, func(*apiHarness)) {
+			url := pgtest.DB(t)
+			return harnessConfig{db: url}, func(*apiHarness) { pgtest.Outage(t, url) }
+		}},
 	}
 	tests := []struct {
 		method, target string
 		status         int
+		code           string
 	}{
-		{"GET", "/api/v1/queues", 500},
-		{"GET", "/api/v1/queues/orders-dlq", 500},
-		{"GET", "/api/v1/queues/orders-dlq/messages", 500},
-		{"GET", "/api/v1/audit", 500},
-		{"GET", "/api/v1/summary", 500},
-		{"POST", "/api/v1/queues/orders-dlq/redrives", 500},
-		{"GET", "/readyz", 503},
+		{"GET", "/api/v1/queues", 503, "database_unavailable"},
+		{"GET", "/api/v1/queues/orders-dlq", 503, "database_unavailable"},
+		{"GET", "/api/v1/queues/orders-dlq/messages", 503, "database_unavailable"},
+		{"GET", "/api/v1/audit", 503, "database_unavailable"},
+		{"GET", "/api/v1/summary", 503, "database_unavailable"},
+		{"GET", "/api/v1/status", 503, "database_unavailable"},
+		{"POST", "/api/v1/queues/orders-dlq/redrives", 503, "database_unavailable"},
+		{"POST", "/api/v1/queues/orders-dlq/redrives/cancel", 503, "database_unavailable"},
+		{"GET", "/queues/orders-dlq", 503, ""},
+		{"GET", "/readyz", 503, ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
-			// The bearer check reads the store too: a failure there is also a 500, not a 401.
-			rec := h.do(t, apiRequest{method: tt.method, target: tt.target, header: jsonPost(h.operator)})
-			if rec.Code != tt.status {
-				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+	for _, engine := range engines {
+		t.Run(engine.name, func(t *testing.T) {
+			cfg, outage := engine.outage(t)
+			h := newAPIHarness(t, cfg)
+			// Before the outage the same requests are answered.
+			if rec := h.do(t, apiRequest{target: "/api/v1/queues", header: bearer(h.operator)}); rec.Code != http.StatusOK {
+				t.Fatalf("before the outage: %d %s", rec.Code, rec.Body)
 			}
-			body := strings.ToLower(rec.Body.String())
-			for _, leak := range []string{"sql", "closed", "store:", "no such"} {
-				if strings.Contains(body, leak) {
-					t.Errorf("%q in %s", leak, rec.Body)
-				}
-			}
-			if strings.HasPrefix(tt.target, "/api/") && errorCode(t, rec.Body.Bytes()) != "internal_error" {
-				t.Errorf("body %s", rec.Body)
+			outage(h)
+			for _, tt := range tests {
+				t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+					// The bearer check reads the store too: a failure there is the same 503, not a 401.
+					rec := h.do(t, apiRequest{method: tt.method, target: tt.target, header: jsonPost(h.operator)})
+					if rec.Code != tt.status {
+						t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, clip(rec.Body.String()))
+					}
+					if rec.Header().Get("Retry-After") == "" && tt.target != "/readyz" {
+						t.Error("no Retry-After")
+					}
+					body := strings.ToLower(rec.Body.String())
+					for _, leak := range []string{"sql", "closed", "store:", "no such", "pgx", "connections"} {
+						if strings.Contains(body, leak) {
+							t.Errorf("%q in %s", leak, clip(rec.Body.String()))
+						}
+					}
+					if tt.code != "" && errorCode(t, rec.Body.Bytes()) != tt.code {
+						t.Errorf("body %s", rec.Body)
+					}
+				})
 			}
 		})
 	}

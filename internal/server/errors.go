@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,6 +44,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	e := publicError(err)
+	if e == errInternal && !s.databaseAnswers(c) {
+		// The store failed because the database is down (PostgreSQL unreachable, the file
+		// gone): an outage to wait out, not a bug of toolq's.
+		e = errDatabaseUnavailable
+	}
 	attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path,
 		"status", e.Status, "code", e.Code, "err", err}
 	if e.Status >= 500 {
@@ -106,7 +112,25 @@ func publicError(err error) *apiError {
 	case errors.As(err, &he):
 		return fromHTTPError(he)
 	}
-	return newError(http.StatusInternalServerError, "internal_error", "internal error")
+	return errInternal
+}
+
+// errInternal is every failure that has no answer of its own: details only in the log.
+var errInternal = newError(http.StatusInternalServerError, "internal_error", "internal error")
+
+// errDatabaseUnavailable answers a request that failed while the database does not answer.
+var errDatabaseUnavailable = newError(http.StatusServiceUnavailable, "database_unavailable",
+	"toolq's database does not answer; nothing was changed; try again shortly")
+
+// databaseWait bounds the look at the database after a failure.
+const databaseWait = 2 * time.Second
+
+// databaseAnswers reports whether the database answers now, within databaseWait; a request
+// that ended meanwhile gets the benefit of the doubt (its answer is read by nobody).
+func (s *Server) databaseAnswers(c echo.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), databaseWait)
+	defer cancel()
+	return s.opts.Views.DatabaseAnswers(ctx)
 }
 
 // actionStatus is the HTTP status of each kind of refused action: the one place they are mapped.
@@ -150,5 +174,5 @@ func fromHTTPError(he *echo.HTTPError) *apiError {
 	if he.Code >= 400 && he.Code < 500 {
 		return newError(he.Code, "bad_request", http.StatusText(he.Code))
 	}
-	return newError(http.StatusInternalServerError, "internal_error", "internal error")
+	return errInternal
 }

@@ -281,6 +281,10 @@ type DatabaseStatus struct {
 }
 
 // databaseStatus checks the store; a problem is told in fixed words, never the store's text.
+// DatabaseAnswers reports whether the database answers, as the one toolq opened with its tables:
+// the server tells a store outage (503) from a failure of its own (500) by it.
+func (s *Service) DatabaseAnswers(ctx context.Context) bool { return s.databaseStatus(ctx).OK }
+
 func (s *Service) databaseStatus(ctx context.Context) DatabaseStatus {
 	out := DatabaseStatus{Engine: s.store.Dialect()}
 	switch err := s.store.Ping(ctx); {
