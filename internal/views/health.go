@@ -145,9 +145,15 @@ func evaluateHealth(f healthFacts, th Thresholds) Health {
 	// old yet (the collector asks for the age only while a queue holds messages, so a queue that
 	// just filled has no fresh datapoint until its next ask).
 	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
+	read := f.OldestAge != nil && clock.within(f.OldestAge.At.Add(ageWindow))
+	if read && f.CloudWatchFailure != nil && f.OldestAge.Value < th.OldestAgeWarning.Seconds() {
+		// While GetMetricData fails, a datapoint from before proves a young queue only until
+		// the oldest message it saw, if still there, would reach the warning age.
+		read = clock.before(f.OldestAge.At.Add(th.OldestAgeWarning - time.Duration(f.OldestAge.Value*float64(time.Second))))
+	}
 	switch {
 	case deadLetter(q) || empty || f.Latest == nil:
-	case f.OldestAge != nil && clock.within(f.OldestAge.At.Add(ageWindow)):
+	case read:
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
 		switch {
 		case age >= th.OldestAgeCritical:
