@@ -350,6 +350,8 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.ran = true
 	c.resumeSight(ctx)
 	c.resumeTopology(ctx)
+	c.startLoops(ctx)
+	defer c.tel.stopLoops()
 	// The first discovery leaves ListDeadLetterSourceQueues to the discovery loop's first cycle,
 	// which runs beside the first attribute cycle: at 10,000 queues those calls would otherwise
 	// hold the first depths back by as long as the attribute cycle itself takes.
@@ -385,6 +387,35 @@ func (c *Collector) Loops() []Loop {
 		{"topology", c.opts.DiscoveryInterval, c.CycleTopology},
 		{"prune", c.opts.PruneInterval, c.Prune},
 	}
+}
+
+// startLoops creates every loop's last-success series in every watched region, from the store's
+// last cycles.
+func (c *Collector) startLoops(ctx context.Context) {
+	stored, err := c.store.LoopStatuses(ctx)
+	if err != nil {
+		c.warn(ctx, "collector: load loop statuses", "err", err)
+	}
+	c.tel.startLoops(c.regionKeys(), stored)
+}
+
+// regionKeys returns the scope of every watched region.
+func (c *Collector) regionKeys() []string {
+	keys := make([]string, 0, len(c.regions))
+	for _, r := range c.regions {
+		keys = append(keys, r.key)
+	}
+	return keys
+}
+
+// loopIdle records what a due check of a loop found nothing due for: every region without a
+// queue in due.
+func (c *Collector) loopIdle(kind string, due []*watchedQueue) {
+	busy := make(map[string]bool)
+	for _, q := range due {
+		busy[q.region.key] = true
+	}
+	c.tel.loopIdle(kind, c.regionKeys(), busy, c.now())
 }
 
 // forget drops what an earlier Run learned, so that this one starts from the store as a fresh

@@ -52,6 +52,7 @@ func (c *Collector) PollMoveTasks(ctx context.Context) error {
 			due = append(due, q)
 		}
 	}
+	c.loopIdle(store.RunMoveTasks, due)
 	if len(due) == 0 {
 		return nil
 	}

@@ -83,6 +83,7 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 			kinds[q] = kind
 		}
 	}
+	c.loopIdle(store.RunPeek, due)
 	if len(due) == 0 {
 		return nil
 	}

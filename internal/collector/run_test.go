@@ -366,3 +366,99 @@ func TestRunForgetsUnwatchedScopes(t *testing.T) {
 		t.Error("the watched region's statuses went too")
 	}
 }
+
+// lastSuccess returns the toolq_collector_last_success_timestamp_seconds series by loop (of
+// region us-east-1).
+func lastSuccess(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	must(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "toolq_collector_last_success_timestamp_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["region"] == "us-east-1" {
+				out[labels["loop"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestEveryLoopHasALastSuccessSeries: while Run runs, every loop has its last-success series in
+// every region from the start, 0 for a loop that never succeeded (GetMetricData refused here),
+// so that the alert docs/api.md suggests fires for it; a loop with nothing due (no move task to
+// poll) is fine, unless its last cycle failed; the series end with Run. A restart starts each
+// series at its stored last success.
+func TestEveryLoopHasALastSuccessSeries(t *testing.T) {
+	e := newEnv(t)
+	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
+	e.deadLetter(srcURL, "web-search-dlq", 2)
+	e.send(srcURL, toolCallBody("search", 1, "s1")) // the age of its messages is asked of CloudWatch
+	e.sim.SetFault("GetMetricData", sqsim.Fault{ErrorRate: 1})
+	reg := prometheus.NewRegistry()
+	c := e.collector(func(o *Options) { o.Registerer = reg })
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	deadline := time.After(30 * time.Second)
+	for _, kind := range loopKinds {
+		for {
+			if _, err := e.store.LatestFinishedRun(e.ctx, kind); err == nil {
+				break
+			}
+			select {
+			case <-deadline:
+				t.Fatalf("no finished %s run within 30 s of start", kind)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	got := lastSuccess(t, reg)
+	start := unixSeconds(t0)
+	for _, kind := range loopKinds {
+		v, ok := got[kind]
+		switch {
+		case !ok:
+			t.Errorf("no last-success series for the %s loop", kind)
+		case kind == store.RunMetrics && v != 0:
+			t.Errorf("metrics never succeeded, but its series says %v", v)
+		case kind != store.RunMetrics && v < start:
+			t.Errorf("%s succeeded, but its series says %v", kind, v)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := lastSuccess(t, reg); len(got) != 0 {
+		t.Errorf("series after Run returned: %v", got)
+	}
+
+	// A new process on the same database: each series starts where the store left it, the
+	// failing loop at 0 and never taken for fine while it has nothing to do.
+	reg = prometheus.NewRegistry()
+	c = e.collector(func(o *Options) { o.Registerer = reg })
+	c.startLoops(e.ctx)
+	stored, err := e.store.LoopStatuses(e.ctx)
+	must(t, err)
+	got = lastSuccess(t, reg)
+	for _, l := range stored {
+		if want := unixSeconds(l.LastSuccessAt); !l.LastSuccessAt.IsZero() && got[l.Loop] != want {
+			t.Errorf("%s after a restart: %v, want the stored %v", l.Loop, got[l.Loop], want)
+		}
+	}
+	if got[store.RunMetrics] != 0 {
+		t.Errorf("metrics after a restart: %v, want 0", got[store.RunMetrics])
+	}
+	c.tel.loopIdle(store.RunMetrics, c.regionKeys(), nil, e.clock.Now())
+	if got := lastSuccess(t, reg)[store.RunMetrics]; got != 0 {
+		t.Errorf("a failing loop with nothing due was taken for fine: %v", got)
+	}
+}

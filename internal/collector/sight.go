@@ -133,10 +133,7 @@ func (c *Collector) saveSight(ctx context.Context) {
 func (c *Collector) resumeSight(ctx context.Context) {
 	// What the store says of scopes this collector does not watch (any more) is nobody's to
 	// keep current: it would stay on /status, a failure among it as a region nobody can see.
-	scopes := make([]string, 0, len(c.regions))
-	for _, r := range c.regions {
-		scopes = append(scopes, r.key)
-	}
+	scopes := c.regionKeys()
 	if n, err := c.store.ForgetScopesExcept(ctx, scopes); err != nil {
 		c.warn(ctx, "collector: forget unwatched scopes", "err", err)
 	} else if n > 0 {
@@ -234,8 +231,8 @@ func (c *Collector) saveLoops(ctx context.Context, cy *cycle, end time.Time) {
 		}
 		if t.succeeded() {
 			l.LastSuccessAt = end
-			c.tel.lastSuccess.WithLabelValues(cy.kind, region).Set(float64(end.UnixMilli()) / 1000)
 		}
+		c.tel.loopDone(cy.kind, region, t.succeeded(), end)
 		if err := c.store.SaveLoopStatus(ctx, l); err != nil {
 			c.warn(ctx, "collector: save loop status", "loop", cy.kind, "region", region, "err", err)
 		}

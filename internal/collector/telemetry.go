@@ -3,10 +3,13 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolq/toolq/internal/awscalls"
+	"github.com/toolq/toolq/internal/store"
 )
 
 // telemetry is the collector's own Prometheus metrics.
@@ -16,7 +19,77 @@ type telemetry struct {
 	awsCalls     *awscalls.Counter
 	peekReceives *prometheus.CounterVec
 	lastSuccess  *prometheus.GaugeVec
+
+	// failing holds, per loop and region, whether the loop's newest cycle there failed: a loop
+	// with nothing to do in a region is fine there only while its last real cycle was.
+	mu      sync.Mutex
+	failing map[[2]string]bool
 }
+
+// loopKinds are the loops whose cycles say, region by region, whether they read what they were
+// for: each has a last-success series in every watched region while the collector runs.
+var loopKinds = []string{store.RunDiscovery, store.RunAttributes, store.RunMetrics, store.RunPeek, store.RunMoveTasks, store.RunTopology}
+
+// startLoops creates the last-success series of every loop in every region, at its stored last
+// success (an earlier run's or another replica's) or 0 when it never succeeded: so that an alert
+// on the series' age fires for a loop that never succeeds too, rather than finding no series.
+func (t *telemetry) startLoops(regions []string, stored []store.LoopStatus) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failing = make(map[[2]string]bool)
+	last := make(map[[2]string]store.LoopStatus, len(stored))
+	for _, l := range stored {
+		last[[2]string{l.Loop, l.Region}] = l
+	}
+	for _, kind := range loopKinds {
+		for _, region := range regions {
+			l, ok := last[[2]string{kind, region}]
+			value := 0.0
+			if ok && !l.LastSuccessAt.IsZero() {
+				value = unixSeconds(l.LastSuccessAt)
+			}
+			t.failing[[2]string{kind, region}] = ok && l.LastSuccessAt.Before(l.FinishedAt)
+			t.lastSuccess.WithLabelValues(kind, region).Set(value)
+		}
+	}
+}
+
+// loopDone records a cycle's outcome in one region.
+func (t *telemetry) loopDone(kind, region string, ok bool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failing == nil {
+		t.failing = make(map[[2]string]bool)
+	}
+	t.failing[[2]string{kind, region}] = !ok
+	if ok {
+		t.lastSuccess.WithLabelValues(kind, region).Set(unixSeconds(at))
+	}
+}
+
+// loopIdle records that a loop checked what was due and had nothing to do in the regions not in
+// busy: it read all it was for there, unless its last cycle there failed (then its failure
+// stands until a cycle succeeds).
+func (t *telemetry) loopIdle(kind string, regions []string, busy map[string]bool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, region := range regions {
+		if !busy[region] && !t.failing[[2]string{kind, region}] {
+			t.lastSuccess.WithLabelValues(kind, region).Set(unixSeconds(at))
+		}
+	}
+}
+
+// stopLoops ends the last-success series when the collector stops: a replica that no longer
+// collects has no loops to report, and only the one that does has the series.
+func (t *telemetry) stopLoops() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastSuccess.Reset()
+}
+
+// unixSeconds is a time as Prometheus timestamps are written, in seconds.
+func unixSeconds(at time.Time) float64 { return float64(at.UnixMilli()) / 1000 }
 
 // newTelemetry builds the metrics and registers them with reg when it is not nil. A metric
 // already registered by an earlier collector on the same registry (a restart in tests, say) is
