@@ -31,7 +31,15 @@
 // no operation exactly (an X-Amz-Target without its service's prefix, an
 // unknown or miscased operation, Action given twice with different values,
 // a body of the wrong content type) is refused in its protocol's error
-// shape, before anything is read or changed. Every answer, success or
+// shape, before anything is read or changed. So is a request addressed in
+// two ways, or ambiguously, which could act on another queue than meant: an
+// AWS JSON request posted anywhere but /, a Query request posted to one
+// queue's URL with a QueueUrl of another, a member or parameter given twice
+// (in the body, or in the URL and the body with other values), a JSON member
+// spelt in another case than the service model's ("queueUrl"), a QueueUrl
+// with a query, a fragment or an escaped path, and a queue's address given to
+// an operation that names no queue by it (CreateQueue, StartMessageMoveTask).
+// Every answer, success or
 // error, carries a request id of its own in x-amzn-RequestId (and, in the
 // Query protocol, in its XML's RequestId), where the SDKs read it. Point the
 // clients' endpoint at an httptest.Server wrapping the simulator and give

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,7 +20,8 @@ import (
 )
 
 // fingerprint describes everything a request could change: queues with
-// their attributes, tags and messages, alarms and move tasks.
+// their attributes, tags and messages, alarms and move tasks with their
+// status.
 func (s *Simulator) fingerprint() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,6 +46,10 @@ func (s *Simulator) fingerprint() string {
 		fmt.Fprintf(&b, "alarm %s %s\n", name, a.state)
 	}
 	fmt.Fprintf(&b, "tasks %d\n", len(s.tasks))
+	for _, handle := range slices.Sorted(maps.Keys(s.tasks)) {
+		t := s.tasks[handle]
+		fmt.Fprintf(&b, "  task %s moved=%d\n", t.status, t.moved)
+	}
 	for name, bus := range s.buses {
 		for rule, r := range bus.rules {
 			fmt.Fprintf(&b, "rule %s/%s %s targets=%d\n", name, rule, r.state, len(r.targets))

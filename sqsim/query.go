@@ -62,14 +62,27 @@ func (s *Simulator) serveQuery(w http.ResponseWriter, r *http.Request, rc *reque
 			params[k] = v
 			continue
 		}
-		if (k == "Action" || k == "Version") && !slices.Equal(params[k], v) {
-			writeQueryError(w, errInvalidAction(fmt.Sprintf("%s given twice: %s and %s", k, strings.Join(params[k], ","), strings.Join(v, ","))))
+		if !slices.Equal(params[k], v) {
+			// Two values of one parameter: acting on either could be acting on the wrong queue.
+			if k == "Action" || k == "Version" {
+				writeQueryError(w, errInvalidAction(fmt.Sprintf("%s given twice: %s and %s", k, strings.Join(params[k], ","), strings.Join(v, ","))))
+			} else {
+				writeQueryError(w, errMalformedQueryString(truncate(k, 100)+" given in the URL and in the body with other values"))
+			}
 			return
 		}
 	}
 	if len(params["Action"]) > 1 || len(params["Version"]) > 1 {
 		writeQueryError(w, errInvalidAction("Action or Version given more than once"))
 		return
+	}
+	for k, v := range params {
+		// Every parameter of the protocol is one value (lists are flattened into names of their
+		// own: Attribute.1.Name, ...).
+		if len(v) > 1 {
+			writeQueryError(w, errMalformedQueryString(truncate(k, 100)+" given more than once"))
+			return
+		}
 	}
 	op, version := params.Get("Action"), params.Get("Version")
 	_, isSQS := sqsOperations[op]
@@ -94,16 +107,32 @@ func (s *Simulator) serveSQSQuery(w http.ResponseWriter, r *http.Request, rc *re
 	defer s.recoverPanic(w, op, writeQueryError)
 	handler := sqsOperations[op]
 	// Clients of the original API post to the queue's own URL instead of
-	// naming it in a parameter.
-	if !params.Has("QueueUrl") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 1 {
-		params.Set("QueueUrl", rc.baseURL+r.URL.Path)
+	// naming it in a parameter. Any other path is no address of SQS's, and a
+	// path and a parameter must name the same queue: either could be the
+	// wrong one.
+	if path := strings.Trim(r.URL.Path, "/"); path != "" {
+		if strings.Count(path, "/") != 1 {
+			writeQueryError(w, errInvalidAddress(truncate(r.URL.Path, 200)))
+			return
+		}
+		own := rc.baseURL + "/" + path
+		if params.Has("QueueUrl") && !sameQueueURL(params.Get("QueueUrl"), own) {
+			writeQueryError(w, errInvalidAddress(truncate(params.Get("QueueUrl"), 200)+" posted to "+truncate(r.URL.Path, 200)))
+			return
+		}
+		params.Set("QueueUrl", own)
 	}
 	if err := s.serveFaults(rc.ctx, op, errRequestThrottled, errInternal); err != nil {
 		writeQueryError(w, err)
 		return
 	}
 	start := time.Now()
-	out, err := handler(s, rc, func(in any) *apiError { return decodeQuery(params, in) })
+	out, err := handler(s, rc, func(in any) *apiError {
+		if params.Has("QueueUrl") && !takesQueueURL(in) {
+			return errInvalidAddress(truncate(params.Get("QueueUrl"), 200) + ", for an operation that names no queue by it")
+		}
+		return decodeQuery(params, in)
+	})
 	s.log.Debug("sqsim: request", "service", "sqs", "protocol", "query", "operation", op, "error", errorCode(err), "duration", time.Since(start))
 	if err != nil {
 		writeQueryError(w, err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -230,10 +231,127 @@ func decodeJSON(body []byte, v any) *apiError {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	if err := checkMembers(body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if !takesQueueURL(v) {
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) == nil && members["QueueUrl"] != nil {
+			return errInvalidAddress("QueueUrl, for an operation that names no queue by it")
+		}
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return errMalformedBody(err.Error())
 	}
 	return nil
+}
+
+// takesQueueURL reports whether the input in names its queue with a QueueUrl member. A request
+// of another operation that carries a queue's address (a QueueUrl, or in the Query protocol
+// the queue's URL as its path) was meant for that queue, not for what the operation acts on.
+func takesQueueURL(in any) bool {
+	t := reflect.TypeOf(in)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	_, ok := t.FieldByName("QueueUrl")
+	return ok
+}
+
+// checkMembers refuses what encoding/json would read other than SQS does: a member named twice
+// in one object (json keeps the last, so {"QueueUrl":a,"QueueUrl":b} would act on b), and a
+// member of the input in another case than the service model's ("queueUrl": json matches names
+// without regard to case, SQS does not). t is the type the body decodes into.
+func checkMembers(body []byte, t reflect.Type) *apiError {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := checkValue(dec, t); err != nil {
+		return errMalformedBody(err.Error())
+	}
+	return nil
+}
+
+// checkValue reads one JSON value from dec, checking the members of its objects against t.
+func checkValue(dec *json.Decoder, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := make(map[string]bool)
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			name, _ := key.(string)
+			if seen[name] {
+				return fmt.Errorf("member %q given twice", truncate(name, 100))
+			}
+			seen[name] = true
+			member, err := memberType(t, name)
+			if err != nil {
+				return err
+			}
+			if err := checkValue(dec, member); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // '}'
+		return err
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := checkValue(dec, elem); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ']'
+		return err
+	}
+	return nil
+}
+
+// memberType returns the type of the member name of an object read into t: a struct's field of
+// that exact name (nil, to be ignored as encoding/json does, for a name no field has in any
+// case), a map's values; an error for a field's name in another case.
+func memberType(t reflect.Type, name string) (reflect.Type, error) {
+	switch {
+	case t == nil:
+		return nil, nil
+	case t.Kind() == reflect.Map:
+		return t.Elem(), nil
+	case t.Kind() != reflect.Struct:
+		return nil, nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		field := f.Name
+		if tag, ok := f.Tag.Lookup("json"); ok {
+			if n, _, _ := strings.Cut(tag, ","); n == "-" {
+				continue
+			} else if n != "" {
+				field = n
+			}
+		}
+		switch {
+		case field == name:
+			return f.Type, nil
+		case strings.EqualFold(field, name):
+			return nil, fmt.Errorf("member %q is spelt %q", truncate(name, 100), field)
+		}
+	}
+	return nil, nil
 }
 
 // serveSQS answers an AWS JSON 1.0 request whose X-Amz-Target names
@@ -244,6 +362,12 @@ func (s *Simulator) serveSQS(w http.ResponseWriter, r *http.Request, rc *request
 	defer s.recoverPanic(w, op, writeSQSError)
 	if err := checkJSONRequest(r, op, sqsOperations); err != nil {
 		writeSQSError(w, err)
+		return
+	}
+	if r.URL.Path != "/" {
+		// AWS JSON 1.0 goes to the endpoint's root and names its queue in the body: a request
+		// posted to a queue's URL (or anywhere else) is addressed twice, perhaps to two queues.
+		writeSQSError(w, errInvalidAddress(truncate(r.URL.Path, 200)))
 		return
 	}
 	handler := sqsOperations[op]

@@ -191,7 +191,10 @@ func (s *Simulator) queueByURL(rc *request, raw string) (*queue, *apiError) {
 		return s.queueNamed(raw)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	// A queue URL is a scheme, a host and the queue's path, nothing more: a query or a
+	// fragment could hide another address, and an escaped path spells the name another way.
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawPath != "" {
 		return nil, errInvalidAddress(truncate(raw, 200))
 	}
 	if !sameEndpoint(u.Host, rc.host) {
@@ -205,6 +208,38 @@ func (s *Simulator) queueByURL(rc *request, raw string) (*queue, *apiError) {
 		return nil, errQueueDoesNotExist()
 	}
 	return s.queueNamed(parts[1])
+}
+
+// sameQueueURL reports whether two queue URLs (or a URL and a queue name) name one queue of
+// this endpoint: the same account and name, at the same endpoint.
+func sameQueueURL(a, b string) bool {
+	account, name, host, ok := splitQueueURL(a)
+	account2, name2, host2, ok2 := splitQueueURL(b)
+	switch {
+	case !ok || !ok2:
+		return false
+	case host == "" || host2 == "":
+		// A bare name names the queue of that name of the endpoint's own account.
+		return name == name2
+	}
+	return account == account2 && name == name2 && sameEndpoint(host, host2)
+}
+
+// splitQueueURL reads a queue URL (or a bare queue name: no host, no account) as queueByURL
+// does.
+func splitQueueURL(raw string) (account, name, host string, ok bool) {
+	if !strings.Contains(raw, "/") {
+		return "", raw, "", raw != ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.RawPath != "" {
+		return "", "", "", false
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) != 2 || parts[1] == "" {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], u.Host, true
 }
 
 func (s *Simulator) queueNamed(name string) (*queue, *apiError) {
