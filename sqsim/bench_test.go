@@ -79,34 +79,47 @@ func BenchmarkSendMessageBatch(b *testing.B) {
 	}
 }
 
-// BenchmarkGetQueueAttributesAmongQueues measures one GetQueueAttributes(All) in a region of 10
-// and of 10,000 queues, each holding a message: a request's cost must not grow with the queues
-// it does not name (every request ticks first, and tick once scanned them all).
-func BenchmarkGetQueueAttributesAmongQueues(b *testing.B) {
+// BenchmarkQueueReadsAmongQueues measures a GetQueueAttributes(All) and a
+// ListDeadLetterSourceQueues of one queue in a region of 10 and of 10,000 queues, each holding a
+// message: a request's cost must not grow with the queues it does not name (every request ticks
+// first, and tick once walked them all; the sources of a dead-letter queue were found by walking
+// them all too).
+func BenchmarkQueueReadsAmongQueues(b *testing.B) {
 	for _, n := range []int{10, 10000} {
-		b.Run("queues="+strconv.Itoa(n), func(b *testing.B) {
-			sim := New(Options{})
-			srv := httptest.NewServer(sim)
-			defer srv.Close()
-			client, _ := newClients(srv.URL)
-			ctx := context.Background()
-			var url *string
-			for i := range n {
-				out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q-" + strconv.Itoa(i))})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String("{}")}); err != nil {
-					b.Fatal(err)
-				}
-				url = out.QueueUrl
+		sim := New(Options{})
+		srv := httptest.NewServer(sim)
+		client, _ := newClients(srv.URL)
+		ctx := context.Background()
+		var url *string
+		for i := range n {
+			out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q-" + strconv.Itoa(i))})
+			if err != nil {
+				b.Fatal(err)
 			}
-			in := &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}}
-			for b.Loop() {
-				if _, err := client.GetQueueAttributes(ctx, in); err != nil {
-					b.Fatal(err)
-				}
+			if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String("{}")}); err != nil {
+				b.Fatal(err)
 			}
-		})
+			url = out.QueueUrl
+		}
+		reads := map[string]func() error{
+			"GetQueueAttributes": func() error {
+				_, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+				return err
+			},
+			"ListDeadLetterSourceQueues": func() error {
+				_, err := client.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: url})
+				return err
+			},
+		}
+		for _, op := range []string{"GetQueueAttributes", "ListDeadLetterSourceQueues"} {
+			b.Run(op+"/queues="+strconv.Itoa(n), func(b *testing.B) {
+				for b.Loop() {
+					if err := reads[op](); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		srv.Close()
 	}
 }

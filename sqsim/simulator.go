@@ -70,6 +70,10 @@ type Simulator struct {
 	lastGaugeMinute int64
 	// sched says when tick next has work on the queues.
 	sched schedule
+	// sources are the queues whose RedrivePolicy names each dead-letter queue, by its ARN, in
+	// name order; nil until asked for after a queue was created, deleted or had its attributes
+	// set (ListDeadLetterSourceQueues once scanned every queue per call).
+	sources map[string][]*queue
 
 	// stats and regions are shared by the account's regions.
 	stats   *stats

@@ -285,14 +285,19 @@ func (s *Simulator) queueByARN(arn string) *queue {
 // deadLetterSources returns the queues whose RedrivePolicy targets q, by
 // name.
 func (s *Simulator) deadLetterSources(q *queue) []*queue {
-	var sources []*queue
-	for _, src := range s.queues {
-		if src.attrs.redrive != nil && src.attrs.redrive.DeadLetterTargetArn == q.arn {
-			sources = append(sources, src)
+	if s.sources == nil {
+		s.sources = make(map[string][]*queue)
+		for _, src := range s.queues {
+			if src.attrs.redrive != nil {
+				t := src.attrs.redrive.DeadLetterTargetArn
+				s.sources[t] = append(s.sources[t], src)
+			}
+		}
+		for _, srcs := range s.sources {
+			slices.SortFunc(srcs, func(a, b *queue) int { return strings.Compare(a.name, b.name) })
 		}
 	}
-	slices.SortFunc(sources, func(a, b *queue) int { return strings.Compare(a.name, b.name) })
-	return sources
+	return s.sources[q.arn]
 }
 
 type createQueueInput struct {
@@ -360,6 +365,7 @@ func (s *Simulator) createQueue(rc *request, in *createQueueInput) (any, *apiErr
 	q.attempts = make(map[string]*receiveAttempt)
 	q.metrics.start(now)
 	s.queues[q.name] = q
+	s.sources = nil
 	s.log.Debug("sqsim: queue created", "queue", q.name)
 	return queueURLOutput{QueueUrl: s.queueURL(rc, q)}, nil
 }
@@ -385,6 +391,7 @@ func (s *Simulator) deleteQueue(rc *request, in *queueURLInput) (any, *apiError)
 		}
 	}
 	delete(s.queues, q.name)
+	s.sources = nil
 	s.deletedAt[q.name] = now
 	// Long polls on the queue look again and end empty.
 	s.notify()
@@ -554,6 +561,7 @@ func (s *Simulator) setQueueAttributes(rc *request, in *setQueueAttributesInput)
 	if err := s.setAttributes(&q.attrs, q.name, in.Attributes, false); err != nil {
 		return nil, err
 	}
+	s.sources = nil
 	now := s.clock.Now()
 	q.modifiedAt = now
 	q.resetExpiry(now)
