@@ -151,6 +151,7 @@ type Store interface {
 	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
 	GetMoveTask(ctx context.Context, id int64) (store.MoveTask, error)
 	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
+	RememberRedrive(ctx context.Context, taskID int64, now time.Time) (bool, error)
 	// LockQueue serialises actions on a queue across replicas sharing the database.
 	LockQueue(ctx context.Context, arn string) (unlock func(), err error)
 }

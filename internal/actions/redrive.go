@@ -146,7 +146,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if landed != nil {
 		a.note = fmt.Sprintf("StartMessageMoveTask's answer did not reach toolq, but ListMessageMoveTasks shows the task it started at %s (%s, %d of %d moved)",
 			landed.StartedAt.Format(time.RFC3339), landed.Status, landed.Moved, landed.ToMove)
-		return s.storeTask(ctx, client, q, func(t store.MoveTask) bool { return t.StartedAt.Equal(landed.StartedAt) }, *landed), nil
+		return s.remember(ctx, s.storeTask(ctx, client, q, func(t store.MoveTask) bool { return t.StartedAt.Equal(landed.StartedAt) }, *landed)), nil
 	}
 	// The store keeps times to the millisecond, as SQS gives them: so must the fallback, or the
 	// task read back from the store would not match it.
@@ -156,7 +156,21 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		DestinationARN: destARN, MaxPerSecond: rate, StartedAt: now, UpdatedAt: now,
 	}
 	ours := func(t store.MoveTask) bool { return t.TaskHandle == handle || isNew(t) }
-	return s.storeTask(ctx, client, q, ours, started), nil
+	return s.remember(ctx, s.storeTask(ctx, client, q, ours, started)), nil
+}
+
+// remember keeps what a redrive that just started moves, as the DLQ's newest sample before it
+// holds it (store.RememberRedrive), so that what comes back can be told. The move has happened
+// by now: a failure is logged, not returned (the collector remembers the task when it next
+// lists it).
+func (s *Service) remember(ctx context.Context, t store.MoveTask) store.MoveTask {
+	if t.ID == 0 {
+		return t
+	}
+	if _, err := s.store.RememberRedrive(context.WithoutCancel(ctx), t.ID, s.now()); err != nil {
+		s.log.Error("actions: remember what the redrive moves", "task", t.ID, "err", err)
+	}
+	return t
 }
 
 // parseRate reads a move task's rate as the caller sent it: 0 (the store's "SQS chooses") for

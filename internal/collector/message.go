@@ -3,7 +3,9 @@ package collector
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -44,6 +46,7 @@ func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives
 		SentAt:              epochMillis(sys[string(types.MessageSystemAttributeNameSentTimestamp)]),
 		Attributes:          messageAttributes(m.MessageAttributes),
 		BodySize:            len(body),
+		BodyHash:            bodyHash(body),
 	}
 	// ApproximateReceiveCount includes every receive the dashboard made since the message
 	// arrived in the queue; the page shows what the consumers did.
@@ -74,6 +77,14 @@ func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives
 	// dashboard): one more failed delivery sends the message on to the dead-letter queue.
 	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount+sm.OwnReceives >= nearMax-1
 	return sm
+}
+
+// bodyHash is the hex SHA-256 of a whole body, before any truncation: SQS keeps a body through
+// a redrive while it gives the message a new id, so the hash is how a message that comes back
+// after a redrive is recognised (store.RememberRedrive), without keeping the body twice.
+func bodyHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
 }
 
 // dimensionValues returns a message's dimensions by name, those it has no value for left out.

@@ -90,11 +90,19 @@ func (c *Collector) pollMoveTasks(ctx context.Context, cy *cycle, q *watchedQueu
 		if known && prev.Status == t.Status && prev.Moved == t.Moved && prev.ToMove == t.ToMove && prev.FailureReason == t.FailureReason {
 			continue
 		}
-		if _, err := c.store.UpsertMoveTask(ctx, t); err != nil {
+		id, err := c.store.UpsertMoveTask(ctx, t)
+		if err != nil {
 			// Not cached: the next poll writes it again, so that the store never keeps a task
 			// RUNNING that SQS says has ended.
 			c.storeFailed(ctx, cy, "UpsertMoveTask", q, err)
 			continue
+		}
+		if !known {
+			// A task toolq has not seen before (started from the console, say, or before a
+			// restart): remember what it moves, if the actions have not already.
+			if _, err := c.store.RememberRedrive(ctx, id, now); err != nil {
+				c.storeFailed(ctx, cy, "RememberRedrive", q, err)
+			}
 		}
 		q.keepTask(key, t)
 		changed = true

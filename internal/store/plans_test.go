@@ -22,6 +22,8 @@ func TestHotQueriesSeek(t *testing.T) {
 		"DepthSamplesSince (the snapshot's depth history)": {depthSamplesSinceQuery(sqliteDialect), []any{0}},
 		"NearMaxCounts":                                    {nearMaxCountsQuery(sqliteDialect), []any{"[1,2]"}},
 		"GroupsOfSamples":                                  {groupsOfSamplesQuery(sqliteDialect), []any{"[1,2]"}},
+		"RedrivenArrivals (the snapshot's bounce-backs)":   {arrivalsQuery(sqliteDialect), []any{"[1,2]", 0}},
+		"RedriveMemories":                                  {redriveMessagesQuery(sqliteDialect), []any{"[1,2]"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

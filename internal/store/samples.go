@@ -112,19 +112,21 @@ func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample S
 	}
 	at := ms(sample.At)
 	for chunk := range slices.Chunk(order, sampleBatch) {
-		const cols = 17
+		const cols = 19
 		args := make([]any, 0, len(chunk)*cols)
 		for _, id := range chunk {
 			g := seen[id]
 			m := messages[g.i]
 			args = append(args, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
 				m.SequenceNumber, ms(m.SentAt), ms(m.FirstReceivedAt), m.DeadLetterSourceARN, attrs[g.i], m.Body, m.BodySize,
-				m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at, g.dims)
+				m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at, g.dims, m.BodyHash, at)
 		}
+		// first_seen is set once, by the sample that first saw the message, and never updated:
+		// the bounce-backs of a redrive are told by when they came (redrives.go).
 		rows, err := tx.QueryContext(ctx, `
 			INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
 				first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
-				tool_call_id, session_id, last_seen, dimensions)
+				tool_call_id, session_id, last_seen, dimensions, body_hash, first_seen)
 			VALUES `+valueRows(len(chunk), cols)+`
 			ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = greatest(messages.last_seen, excluded.last_seen),
 				dimensions = excluded.dimensions
@@ -164,7 +166,7 @@ func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample S
 	return nil
 }
 
-// sampleBatch is how many messages one statement stores: 17 arguments each stays far below
+// sampleBatch is how many messages one statement stores: 19 arguments each stays far below
 // either engine's limit on arguments (32,766 in SQLite, 65,535 in PostgreSQL).
 const sampleBatch = 200
 

@@ -162,6 +162,10 @@ type SampledMessage struct {
 	// (collector.Dimension); nil and empty alike mean none.
 	Dimensions     map[string]string
 	NearMaxReceive bool // on a source queue, receives so far (toolq's included) >= maxReceiveCount-1: one delivery left
+	// BodyHash is the hex SHA-256 of the whole body (not of the truncated Body): what a redriven
+	// message that fails again is recognised by, since SQS gives it a new id. Written, not read
+	// back with the message.
+	BodyHash string
 }
 
 // GroupBacklog is what one Sample saw of one FIFO message group.
