@@ -46,6 +46,11 @@ type simWorld struct {
 type worldOptions struct {
 	peekSources []string
 	thresholds  views.Thresholds
+	// peekMax caps a sample's messages (default the collector's); dims are the tool calls'
+	// dimensions, errorDim the one that holds their reason.
+	peekMax  int
+	dims     []collector.Dimension
+	errorDim string
 }
 
 func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
@@ -65,7 +70,8 @@ func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
 	}
 	t.Cleanup(func() { st.Close() })
 	return &simWorld{t: t, ctx: ctx, clock: clock, sim: sim, c: c, store: st, acct: "arn:aws:sqs:us-east-1:000000000000:",
-		views: views.New(views.Options{Store: st, Now: clock.Now, Thresholds: opts.thresholds}),
+		views: views.New(views.Options{Store: st, Now: clock.Now, Thresholds: opts.thresholds,
+			Dimensions: dimensionNames(opts.dims), ErrorDimension: opts.errorDim}),
 		coll: func() *collector.Collector {
 			coll, err := collector.New(collector.Options{
 				Regions: []collector.Region{{Name: "us-east-1", SQS: c.SQS, CloudWatch: c.CloudWatch, Lambda: c.Lambda, EventBridge: c.EventBridge}},
@@ -73,7 +79,8 @@ func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
 				// so that each round's six minutes bring them; the hourly default is the
 				// advisor's concern in TestShortPollingReadsHourlyCounters.
 				Store: st, Now: clock.Now, Backfill: -1, MetricsInterval: time.Minute, CountersInterval: 5 * time.Minute,
-				Peek: collector.PeekOptions{Sources: opts.peekSources},
+				Peek:       collector.PeekOptions{Sources: opts.peekSources, MaxMessages: opts.peekMax},
+				Dimensions: opts.dims,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -81,6 +88,15 @@ func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
 			return coll
 		}(),
 	}
+}
+
+// dimensionNames are the names of dims, in order.
+func dimensionNames(dims []collector.Dimension) []string {
+	var out []string
+	for _, d := range dims {
+		out = append(out, d.Name)
+	}
+	return out
 }
 
 func (w *simWorld) must(err error) {

@@ -22,6 +22,10 @@ func DefaultThresholds() Thresholds {
 
 		InFlightLimit:          DefaultInFlightLimit,
 		EmptyReceivesPerMinute: DefaultEmptyReceivesPerMinute,
+
+		RedriveWindow:      24 * time.Hour,
+		RedriveSettle:      10 * time.Minute,
+		RedriveBounceShare: 0.5,
 	}
 }
 
@@ -38,6 +42,10 @@ func (t Thresholds) withDefaults() Thresholds {
 
 		InFlightLimit:          cmp.Or(max(t.InFlightLimit, 0), d.InFlightLimit),
 		EmptyReceivesPerMinute: cmp.Or(max(t.EmptyReceivesPerMinute, 0), d.EmptyReceivesPerMinute),
+
+		RedriveWindow:      cmp.Or(max(t.RedriveWindow, 0), d.RedriveWindow),
+		RedriveSettle:      cmp.Or(max(t.RedriveSettle, 0), d.RedriveSettle),
+		RedriveBounceShare: cmp.Or(max(t.RedriveBounceShare, 0), d.RedriveBounceShare),
 	}
 }
 

@@ -48,6 +48,8 @@ type snapshots struct {
 type buildMemory struct {
 	history depthHistory
 	samples map[int64]*sampleFacts // by sample id, the newest samples' of the last build
+	// outcomes is what the redrives' outcomes are counted from (outcomes.go).
+	outcomes outcomeMemory
 }
 
 // sampleFacts is what the snapshot counts in one message sample: its messages near

@@ -43,6 +43,7 @@ type readings struct {
 	cadence  store.Cadences                   // the estimate's cadences; zero before one
 	redrives map[int64][]store.MoveTask       // each DLQ's newest move tasks, newest first
 	running  []store.MoveTask                 // the running ones, oldest first
+	outcomes map[int64]*RedriveOutcome        // what came back of the redrives, by task id
 	run      *store.CollectorRun              // the newest attribute cycle; nil before one
 	sight    sightFacts
 	topology topology       // what surrounds the queues: consumers, rules, alarms
@@ -124,6 +125,9 @@ func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*r
 		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
 	})
 	if rd.counted, err = s.countSamples(ctx, mem, rd); err != nil {
+		return nil, err
+	}
+	if rd.outcomes, err = s.readOutcomes(ctx, &mem.outcomes, rd); err != nil {
 		return nil, err
 	}
 	return rd, nil

@@ -24,10 +24,14 @@ func (s *Service) Redrives(ctx context.Context, queueID int64) ([]Redrive, error
 	if err != nil {
 		return nil, fmt.Errorf("views: redrives of %s: %w", q.Name, err)
 	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := s.clock()
 	out := make([]Redrive, 0, len(tasks))
 	for _, t := range tasks {
-		out = append(out, redriveOf(t, now))
+		out = append(out, snap.withOutcome(redriveOf(t, now)))
 	}
 	return out, nil
 }
@@ -120,6 +124,7 @@ func (s *Service) Redrive(t store.MoveTask) Redrive { return redriveOf(t, s.cloc
 // runs, the time left at that rate.
 func redriveOf(t store.MoveTask, now time.Time) Redrive {
 	r := Redrive{
+		ID:             t.ID,
 		TaskHandle:     t.TaskHandle,
 		Status:         string(t.Status),
 		SourceARN:      t.SourceARN,

@@ -90,7 +90,7 @@ func (snap *Snapshot) Redrives(queueID int64) []Redrive {
 	tasks := snap.readings.redrives[queueID]
 	out := make([]Redrive, len(tasks))
 	for i, t := range tasks {
-		out[i] = redriveOf(t, snap.At)
+		out[i] = snap.withOutcome(redriveOf(t, snap.At))
 	}
 	return out
 }

@@ -58,6 +58,15 @@ type Thresholds struct {
 	// that mark short polling (default 30).
 	InFlightLimit          int64
 	EmptyReceivesPerMinute float64
+
+	// What a redrive's outcome counts: the DLQ arrivals within RedriveWindow of its start that
+	// match a message it moved are its bounce-backs (default 24h); they have settled once the
+	// task ended and a sample RedriveSettle after the last news (its end, its newest
+	// bounce-back) found nothing new (default 10m); a redrive whose bounce-backs reach
+	// RedriveBounceShare of what it moved bounced most of them (default 0.5).
+	RedriveWindow      time.Duration
+	RedriveSettle      time.Duration
+	RedriveBounceShare float64
 }
 
 // Freshness says how old what a page shows is, and which regions toolq cannot see at all: what
@@ -435,6 +444,8 @@ type Triage struct {
 
 // Redrive is a move task as the API and the redrive panel show it.
 type Redrive struct {
+	// ID is the move task's id in toolq (GET /api/v1/queues/{queue}/redrives/{id}).
+	ID                   int64    `json:"id"`
 	TaskHandle           string   `json:"taskHandle,omitempty"`
 	Status               string   `json:"status"`
 	SourceARN            string   `json:"sourceArn"`
@@ -452,6 +463,9 @@ type Redrive struct {
 	StartedAt     time.Time `json:"startedAt"`
 	UpdatedAt     time.Time `json:"updatedAt"`
 	Running       bool      `json:"running"`
+	// Outcome is what came back of it, as of the snapshot: null for a redrive toolq did not
+	// remember (one of those older than its DLQ's ten newest, or one it has just started).
+	Outcome *RedriveOutcome `json:"outcome"`
 }
 
 // AuditEntry is one row of the audit log.
