@@ -39,6 +39,8 @@ type queueMemory struct {
 	Tasks map[string]string `json:"tasks,omitempty"`
 	// Pending is an arrival waiting for the sample that shows it.
 	Pending *pendingArrival `json:"pending,omitempty"`
+	// Outcomes are what was said of a DLQ's redrives' outcomes, by redrive id (outcome.go).
+	Outcomes map[string]string `json:"outcomes,omitempty"`
 }
 
 // pendingArrival is a DLQ's growth seen from its depth, held until a sample taken after it
@@ -227,6 +229,7 @@ func (d *detection) queue(q views.QueueSummary, current bool) error {
 	}
 	if q.IsDeadLetterQueue {
 		raised = append(raised, d.redrives(base, q, m, known)...)
+		raised = append(raised, d.outcomes(base, q, m, known)...)
 	}
 	if m.Pending == nil {
 		d.alerts = append(d.alerts, raised...)

@@ -35,6 +35,7 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	api.GET("/queues/:queue/redrives", s.listRedrives)
 	api.POST("/queues/:queue/redrives", s.startRedrive)
 	api.POST("/queues/:queue/redrives/cancel", s.cancelRedrive)
+	api.GET("/queues/:queue/redrives/:redriveId", s.getRedrive)
 	api.GET("/audit", s.listAudit)
 	api.GET("/events", s.streamEvents)
 	api.GET("/notifications", s.getNotifications)

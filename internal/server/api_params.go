@@ -64,6 +64,16 @@ func (s *Server) resolveQueue(ctx context.Context, ref string) (views.QueueKey, 
 	return s.opts.Views.ResolveQueue(ctx, ref)
 }
 
+// redriveIDParam returns the {redriveId} path parameter, for the API and the pages alike: a
+// move task's id, a positive integer.
+func redriveIDParam(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("redriveId"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, newError(http.StatusBadRequest, "invalid_redrive_id", "not a redrive id")
+	}
+	return id, nil
+}
+
 // maxMessageID bounds a message id: SQS's are UUIDs, other endpoints' are short too.
 const maxMessageID = 128
 

@@ -65,6 +65,24 @@ func (s *Server) listRedrives(c echo.Context) error {
 	return c.JSON(http.StatusOK, list)
 }
 
+// getRedrive answers GET /api/v1/queues/{queue}/redrives/{redriveId}: one move task of the
+// dead-letter queue, with what came back of it.
+func (s *Server) getRedrive(c echo.Context) error {
+	key, err := s.queueOf(c)
+	if err != nil {
+		return err
+	}
+	id, err := redriveIDParam(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.opts.Views.RedriveByID(c.Request().Context(), key.ID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
 // headerIdempotencyKey names a start, so that a client that lost the answer can ask again;
 // headerIdempotentReplayed marks the answer to such a repeat, which started nothing (as
 // Stripe's API and others mark theirs).

@@ -40,6 +40,9 @@ func (s *Server) summary(ctx context.Context, base string, all bool) (sum views.
 	if sum.RunningRedrives == nil {
 		sum.RunningRedrives = []views.Redrive{}
 	}
+	if sum.RedriveOutcomes == nil {
+		sum.RedriveOutcomes = []views.QueueRedriveOutcome{}
+	}
 	return sum, text, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,9 @@ type adviceFacts struct {
 	// answered in its region (its newest call succeeded), without which no alarm rule is checked.
 	Alarms     []store.QueueAlarm
 	AlarmsRead bool
+	// Redrives are a dead-letter queue's newest move tasks with what came back of each, newest
+	// first.
+	Redrives []Redrive
 }
 
 // isDeadLetter reports whether the facts' queue is a dead-letter queue of either kind.
@@ -179,6 +183,9 @@ var AdviceRules = []AdviceRule{
 	{ID: "alarm-firing", Severity: AdviceCritical, Source: seedDLQAlarm,
 		Why:   "an alarm on this queue is in ALARM: someone should be looking now",
 		check: checkAlarmFiring},
+	{ID: "redrives-bounce-back", Severity: AdviceWarning, Source: seedDLQ,
+		Why:   "most of what the last redrive replayed failed again and is back: the cause is not fixed, and another redrive replays the same calls again",
+		check: checkRedrivesBounceBack},
 	{ID: "inflight-near-limit", Severity: AdviceWarning, Source: "SQS quotas (seed 002, DOMAIN.md)",
 		Why:   "past 120,000 messages in flight SQS refuses receives (OverLimit): consumers stall while messages wait",
 		check: checkInFlight},
@@ -521,6 +528,39 @@ func checkAlarmFiring(f *adviceFacts, _ *Thresholds) (string, string, bool) {
 	}
 	fix := fmt.Sprintf("aws cloudwatch describe-alarm-history --alarm-name %s --history-item-type StateUpdate --max-records 5", shellQuote(firing[0]))
 	return finding.String(), fix, true
+}
+
+// redrivesLooked is how many of a DLQ's newest redrives the bounce-back rule names.
+const redrivesLooked = 3
+
+// checkRedrivesBounceBack fires when the newest ended redrive toolq can count bounced most of
+// the messages it knew it moved (Thresholds.RedriveBounceShare), and says how the ones before
+// it did.
+func checkRedrivesBounceBack(f *adviceFacts, th *Thresholds) (string, string, bool) {
+	var counted []Redrive
+	for _, r := range f.Redrives {
+		if o := r.Outcome; o != nil && !r.Running && o.State != OutcomeBlind && o.Remembered > 0 && len(counted) < redrivesLooked {
+			counted = append(counted, r)
+		}
+	}
+	if len(counted) == 0 || !counted[0].Outcome.MostBounced {
+		return "", "", false
+	}
+	most := 0
+	for _, r := range counted {
+		if r.Outcome.MostBounced {
+			most++
+		}
+	}
+	last := counted[0].Outcome
+	finding := fmt.Sprintf("its last redrive (%s) bounced %s of what toolq knew it moved: %s",
+		counted[0].StartedAt.Format("2006-01-02 15:04 UTC"), percentText(last.BouncedShare), last.Line)
+	if len(counted) > 1 {
+		finding += fmt.Sprintf("; %d of its last %d redrives bounced most of theirs", most, len(counted))
+	}
+	fix := fmt.Sprintf("curl -s \"$TOOLQ_URL/api/v1/queues/%s/redrives/%d\"   # what came back, by tool and server: fix that first",
+		url.PathEscape(f.Queue.Name), counted[0].ID)
+	return finding, fix, true
 }
 
 func checkInFlight(f *adviceFacts, th *Thresholds) (string, string, bool) {

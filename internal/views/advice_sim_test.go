@@ -255,6 +255,21 @@ func TestAdviceRulesOnTheSimulator(t *testing.T) {
 				w.set(d, map[string]string{"MessageRetentionPeriod": "3600"})
 			},
 			func(w *simWorld) { w.set(w.url("exports-dlq"), map[string]string{"MessageRetentionPeriod": "1209600"}) }},
+		{"redrives-bounce-back", "tool-calls-dlq", worldOptions{},
+			func(w *simWorld) {
+				src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
+				for i := range 4 {
+					w.send(src, toolCall(i, "web_search", ""), "")
+				}
+				w.work(src, func(string) bool { return false })
+				w.round()
+				w.redrive("tool-calls-dlq")
+				w.work(src, func(string) bool { return false }) // the server is still down
+			},
+			func(w *simWorld) {
+				w.redrive("tool-calls-dlq")
+				w.work(w.url("tool-calls"), func(string) bool { return true }) // fixed
+			}},
 		{"max-receive-count-1", "web-search", worldOptions{},
 			func(w *simWorld) {
 				s, _ := w.pair("web-search", "web-search-dlq", nil)

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +84,13 @@ func TestAdviceRules(t *testing.T) {
 			adviceFacts{Queue: asDLQ(adviceQueue("exports-dlq", map[string]string{"MessageRetentionPeriod": "3600"}), "web-search"), Sources: []store.Queue{good}, AlarmsRead: true, Alarms: []store.QueueAlarm{alarm("ApproximateNumberOfMessagesVisible", "OK")}},
 			dlqAlarmed(adviceFacts{Queue: goodDLQ, Sources: []store.Queue{good}}),
 			"keeps messages 1 h, not longer than source web-search's 4 d", "MessageRetentionPeriod=1209600"},
+		{"redrives-bounce-back",
+			dlqAlarmed(adviceFacts{Queue: goodDLQ, Sources: []store.Queue{good}, Redrives: []Redrive{
+				bounced(7, 0.8, true), bounced(6, 0.2, false)}}),
+			dlqAlarmed(adviceFacts{Queue: goodDLQ, Sources: []store.Queue{good}, Redrives: []Redrive{
+				{ID: 8, Running: true}, bounced(7, 0.2, false), bounced(6, 0.8, true)}}),
+			"its last redrive (2026-11-30 12:00 UTC) bounced 80% of what toolq knew it moved: 10 moved · 8 back; 1 of its last 2 redrives bounced most of theirs",
+			`/api/v1/queues/web-search-dlq/redrives/7`},
 		{"max-receive-count-1",
 			adviceFacts{Queue: withDLQ(adviceQueue("web-search", nil), "web-search-dlq", 1)}, adviceFacts{Queue: good},
 			"maxReceiveCount is 1", `\"maxReceiveCount\":\"3\"`},
@@ -310,4 +318,11 @@ func TestShortPollingReadsHourlyCounters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bounced is an ended redrive whose outcome bounced share of 10 remembered messages.
+func bounced(id int64, share float64, most bool) Redrive {
+	return Redrive{ID: id, Status: "COMPLETED", StartedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Outcome: &RedriveOutcome{
+		State: OutcomeSettled, Remembered: 10, Moved: 10, BouncedBack: int(share * 10), BouncedShare: share, MostBounced: most,
+		Line: fmt.Sprintf("10 moved · %d back", int(share*10))}}
 }

@@ -22,14 +22,16 @@ const (
 	AlertRedriveCompleted AlertKind = "redrive.completed" // … completed
 	AlertRedriveFailed    AlertKind = "redrive.failed"    // … failed
 	AlertRedriveCancelled AlertKind = "redrive.cancelled" // … was cancelled
-	AlertRegionBlind      AlertKind = "region.blind"      // toolq cannot see a region
-	AlertRegionVisible    AlertKind = "region.visible"    // … sees it again
-	AlertTest             AlertKind = "test"              // an operator's test notification
+	// AlertRedriveOutcome: what came back of a redrive settled, or crossed the threshold after.
+	AlertRedriveOutcome AlertKind = "redrive.outcome"
+	AlertRegionBlind    AlertKind = "region.blind"   // toolq cannot see a region
+	AlertRegionVisible  AlertKind = "region.visible" // … sees it again
+	AlertTest           AlertKind = "test"           // an operator's test notification
 )
 
 // AlertKinds lists every kind, in the documentation's order.
 var AlertKinds = []AlertKind{AlertDLQArrival, AlertHealthChanged, AlertSessionBlocked, AlertRedriveStarted,
-	AlertRedriveCompleted, AlertRedriveFailed, AlertRedriveCancelled, AlertRegionBlind, AlertRegionVisible, AlertTest}
+	AlertRedriveCompleted, AlertRedriveFailed, AlertRedriveCancelled, AlertRedriveOutcome, AlertRegionBlind, AlertRegionVisible, AlertTest}
 
 // AlertSeverity orders alerts for filters: info < warning < critical.
 type AlertSeverity string
@@ -131,6 +133,9 @@ type AlertRedrive struct {
 	// By is who started it, or cancelled it for a cancellation, as the audit log says; "" when
 	// it was not done through toolq (the AWS console, the CLI).
 	By string `json:"by,omitempty"`
+	// ID and Outcome, for redrive.outcome: the redrive's id and what came back of it.
+	ID      int64           `json:"id,omitempty"`
+	Outcome *RedriveOutcome `json:"outcome,omitempty"`
 }
 
 // QueueAlertGroup and RegionAlertGroup are the groups of a queue's and a region's alerts: one

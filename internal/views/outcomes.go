@@ -485,3 +485,36 @@ func (s *Service) RedriveByID(ctx context.Context, queueID, taskID int64) (Redri
 	}
 	return snap.withOutcome(redriveOf(t, snap.At)), nil
 }
+
+// QueueRedriveOutcome is a dead-letter queue's newest redrive with its outcome, for the summary.
+type QueueRedriveOutcome struct {
+	Queue  string `json:"queue"`
+	Region string `json:"region"`
+	// Ref is how links name the queue.
+	Ref     string  `json:"-"`
+	Redrive Redrive `json:"redrive"`
+}
+
+// redriveOutcomes lists each DLQ's newest redrive with an outcome whose window is open (or that
+// still moves), most bounced first.
+func redriveOutcomes(snap *Snapshot) []QueueRedriveOutcome {
+	out := []QueueRedriveOutcome{}
+	for _, q := range snap.Overview.Queues {
+		if !q.IsDeadLetterQueue || q.Gone {
+			continue
+		}
+		for _, r := range snap.Redrives(q.ID) {
+			if r.Outcome == nil || r.Outcome.State == OutcomeBlind {
+				continue
+			}
+			if r.Outcome.State != OutcomeClosed {
+				out = append(out, QueueRedriveOutcome{Queue: q.Name, Region: q.Region, Ref: q.Ref, Redrive: r})
+			}
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b QueueRedriveOutcome) int {
+		return cmp.Or(cmp.Compare(b.Redrive.Outcome.BouncedBack, a.Redrive.Outcome.BouncedBack), cmp.Compare(a.Queue, b.Queue))
+	})
+	return out
+}

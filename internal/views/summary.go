@@ -1,6 +1,8 @@
 package views
 
 import (
+	"strconv"
+
 	"github.com/toolq/toolq/internal/arn"
 
 	"cmp"
@@ -73,6 +75,7 @@ func (s *Service) botSummary(ctx context.Context, snap *Snapshot) (Summary, erro
 	for _, t := range snap.readings.running {
 		sum.RunningRedrives = append(sum.RunningRedrives, redriveOf(t, snap.At))
 	}
+	sum.RedriveOutcomes = redriveOutcomes(snap)
 	return sum, nil
 }
 
@@ -220,5 +223,21 @@ func (s Summary) Text(base string) string {
 		}
 		b.WriteByte('\n')
 	}
+	for i, o := range s.RedriveOutcomes {
+		if i == summaryLines {
+			fmt.Fprintf(&b, "… and %d more redrive outcomes\n", len(s.RedriveOutcomes)-i)
+			break
+		}
+		fmt.Fprintf(&b, "REDRIVEN %s %s: %s (%s)", o.Queue, o.Redrive.StartedAt.Format("15:04 UTC"), o.Redrive.Outcome.Line, o.Redrive.Outcome.State)
+		if base != "" {
+			b.WriteString(" " + RedrivePageURL(base, o.Ref, o.Redrive.ID))
+		}
+		b.WriteByte('\n')
+	}
 	return b.String()
+}
+
+// RedrivePageURL is the link to a redrive's page under the dashboard's base URL.
+func RedrivePageURL(base, ref string, id int64) string {
+	return QueuePageURL(base, ref) + "/redrives/" + strconv.FormatInt(id, 10)
 }

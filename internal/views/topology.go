@@ -161,6 +161,11 @@ func (s *Service) adviceFacts(ctx context.Context, rd *readings, q store.Queue, 
 		Alarms: rd.topology.queueAlarms(q), AlarmsRead: rd.sight.read(q.Scope(), "DescribeAlarms"), Groups: in.groups,
 		DLQ: in.dlq, Sources: in.sources, Latest: in.latest, Sample: in.sample,
 	}
+	for _, t := range rd.redrives[q.ID] {
+		r := redriveOf(t, rd.now)
+		r.Outcome = rd.outcomes[t.ID]
+		f.Redrives = append(f.Redrives, r)
+	}
 	if q.Attributes["ReceiveMessageWaitTimeSeconds"] == "0" {
 		// The collector asks CloudWatch for the counters at its counters cadence (hourly by
 		// default), each time for the minutes since: the newest shortPollWindow of datapoints

@@ -637,6 +637,9 @@ type Summary struct {
 	Queues           []QueueSummary `json:"queues,omitempty"`
 	DeadLetterQueues []DLQDepth     `json:"deadLetterQueues"` // never nil
 	RunningRedrives  []Redrive      `json:"runningRedrives"`  // never nil
+	// RedriveOutcomes are, for each dead-letter queue, what came back of its newest redrive toolq
+	// can count, while its window is open, the most bounced first; never nil.
+	RedriveOutcomes []QueueRedriveOutcome `json:"redriveOutcomes"`
 	// Cost is what watching costs in AWS API calls per day, at list prices.
 	Cost Cost `json:"cost"`
 	// Sight is what toolq could not read in its last cycles; never nil.
