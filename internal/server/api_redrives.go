@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -78,9 +79,18 @@ func (s *Server) getRedrive(c echo.Context) error {
 	}
 	r, err := s.opts.Views.RedriveByID(c.Request().Context(), key.ID, id)
 	if err != nil {
-		return err
+		return redriveNotFound(err)
 	}
 	return c.JSON(http.StatusOK, r)
+}
+
+// redriveNotFound says that a dead-letter queue has no redrive of that id, rather than that the
+// queue was not found.
+func redriveNotFound(err error) error {
+	if errors.Is(err, views.ErrNotFound) {
+		return newError(http.StatusNotFound, "redrive_not_found", "this dead-letter queue has no redrive of that id")
+	}
+	return err
 }
 
 // headerIdempotencyKey names a start, so that a client that lost the answer can ask again;

@@ -121,9 +121,10 @@ func TestEmbedLinkScopeOverEveryRoute(t *testing.T) {
 			{path: "/queues/orders-dlq/redrive?embed=1"},
 			{path: "/queues/orders-dlq/redrive?embed=1", htmx: true}, // the redrive panel's fragment
 		},
-		"/metrics": {{path: "/metrics"}},
+		"/queues/:queue/redrives/:redriveId": {{path: "/queues/orders-dlq/redrives/1?embed=1"}},
+		"/metrics":                           {{path: "/metrics"}},
 	}
-	concrete := strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1", "*", "x")
+	concrete := strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1", ":redriveId", "1", "*", "x")
 
 	seen := map[string]bool{}
 	for _, r := range h.srv.echo.Routes() {

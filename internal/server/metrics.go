@@ -117,6 +117,18 @@ var (
 		"Messages the running move task of a dead-letter queue has moved (ApproximateNumberOfMessagesMoved); absent while none runs.", labels, nil)
 	descToMove = prometheus.NewDesc("toolq_redrive_to_move_messages",
 		"Messages the running move task of a dead-letter queue set out to move (ApproximateNumberOfMessagesToMove); absent while none runs.", labels, nil)
+	// What came back of each dead-letter queue's newest redrive while its window is open
+	// (views.Summary.RedriveOutcomes): the same numbers as its page and the summary.
+	descOutcomeRemembered = prometheus.NewDesc("toolq_redrive_outcome_remembered_messages",
+		"Messages of a dead-letter queue's newest redrive that toolq knew by body hash or tool call id (its sample before the start); absent once the redrive's window (24 h) ends.", labels, nil)
+	descOutcomeBack = prometheus.NewDesc("toolq_redrive_outcome_bounced_back_messages",
+		"Of those, the messages that failed again and came back to the dead-letter queue within the window.", labels, nil)
+	descOutcomeBackByTool = prometheus.NewDesc("toolq_redrive_outcome_bounced_back_by_tool",
+		"The bounce-backs of a dead-letter queue's newest redrive by tool name (at most 10 tools; \"(none)\" for those without one).", []string{"queue", "region", "tool"}, nil)
+	descOutcomeSettled = prometheus.NewDesc("toolq_redrive_outcome_settled",
+		"1 once the newest redrive's bounce-backs have settled (a sample 10 min after the last news found nothing new), else 0.", labels, nil)
+	descOutcomeChecked = prometheus.NewDesc("toolq_redrive_outcome_checked_timestamp_seconds",
+		"When the sample the outcome counts was taken (its age); absent before a sample since the redrive started.", labels, nil)
 	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
 )
 
@@ -124,7 +136,7 @@ var (
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked,
 		descScrapeErr, descAdvice, descRegionVisible, descOperationFailing, descSightErr, descByTool, descByDimension, descMoved,
-		descToMove, descTriageErr} {
+		descToMove, descTriageErr, descOutcomeRemembered, descOutcomeBack, descOutcomeBackByTool, descOutcomeSettled, descOutcomeChecked} {
 		ch <- d
 	}
 }
@@ -174,6 +186,30 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range snap.RunningRedrives() {
 		gauge(descMoved, float64(r.Moved), r.Queue, r.Region)
 		gauge(descToMove, float64(r.ToMove), r.Queue, r.Region)
+	}
+	for _, o := range snap.Summary(snap.At).RedriveOutcomes {
+		outcomeGauges(gauge, o)
+	}
+}
+
+// outcomeGauges are what came back of one dead-letter queue's newest redrive.
+func outcomeGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qo views.QueueRedriveOutcome) {
+	o := qo.Redrive.Outcome
+	lv := []string{qo.Queue, qo.Region}
+	gauge(descOutcomeRemembered, float64(o.Remembered), lv...)
+	gauge(descOutcomeBack, float64(o.BouncedBack), lv...)
+	gauge(descOutcomeSettled, btof(o.Settled), lv...)
+	if o.CheckedAt != nil {
+		gauge(descOutcomeChecked, float64(o.CheckedAt.UnixMilli())/1000, lv...)
+	}
+	tools := map[string]int{}
+	for _, t := range o.Tools {
+		tools[cmp.Or(t.Value, noneLabel)] += t.Back
+	}
+	for tool, n := range tools {
+		if n > 0 {
+			gauge(descOutcomeBackByTool, float64(n), qo.Queue, qo.Region, tool)
+		}
 	}
 }
 

@@ -100,12 +100,15 @@ func TestAuthMatrix(t *testing.T) {
 				if !isAPIPath(r.Path) || (r.Method != http.MethodGet && r.Method != http.MethodPost) || redrive {
 					continue // the redrives are the start and cancel above, in that order
 				}
-				c := check{r.Method, strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1").Replace(r.Path), with(nil), ic.read}
+				c := check{r.Method, strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1", ":redriveId", "1").Replace(r.Path), with(nil), ic.read}
 				if r.Method == http.MethodPost {
 					c.header = with(map[string]string{"Content-Type": "application/json"})
 				}
 				if r.Path == "/api/v1/embed-links" && c.want == http.StatusOK {
 					c.want = http.StatusBadRequest // authorised; the empty body is then refused
+				}
+				if r.Path == "/api/v1/queues/:queue/redrives/:redriveId" && c.want == http.StatusOK && ic.act != allowed {
+					c.want = http.StatusNotFound // authorised; this caller's start was refused, so there is no redrive 1
 				}
 				if r.Path == "/api/v1/notifications/test" && c.want == http.StatusOK {
 					c.want = http.StatusNotFound // authorised; the harness has no notification target

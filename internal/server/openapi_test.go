@@ -86,6 +86,9 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 		{"POST", "/api/v1/queues/orders-dlq/redrives", `{"maxMessagesPerSecond":1}`, 202},
 		{"POST", "/api/v1/queues/orders-dlq/redrives", ``, 409},
 		{"GET", "/api/v1/queues/orders-dlq/redrives", "", 200},
+		{"GET", "/api/v1/queues/orders-dlq/redrives/1", "", 200},
+		{"GET", "/api/v1/queues/orders-dlq/redrives/99", "", 404},
+		{"GET", "/api/v1/queues/orders-dlq/redrives/x", "", 400},
 		{"GET", "/api/v1/queues/orders-dlq", "", 200}, // now with a redrive
 		{"GET", "/api/v1/summary", "", 200},           // now with a running redrive
 		{"POST", "/api/v1/queues/orders-dlq/redrives/cancel", ``, 200},

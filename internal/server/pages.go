@@ -24,6 +24,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/queues/:queue/messages.csv", s.exportMessagesCSV)
 	e.GET("/queues/:queue/messages/:messageId", s.messagePage)
 	e.GET("/queues/:queue/redrive", s.redrivePanel)
+	e.GET("/queues/:queue/redrives/:redriveId", s.redriveDetailPage)
 	e.POST("/queues/:queue/redrive", s.startRedrivePage)
 	e.POST("/queues/:queue/redrive/cancel", s.cancelRedrivePage)
 	e.GET("/embed-theme.css", s.embedThemeCSS)

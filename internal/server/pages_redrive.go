@@ -56,7 +56,39 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 		r.Disabled = "A move task is running: wait for it to finish, or cancel it, before starting another."
 	}
 	r.CanCancel = r.Running != nil && who.CanAct() && !s.opts.Actions.ReadOnly()
+	snap, err := s.opts.Views.Snapshot(ctx)
+	if err != nil {
+		return r, fmt.Errorf("redrive panel: %w", err)
+	}
+	if last, ok := snap.LastOutcome(d.ID); ok {
+		r.Last = &last
+	}
 	return r, nil
+}
+
+// redriveDetailPage answers GET /queues/{queue}/redrives/{redriveId}: one redrive and what came
+// back of it.
+func (s *Server) redriveDetailPage(c echo.Context) error {
+	key, err := s.queueOf(c)
+	if err != nil {
+		return err
+	}
+	id, err := redriveIDParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r, err := s.opts.Views.RedriveByID(ctx, key.ID, id)
+	if err != nil {
+		return redriveNotFound(err)
+	}
+	d, err := s.opts.Views.Queue(ctx, key.ID)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, templates.RedriveDetailPage(templates.RedriveDetailProps{
+		Page: s.page(c, "Redrive of "+key.Name, "", ""), Ref: key.Ref, QueueName: key.Name, FIFO: d.FIFO, Redrive: r,
+	}))
 }
 
 // loadRedrive reads the panel of the dead-letter queue named in the path.

@@ -283,3 +283,26 @@ func ProblemLabel(k views.ProblemKind) string {
 	}
 	return string(k)
 }
+
+// outcomeState says a redrive outcome's state in a word or two.
+func outcomeState(state string) string {
+	switch state {
+	case views.OutcomeMoving:
+		return "still moving"
+	case views.OutcomeWatching:
+		return "watching"
+	case views.OutcomeSettled:
+		return "settled"
+	case views.OutcomeClosed:
+		return "final"
+	}
+	return "not countable"
+}
+
+// isAre is the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}

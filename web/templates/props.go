@@ -398,6 +398,18 @@ type RedriveProps struct {
 	// IdempotencyKey names the start the confirmation step asks for: a second press, or a form
 	// posted again, is answered as the first and starts nothing more.
 	IdempotencyKey string
+	// Last is the newest ended redrive of this DLQ with what came back of it (its Outcome set),
+	// for the confirmation step; nil when there is none.
+	Last *views.Redrive
+}
+
+// RedriveDetailProps is one redrive's page: the move task and what came back of it.
+type RedriveDetailProps struct {
+	Page
+	Ref       string
+	QueueName string
+	FIFO      bool
+	Redrive   views.Redrive
 }
 
 // MessagesProps is the sampled messages page of a queue.

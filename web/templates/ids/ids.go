@@ -78,6 +78,13 @@ func RedriveProgress() string { return "redrive-progress" }
 // panel again (the panel holds per-user forms and CSRF tokens, which a shared push cannot).
 func RedriveRefresh() string { return "redrive-refresh" }
 
+// RedriveLastOutcome is the confirmation step's note of what the last redrive bounced.
+func RedriveLastOutcome() string { return "redrive-last-outcome" }
+
+// RedriveDetail and RedriveOutcomeSection are a redrive page's move task and what came back.
+func RedriveDetail() string         { return "redrive-detail" }
+func RedriveOutcomeSection() string { return "redrive-outcome" }
+
 // AuditTable is the audit log's table.
 func AuditTable() string { return "audit-table" }
 
