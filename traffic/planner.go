@@ -156,6 +156,21 @@ func (p *planner) opening() {
 		s.Call.ToolArgs["query"] = hostileText[0]
 		return []send{s}
 	})
+	// What a redrive will show both of: fetch_url calls to the crawler, down until
+	// crawlerOutage (they succeed once redriven after it), and web_search calls to docs-legacy,
+	// down for good (they fail again after any redrive).
+	p.schedule(3*time.Second, func() []send {
+		var out []send
+		for range 4 {
+			out = append(out, p.independent(QueueWebSearch, "fetch_url", serverCrawler, false))
+		}
+		for range 3 {
+			s := p.independent(QueueWebSearch, "web_search", serverDocsLegacy, false)
+			s.Poison = true // its server fails it on every attempt
+			out = append(out, s)
+		}
+		return out
+	})
 	p.schedule(1500*time.Millisecond, func() []send {
 		p.startSession(&session{id: pick(p.r, hostileSessionIDs)}, true)
 		return nil

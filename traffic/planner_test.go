@@ -70,7 +70,7 @@ func TestOpeningShowsEverySituation(t *testing.T) {
 			if s.Poison && at[i] < 5*time.Second {
 				poisoned[s.Queue] = true
 			}
-			if s.MCPServer == serverDocsLegacy {
+			if s.MCPServer == serverDocsLegacy && s.Queue == QueueToolCalls {
 				blocked[s.Call.SessionID]++
 			}
 			body, err := json.Marshal(s.Call)

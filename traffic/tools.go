@@ -22,7 +22,22 @@ const (
 	// serverDocsLegacy is down for good: every call routed to it fails, which is how the demo
 	// keeps one FIFO session blocked behind a failing head message.
 	serverDocsLegacy = "docs-legacy"
+	// serverCrawler is down for the first crawlerOutage of the traffic, then works: the calls
+	// it failed wait in web-search-dlq, and a redrive after it came back replays them for good
+	// (SQS sends a redriven message anew), while the docs-legacy calls beside them fail again.
+	serverCrawler = "crawler"
 )
+
+// crawlerOutage is how long the crawler server is down after the traffic starts: long enough
+// for its failed calls to reach the DLQ, short enough that a redrive in the demo's first minutes
+// shows one server fixed and one still broken.
+const crawlerOutage = 75 * time.Second
+
+// crawlerDown is what a call to the crawler does while it is down: a passing failure that lasts
+// as long as the outage, so the call reaches the DLQ after maxReceiveCount deliveries.
+func crawlerDown() attempt {
+	return attempt{Duration: 80 * time.Millisecond, Err: errors.New("mcp server crawler: 503 Service Unavailable (restarting)")}
+}
 
 // toolProfile is how the simulated worker runs one tool: a lognormal run time, a chance of a
 // passing failure per attempt, and the argument check that makes poison pills fail every time.

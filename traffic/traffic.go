@@ -52,6 +52,9 @@ type Generator struct {
 	log    *slog.Logger
 	specs  []queueSpec
 	stats  stats
+	// crawlerBack is when the crawler MCP server comes back from the demo's outage (Run's start
+	// plus crawlerOutage): its calls sent before then fail, those sent after succeed.
+	crawlerBack time.Time
 }
 
 // stats counts what the generator did, for the periodic summary.
@@ -97,6 +100,7 @@ func (g *Generator) Run(ctx context.Context) error {
 		return err
 	}
 	g.log.Info("traffic started", "queues", len(topo.Queues), "seed", g.opts.Seed)
+	g.crawlerBack = time.Now().Add(crawlerOutage)
 
 	var wg sync.WaitGroup
 	for _, spec := range g.specs {

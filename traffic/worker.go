@@ -85,6 +85,7 @@ func (w *worker) receive(ctx context.Context, n int, wait time.Duration) (*sqs.R
 		MessageAttributeNames: []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
+			types.MessageSystemAttributeNameSentTimestamp,
 		},
 	})
 }
@@ -145,6 +146,8 @@ func (w *worker) handle(ctx context.Context, m types.Message) {
 	var res attempt
 	if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &call); err != nil {
 		res = attempt{Duration: 5 * time.Millisecond, Err: fmt.Errorf("decode tool call: %w", err), Permanent: true}
+	} else if server == serverCrawler && sentBefore(m, w.g.crawlerBack) {
+		res = crawlerDown()
 	} else {
 		res = simulateAttempt(w.g.opts.Seed, server, call, receiveCount)
 	}
@@ -232,4 +235,10 @@ func (w *worker) heartbeat(ctx context.Context, receiptHandle *string) {
 			w.log.Debug("extend visibility", "err", err)
 		}
 	}
+}
+
+// sentBefore reports whether SQS says m was sent before t: a redriven copy is sent anew.
+func sentBefore(m types.Message, t time.Time) bool {
+	ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+	return err == nil && time.UnixMilli(ms).Before(t)
 }

@@ -41,6 +41,7 @@ type dashboardFlags struct {
 
 	oldestWarning, oldestCritical time.Duration
 	dlqCritical                   int64
+	redriveWindow, redriveSettle  time.Duration
 
 	lambda, eventBridge bool
 	adviceOff           []string
@@ -64,6 +65,7 @@ type dashboardDefaults struct {
 	quietAttributes, counters      time.Duration
 	quietDeadLetter                time.Duration
 	peekSource                     time.Duration
+	redriveSettle                  time.Duration
 }
 
 var (
@@ -74,6 +76,7 @@ var (
 		quietAttributes: collector.DefaultQuietAttributesInterval, counters: collector.DefaultCountersInterval,
 		quietDeadLetter: collector.DefaultQuietDeadLetterInterval,
 		peekSource:      collector.DefaultPeekSourceInterval,
+		redriveSettle:   views.DefaultThresholds().RedriveSettle,
 	}
 	// The demo reads its simulator more often than AWS would be read: it costs nothing and
 	// makes the pages lively from the first minute.
@@ -87,6 +90,9 @@ var (
 		// The demo opts its source queues in; sampled every 30 s, the FIFO queue's blocked
 		// session and its messages near maxReceiveCount show within the first two minutes.
 		peekSource: 30 * time.Second,
+		// A redrive's outcome settles a minute of samples after its last bounce-back, so that
+		// the demo's redrive.outcome comes within minutes.
+		redriveSettle: time.Minute,
 	}
 )
 
@@ -124,6 +130,8 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.oldestWarning, "oldest-age-warning", views.DefaultThresholds().OldestAgeWarning, "oldest message age that makes a queue 'warning'")
 	f.Duration(&d.oldestCritical, "oldest-age-critical", views.DefaultThresholds().OldestAgeCritical, "oldest message age that makes a queue 'critical'")
 	f.Int64(&d.dlqCritical, "dlq-depth-critical", views.DefaultThresholds().DLQDepthCritical, "dead-letter queue depth that is 'critical' (any message is 'warning')")
+	f.Duration(&d.redriveWindow, "redrive-window", views.DefaultThresholds().RedriveWindow, "how long after a redrive starts a DLQ arrival that matches a message it moved counts as its bounce-back")
+	f.Duration(&d.redriveSettle, "redrive-settle", def.redriveSettle, "how long the samples must find nothing new after a redrive's last bounce-back for its outcome to settle (redrive.outcome)")
 
 	f.Bool(&d.lambda, "lambda", true, "read the Lambda event source mappings that drain the queues (lambda:ListEventSourceMappings, GetFunctionConfiguration; free)")
 	f.Bool(&d.eventBridge, "eventbridge", true, "read the EventBridge rules that feed the queues and their targets' dead-letter queues (events:List*; free)")
@@ -229,6 +237,8 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 			OldestAgeWarning:  d.oldestWarning,
 			OldestAgeCritical: d.oldestCritical,
 			DLQDepthCritical:  d.dlqCritical,
+			RedriveWindow:     d.redriveWindow,
+			RedriveSettle:     d.redriveSettle,
 			// Data is stale once a few attribute cycles were missed.
 			StaleAfter: 3 * max(d.attributes, time.Second),
 		},
