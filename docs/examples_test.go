@@ -150,7 +150,7 @@ func TestEveryExampleIsRunOrIllustrative(t *testing.T) {
 // the OpenAPI document's schema that they show.
 func TestJSONExamples(t *testing.T) {
 	schemas := map[string]string{ // file and first line → the schema it shows
-		`docs/api.md {"id":42,"at":"2026-11-30T12:00:31Z","kind":"dlq.arrival"`: "Alert",
+		`docs/api.md {"id":42,"at":"2026-11-30T12:00:31Z","kind":"dlq.arrival"`:                                     "Alert",
 		`docs/api.md {"state":"settled","source":"samples","checkedAt":"2026-11-30T12:14:02Z","checkedCoverage":1,`: "RedriveOutcome",
 	}
 	spec := openAPI(t)
