@@ -9,7 +9,8 @@ BIN     := bin/dashboard
 # No tags or commits yet is fine: the version falls back to "dev".
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+STAMP   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS := -s -w $(STAMP)
 # The npm packages of the simulator's third-party client suites.
 CLIENTS := sqsim/testdata/clients
 
@@ -19,7 +20,7 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no AWS account
-	$(GO) run ./cmd/dashboard demo
+	$(GO) run -ldflags "$(STAMP)" ./cmd/dashboard demo
 
 # Every test once, with the race detector; a test that fails fails the run. make test runs five
 # parts in turn, each one go test run that a developer can start alone:

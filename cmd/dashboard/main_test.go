@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -103,5 +104,31 @@ func TestUsageMistakes(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tt.wantText, all)
 			}
 		})
+	}
+}
+
+// TestMakeRunStampsTheVersion checks that `make run` builds the demo with the version and
+// commit stamped into this package's version and commit variables, so that its pages do not
+// say "dev" when git knows better. A dry run (make -n) prints the command without running it.
+func TestMakeRunStampsTheVersion(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	cmd := exec.Command("make", "-s", "-n", "run")
+	cmd.Dir = "../.." // the module root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	line := strings.TrimSpace(string(out))
+	for _, want := range []string{"-ldflags", "-X main.version=", "-X main.commit=", "./cmd/dashboard demo"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("make run does not stamp the build (%q missing):\n%s", want, line)
+		}
+	}
+	if strings.Contains(line, "main.version=dev ") {
+		if err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Run(); err == nil {
+			t.Errorf("make run says version dev inside a git work tree:\n%s", line)
+		}
 	}
 }
