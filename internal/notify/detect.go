@@ -349,7 +349,7 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 		if head, err := d.s.opts.Views.Message(d.ctx, q.ID, g.HeadMessageID); err == nil {
 			a.Session.ToolName, a.Session.Dimensions = head.ToolName, head.Dimensions
 		}
-		a.Title = fmt.Sprintf("session %s blocked in %s: its head was received %s, %s behind it",
+		a.Title = fmt.Sprintf("session %s blocked in %s: its head failed %s, %s behind it",
 			safetext.Line(g.GroupID, 64), q.Name, views.Plural(int64(g.HeadReceiveCount), "time"), views.Plural(int64(g.Messages-1), "message"))
 		if a.Session.ToolName != "" {
 			a.Title += " (" + safetext.Line(a.Session.ToolName, 64) + ")"

@@ -117,6 +117,11 @@ func TestBlockedSessionAlert(t *testing.T) {
 	if s == nil || s.Session.GroupID != "sess_blocked" || s.Session.ToolName != "create_document" || s.Session.Dimensions["mcpServer"] != "docs-legacy" || s.Session.Messages != 3 {
 		t.Fatalf("alerts %v; blocked = %+v", kindsOf(alerts), s)
 	}
+	// The title counts the head's failures as the queue's health reason does ("head failed 2
+	// times"): the consumer's two receives, not toolq's sample of it.
+	if !strings.Contains(s.Title, "its head failed 2 times, 2 messages behind it") {
+		t.Errorf("blocked session's title %q does not say the head failed 2 times", s.Title)
+	}
 	w.advance(10 * time.Minute)
 	w.collect(true)
 	again, err := n.Check(w.ctx)
