@@ -3,9 +3,13 @@ package collector
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -145,17 +150,177 @@ func BenchmarkPeekPass500Messages(b *testing.B) {
 	reportCalls(b, e, "ReceiveMessage", "ChangeMessageVisibilityBatch", "DeleteMessage")
 }
 
-// longBench says whether the benchmarks of 5,000 queues run (TOOLQ_BENCH_LONG=1): their naive
-// loop alone takes minutes.
+// longBench says whether the benchmarks of 5,000 and 10,000 queues that run the collector in
+// real time run (TOOLQ_BENCH_LONG=1): their attribute cycles come every 15 s of the clock, and a
+// naive loop over 5,000 queues alone takes minutes.
 func longBench() bool { return os.Getenv("TOOLQ_BENCH_LONG") != "" }
 
-// fleetSizes are the queue counts the fleet benchmarks run at: 1,000 always, 5,000 with
+// fleetSizes are the queue counts those benchmarks run at: 1,000 always, 5,000 and 10,000 with
 // TOOLQ_BENCH_LONG.
 func fleetSizes() []int {
 	if longBench() {
-		return []int{1000, 5000}
+		return []int{1000, 5000, 10000}
 	}
 	return []int{1000}
+}
+
+// scaleSizes are the queue counts of BenchmarkFleet, whose costs are fitted to a power of the
+// fleet's size (docs/performance.md).
+var scaleSizes = []int{1000, 5000, 10000}
+
+// engines are the stores the fleet benchmarks run on.
+var engines = []string{"sqlite", "postgres"}
+
+// openEngine opens a fresh store of an engine for a benchmark: SQLite in a new temporary
+// directory, PostgreSQL a new database of the package's test server.
+func (e *env) openEngine(engine string) *store.Store {
+	e.t.Helper()
+	db := filepath.Join(e.t.TempDir(), "toolq.db")
+	if engine == "postgres" {
+		db = pgtest.DB(e.t)
+	}
+	st, err := store.Open(e.ctx, db)
+	if err != nil {
+		e.t.Fatalf("store.Open: %v", err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// BenchmarkFleet measures discovery and the attribute cycle at 1,000, 5,000 and 10,000 queues
+// (sources, each with a DLQ, selected by a prefix so that ListDeadLetterSourceQueues is asked
+// too) on SQLite and on PostgreSQL, 20 ms a call: a discovery on an empty store (a fresh
+// start), a discovery by a new collector on the same store (a restart: every queue is resumed
+// from the store), an attribute cycle of every queue, and the floor of that cycle, the same
+// GetQueueAttributes calls in an ideal loop of DefaultConcurrency in flight that stores
+// nothing. It reports each with its AWS calls and store statements, then, per engine, each
+// cost's exponent fitted over the three sizes (1: linear).
+func BenchmarkFleet(b *testing.B) {
+	fits := map[string]map[string][]float64{} // engine → figure → one value per size
+	for _, n := range scaleSizes {
+		// One simulated fleet for both engines, made by the first of them that runs (-bench
+		// may select one), with the parent's lifetime.
+		var e *env
+		fleet := func() *env {
+			if e == nil {
+				e = newEnv(b)
+				for i := range n / 2 {
+					e.createPair(fmt.Sprintf("fleet-%05d", i), fmt.Sprintf("fleet-%05d-dlq", i), 3)
+				}
+				e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+			}
+			return e
+		}
+		for _, engine := range engines {
+			b.Run(fmt.Sprintf("queues=%d/engine=%s", n, engine), func(b *testing.B) {
+				e := fleet()
+				e.t = b
+				var f fleetFigures
+				for b.Loop() {
+					f = measureFleet(b, e, engine)
+				}
+				f.report(b, n)
+				if fits[engine] == nil {
+					fits[engine] = map[string][]float64{}
+				}
+				for name, v := range f.costs() {
+					fits[engine][name] = append(fits[engine][name], v)
+				}
+			})
+		}
+	}
+	for _, engine := range engines {
+		for _, name := range slices.Sorted(maps.Keys(fits[engine])) {
+			if vs := fits[engine][name]; len(vs) == len(scaleSizes) {
+				b.Logf("engine=%s %s grows as n^%.2f (%v at %v queues)", engine, name, exponent(scaleSizes, vs), vs, scaleSizes)
+			}
+		}
+	}
+}
+
+// fleetFigures are one BenchmarkFleet measure.
+type fleetFigures struct {
+	discovery, rediscovery, cycle, floor time.Duration
+	// calls and statements of the fresh discovery, the restart's and the cycle
+	discoveryCalls, rediscoveryCalls, cycleCalls             map[string]int
+	discoveryStatements, rediscoveryStatements, cycleStatements int
+}
+
+// measureFleet runs the four measures of BenchmarkFleet once, on a new store of engine.
+func measureFleet(b *testing.B, e *env, engine string) fleetFigures {
+	var f fleetFigures
+	e.store = e.openEngine(engine)
+	var statements atomic.Int64
+	e.store.Trace(func(store.Statement) { statements.Add(1) })
+	selection := func(o *Options) { o.QueuePrefixes = []string{"fleet-"} }
+	step := func(run func()) (time.Duration, map[string]int, int) {
+		e.sim.ResetCallCounts()
+		statements.Store(0)
+		start := time.Now()
+		run()
+		return time.Since(start), e.sim.CallCounts(), int(statements.Load())
+	}
+	f.discovery, f.discoveryCalls, f.discoveryStatements = step(func() { must(b, e.collector(selection).Discover(e.ctx)) })
+	c := e.collector(selection)
+	f.rediscovery, f.rediscoveryCalls, f.rediscoveryStatements = step(func() { must(b, c.Discover(e.ctx)) })
+	e.advance(DefaultAttributesInterval)
+	f.cycle, f.cycleCalls, f.cycleStatements = step(func() { must(b, c.CycleAttributes(e.ctx)) })
+	queues := c.watched()
+	f.floor, _, _ = step(func() {
+		forEach(e.ctx, DefaultConcurrency, queues, func(q *watchedQueue) {
+			_, err := e.sqs.GetQueueAttributes(e.ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(q.url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+			})
+			must(b, err)
+		})
+	})
+	e.store.Trace(nil)
+	return f
+}
+
+// costs are the figures whose growth BenchmarkFleet fits, in seconds and counts.
+func (f fleetFigures) costs() map[string]float64 {
+	total := func(calls map[string]int) float64 {
+		n := 0
+		for _, c := range calls {
+			n += c
+		}
+		return float64(n)
+	}
+	return map[string]float64{
+		"discovery-s": f.discovery.Seconds(), "rediscovery-s": f.rediscovery.Seconds(),
+		"cycle-s": f.cycle.Seconds(), "floor-s": f.floor.Seconds(),
+		"discovery-calls": total(f.discoveryCalls), "discovery-statements": float64(f.discoveryStatements),
+		"rediscovery-statements": float64(f.rediscoveryStatements), "cycle-statements": float64(f.cycleStatements),
+	}
+}
+
+func (f fleetFigures) report(b *testing.B, n int) {
+	b.ReportMetric(f.discovery.Seconds(), "discovery-s")
+	b.ReportMetric(f.rediscovery.Seconds(), "rediscovery-s")
+	b.ReportMetric(f.cycle.Seconds(), "cycle-s")
+	b.ReportMetric(f.floor.Seconds(), "floor-s")
+	b.ReportMetric(f.cycle.Seconds()/f.floor.Seconds(), "cycle/floor")
+	b.ReportMetric(float64(f.discoveryStatements)/float64(n), "discovery-statements/queue")
+	b.ReportMetric(float64(f.rediscoveryStatements)/float64(n), "rediscovery-statements/queue")
+	b.ReportMetric(float64(f.cycleStatements)/float64(n), "cycle-statements/queue")
+	for _, op := range []string{"ListQueues", "GetQueueAttributes", "GetQueueUrl", "ListDeadLetterSourceQueues"} {
+		b.ReportMetric(float64(f.discoveryCalls[op]), "discovery-"+op)
+		b.ReportMetric(float64(f.rediscoveryCalls[op]), "rediscovery-"+op)
+	}
+	b.ReportMetric(float64(f.cycleCalls["GetQueueAttributes"])/float64(n), "cycle-GetQueueAttributes/queue")
+}
+
+// exponent is the slope of log(value) against log(size) by least squares: how a cost grows with
+// the fleet (1: linearly, 2: as its square).
+func exponent(sizes []int, values []float64) float64 {
+	var sx, sy, sxx, sxy float64
+	for i, n := range sizes {
+		x, y := math.Log(float64(n)), math.Log(values[i])
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	k := float64(len(sizes))
+	return (k*sxy - sx*sy) / (k*sxx - sx*sx)
 }
 
 // BenchmarkCycleVersusNaive times, in one run, an attribute cycle of the collector over a fleet
@@ -252,57 +417,75 @@ func BenchmarkCostPerDay(b *testing.B) {
 }
 
 // BenchmarkServe runs the collector as serve does (Run, real time, every loop at once with its
-// own budget) over a fleet of sources with their DLQs at 20 ms a call, and reports when the first
-// full attribute cycle landed (every queue with a depth sample), the longest attribute cycle
-// while the other loops ran, and, after a restart on the same store, when the first full cycle
-// landed again.
+// own budget) over a fleet of sources with their DLQs, selected by a prefix, at 20 ms a call, on
+// SQLite and on PostgreSQL, and reports when the first full attribute cycle landed (every queue
+// with a depth sample), the longest attribute cycle while the other loops ran, and, after a
+// restart on the same store, when the first full cycle landed again. 1,000 queues; 5,000 and
+// 10,000 with TOOLQ_BENCH_LONG (their attribute cycles come every 15 s of the clock).
 func BenchmarkServe(b *testing.B) {
 	for _, n := range fleetSizes() {
-		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
-			e := newEnv(b)
-			_, _ = steadyFleet(b, e, n/2, 10) // creates the fleet; its collector is not used
-			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
-			var first, restart, longest time.Duration
-			for b.Loop() {
-				e.store = e.openStore()
-				first, longest = serveUntilCycles(b, e, n, 3)
-				restart, _ = serveUntilCycles(b, e, n, 1)
+		var e *env
+		fleet := func() *env {
+			if e == nil {
+				e = newEnv(b)
+				_, _ = steadyFleet(b, e, n/2, 10) // creates the fleet; its collector is not used
+				e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
 			}
-			b.ReportMetric(first.Seconds(), "first-full-cycle-s")
-			b.ReportMetric(restart.Seconds(), "restart-full-cycle-s")
-			b.ReportMetric(longest.Seconds(), "longest-attribute-cycle-s")
-		})
+			return e
+		}
+		for _, engine := range engines {
+			b.Run(fmt.Sprintf("queues=%d/engine=%s", n, engine), func(b *testing.B) {
+				e := fleet()
+				e.t = b
+				var first, restart, longest time.Duration
+				for b.Loop() {
+					e.store = e.openEngine(engine)
+					first, longest = serveUntilCycles(b, e, n, 3)
+					restart, _ = serveUntilCycles(b, e, n, 1)
+				}
+				b.ReportMetric(first.Seconds(), "first-full-cycle-s")
+				b.ReportMetric(restart.Seconds(), "restart-full-cycle-s")
+				b.ReportMetric(longest.Seconds(), "longest-attribute-cycle-s")
+			})
+		}
 	}
 }
 
 // serveUntilCycles runs a new collector over e's store in real time until cycles attribute
-// cycles over every one of n queues have finished after the first full one, and returns when the
-// first one landed and the longest attribute cycle.
+// cycles over most of n queues have finished after the first full one, and returns when the
+// first one landed and the longest attribute cycle. It reads every queue's newest depth twice a
+// second until the first full cycle, and then only the runs: at 10,000 queues the newest depths
+// are a read of its own.
 func serveUntilCycles(b *testing.B, e *env, n, cycles int) (first, longest time.Duration) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	c := e.collector(func(o *Options) { o.Now = time.Now; o.MoveTasksInterval = 0 })
+	c := e.collector(func(o *Options) {
+		o.Now = time.Now
+		o.MoveTasksInterval = 0
+		o.QueuePrefixes = []string{"fleet-"}
+	})
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	seen := 0
-	for time.Since(start) < 3*time.Minute {
-		time.Sleep(100 * time.Millisecond)
-		latest, err := e.store.LatestAttributeSamples(e.ctx)
-		must(b, err)
-		fresh := 0
-		for _, a := range latest {
-			if !a.At.Before(start) {
-				fresh++
+	for time.Since(start) < 5*time.Minute {
+		if first == 0 {
+			time.Sleep(500 * time.Millisecond)
+			latest, err := e.store.LatestAttributeSamples(e.ctx)
+			must(b, err)
+			fresh := 0
+			for _, a := range latest {
+				if !a.At.Before(start) {
+					fresh++
+				}
 			}
-		}
-		if first == 0 && fresh >= n {
+			if fresh < n {
+				continue
+			}
 			first = time.Since(start)
 		}
-		if first == 0 {
-			continue
-		}
+		time.Sleep(250 * time.Millisecond)
 		runs, err := e.store.RunsSince(e.ctx, store.RunAttributes, start)
 		must(b, err)
 		seen = 0
@@ -318,6 +501,6 @@ func serveUntilCycles(b *testing.B, e *env, n, cycles int) (first, longest time.
 			return first, longest
 		}
 	}
-	b.Fatalf("after 3 minutes: first full cycle %v, %d cycles", first, seen)
+	b.Fatalf("after 5 minutes: first full cycle %v, %d cycles", first, seen)
 	return first, longest
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,9 +22,13 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/events"
+	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
 )
+
+// TestMain stops the PostgreSQL server the benchmarks started, if any.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // t0 starts the tests' manual clocks at the beginning of a minute, so that metric minutes are
 // easy to reason about.

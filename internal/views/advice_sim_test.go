@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
@@ -51,6 +52,8 @@ type worldOptions struct {
 	peekMax  int
 	dims     []collector.Dimension
 	errorDim string
+	// postgres puts the store on a database of the test's PostgreSQL server, not SQLite.
+	postgres bool
 }
 
 func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
@@ -64,7 +67,11 @@ func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolq.db"))
+	dsn := filepath.Join(t.TempDir(), "toolq.db")
+	if opts.postgres {
+		dsn = pgtest.DB(t)
+	}
+	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

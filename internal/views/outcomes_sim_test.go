@@ -77,13 +77,26 @@ func bounceOf(counts []views.BounceCount, value string) views.BounceCount {
 	return views.BounceCount{Value: value}
 }
 
+// onBothEngines runs test with the store on SQLite and on PostgreSQL.
+func onBothEngines(t *testing.T, test func(t *testing.T, postgres bool)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, false) })
+	t.Run("postgres", func(t *testing.T) { test(t, true) })
+}
+
 var mcpServer = collector.Dimension{Name: "mcpServer", Source: collector.FromJSON, Path: "mcpServer"}
 
 // TestRedriveOutcomeCountsWhatCameBack: a redrive of 20 tool calls of which the 5 of a server
 // still broken fail again shows 5 back, by tool and server, then settles; the redriven messages
 // have new ids (the simulator's, as AWS's), so only their bodies and tool call ids tell them.
+// It runs on both engines, as the store's reads of memories and arrivals differ by dialect.
 func TestRedriveOutcomeCountsWhatCameBack(t *testing.T) {
-	w := newSimWorld(t, worldOptions{dims: []collector.Dimension{mcpServer}})
+	onBothEngines(t, func(t *testing.T, postgres bool) {
+		redriveOutcomeCountsWhatCameBack(t, worldOptions{dims: []collector.Dimension{mcpServer}, postgres: postgres})
+	})
+}
+
+func redriveOutcomeCountsWhatCameBack(t *testing.T, opts worldOptions) {
+	w := newSimWorld(t, opts)
 	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
 	for i := range 20 {
 		tool, server := "fetch_url", "files"
@@ -230,7 +243,11 @@ func TestTwoRedrivesInARow(t *testing.T) {
 // TestRedriveOutcomeOfAFIFOQueue: a FIFO DLQ's messages keep their groups through the redrive and
 // back: the outcome counts the bounce-backs by session.
 func TestRedriveOutcomeOfAFIFOQueue(t *testing.T) {
-	w := newSimWorld(t, worldOptions{})
+	onBothEngines(t, func(t *testing.T, postgres bool) { redriveOutcomeOfAFIFOQueue(t, worldOptions{postgres: postgres}) })
+}
+
+func redriveOutcomeOfAFIFOQueue(t *testing.T, opts worldOptions) {
+	w := newSimWorld(t, opts)
 	src, _ := w.pair("tool-calls.fifo", "tool-calls-dlq.fifo", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1", "ContentBasedDeduplication": "true"})
 	for i := range 6 {
 		group := "sess_ok"
