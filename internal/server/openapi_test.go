@@ -127,7 +127,7 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 	// (TestEventStreamResumes reads it through the checked client), and a test notification,
 	// which needs a target (TestStatusPageNotifications).
 	elsewhere := []string{"GET /api/v1/events", "POST /api/v1/notifications/test"}
-	concrete := strings.NewReplacer("{queue}", "orders-dlq", "{messageId}", "m-1")
+	concrete := strings.NewReplacer("{queue}", "orders-dlq", "{messageId}", "m-1", "{redriveId}", "1")
 	for path, ops := range doc.Paths {
 		for method := range ops {
 			op := strings.ToUpper(method) + " " + concrete.Replace(path)
