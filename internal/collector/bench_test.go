@@ -242,7 +242,7 @@ func BenchmarkFleet(b *testing.B) {
 type fleetFigures struct {
 	discovery, rediscovery, cycle, floor time.Duration
 	// calls and statements of the fresh discovery, the restart's and the cycle
-	discoveryCalls, rediscoveryCalls, cycleCalls             map[string]int
+	discoveryCalls, rediscoveryCalls, cycleCalls                map[string]int
 	discoveryStatements, rediscoveryStatements, cycleStatements int
 }
 
