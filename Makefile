@@ -55,8 +55,10 @@ test-clients: $(CLIENTS)/node_modules/.installed ## the simulator and the traffi
 test-postgres: ## the store on SQLite and PostgreSQL, the replicas
 	$(call GOTESTSUM) --packages "./internal/store/... ./internal/replicas/... ./internal/pgtest/..." -- $(TESTFLAGS)
 
+# The browser tests run in parallel, each in a tab of its own: most of their time is the demo's
+# real clock (a minute of pushes, a FIFO session blocking), not the CPU.
 test-browser: ## the binary's demo driven in Chromium
-	$(call GOTESTSUM) --packages "./e2e/..." -- $(TESTFLAGS)
+	$(call GOTESTSUM) --packages "./e2e/..." -- $(TESTFLAGS) -parallel 8
 
 test-docs: $(CLIENTS)/node_modules/.installed ## the examples of README.md and docs/, run against the demo
 	$(call GOTESTSUM) --packages "./docs/..." -- $(TESTFLAGS)

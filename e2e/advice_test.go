@@ -10,6 +10,7 @@ import (
 // advisor flags (notifications among them) and leaves the others out, without a reload; the
 // EventBridge target's dead-letter queue says why each event failed, and why it has no redrive.
 func TestAdviceInTheBrowser(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	p := newTab(t)
 	p.open(d.page("/"))

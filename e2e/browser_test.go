@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -95,6 +96,12 @@ func newTab(t *testing.T) *tab {
 	})
 	if err := chromedp.Do(ctx); err != nil { // opens the tab
 		t.Fatalf("open a tab: %v", err)
+	}
+	// The tests run in parallel, each in its own tab, and a headless browser gives focus to one
+	// window at a time: every tab acts as the focused one, so that focus, :focus-within and
+	// keyboard steps behave in each as they would in the window a person looks at.
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		t.Fatalf("emulate a focused tab: %v", err)
 	}
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {

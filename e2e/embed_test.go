@@ -17,6 +17,7 @@ import (
 // TestEmbedding frames the dashboard from other origins: the one --frame-ancestors names gets
 // the live queue table in its iframe, another gets Chromium's refusal.
 func TestEmbedding(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	embedURL := d.page("/?embed=1")
 

@@ -29,7 +29,8 @@ const overflowJS = `(() => {
 // value in their title.
 const tablesJS = `(() => {
 	const scrolling = [...document.querySelectorAll('.table-scroll')].filter(el => el.scrollWidth > el.clientWidth + 1)
-		.map(el => ((el.querySelector('table') || {}).className || 'table') + ' ' + el.scrollWidth + '>' + el.clientWidth);
+		.map(el => ((el.querySelector('table') || {}).className || 'table') + ' ' + el.scrollWidth + '>' + el.clientWidth + ' (' +
+			[...el.querySelectorAll('thead th')].map(th => th.textContent.trim().slice(0, 20) + ' ' + Math.round(th.getBoundingClientRect().width)).join(', ') + ')');
 	const clips = [...document.querySelectorAll('table .clip')];
 	const wrapped = clips.filter(el => el.getClientRects().length > 1 || el.offsetHeight > 2 * parseFloat(getComputedStyle(el).fontSize))
 		.slice(0, 5).map(el => el.textContent.slice(0, 40));
@@ -53,9 +54,12 @@ type overflow struct {
 // TestLongNamesWrap: a tool call with a 256-character tool name, session and group id, in the
 // dead-letter queues of the demo, leaves every page that shows it within a 1,280-px window.
 func TestLongNamesWrap(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	long := strings.Repeat("create_document_with_a_very_long_name_", 7)[:256]
-	body := `{"toolCallId":"tc_e2e_long","toolName":"` + long + `","sessionId":"` + long + `","sequenceNumber":1}`
+	// Every column of the messages table at its widest: the error code is the reason and a
+	// dimension, the MCP server another, and the FIFO DLQ adds the group.
+	body := `{"toolCallId":"tc_e2e_long","toolName":"` + long + `","sessionId":"` + long + `","sequenceNumber":1,"error":{"code":"` + long[:200] + `"}}`
 	ids := d.send(t, "exports-dlq", types.SendMessageBatchRequestEntry{
 		MessageBody: aws.String(body),
 		MessageAttributes: map[string]types.MessageAttributeValue{
@@ -64,6 +68,7 @@ func TestLongNamesWrap(t *testing.T) {
 	})
 	d.send(t, "tool-calls-dlq.fifo", types.SendMessageBatchRequestEntry{
 		MessageBody: aws.String(body), MessageGroupId: aws.String(long[:128]), MessageDeduplicationId: aws.String("tc_e2e_long"),
+		MessageAttributes: map[string]types.MessageAttributeValue{"mcpServer": {DataType: aws.String("String"), StringValue: aws.String(long)}},
 	})
 	detail := "/queues/exports-dlq/messages/" + url.PathEscape(ids[0])
 	eventually(t, 2*time.Minute, "the long-named message in the DLQ's sample", func() (bool, string, error) {

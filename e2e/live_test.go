@@ -50,6 +50,7 @@ func (f freshnessLine) seconds() int {
 // the age passes the server's threshold, which the page carries. It runs a demo of its own,
 // since it stops it.
 func TestFreshnessCountsWhileTheServerIsDown(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	// Attributes every second: the demo's data is stale after 3 s (three missed cycles).
 	d, err := startDemo(suite.binary, filepath.Join(suite.dir, "freshness"), "--attributes-interval", "1s", "--auth", "none")
@@ -97,6 +98,7 @@ func TestFreshnessCountsWhileTheServerIsDown(t *testing.T) {
 // table body, when the order changed) every few seconds; a keyboard user on a row's link, or
 // typing in the filter, keeps their place.
 func TestFocusSurvivesPushes(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	tests := []struct {
 		name  string

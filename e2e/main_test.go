@@ -52,6 +52,10 @@ type fixture struct {
 	// (--frame-ancestors); refusal is checked from a second origin that is not in the list.
 	embedder *embedPage
 
+	// webSearchDLQ is held by the tests that redrive the shared demo's web-search-dlq, one at a
+	// time: every test runs in parallel, and two redrives of one DLQ would read each other's.
+	webSearchDLQ sync.Mutex
+
 	browserOnce sync.Once
 	browser     context.Context // a chromedp context whose browser has started
 	stopBrowser context.CancelFunc

@@ -90,6 +90,7 @@ func count(s string) int {
 // TestOverviewListsEveryQueue: the overview has one row, with a stable id, for each demo queue
 // of both accounts, each saying its account.
 func TestOverviewListsEveryQueue(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	p := newTab(t)
 	p.open(d.page("/"))
@@ -130,6 +131,7 @@ func TestOverviewListsEveryQueue(t *testing.T) {
 // before the dashboard counts them: the row's Delayed column must grow by exactly what the
 // test sent, where the Visible column moves with the traffic anyway.
 func TestOverviewUpdatesLive(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	p := newTab(t)
 	p.open(d.page("/"))
@@ -169,6 +171,7 @@ func TestOverviewUpdatesLive(t *testing.T) {
 // the row stays the same element, its other cells as they were, and the new cell gets its
 // column's label. The cell is rendered by the templates the server renders pushes with.
 func TestCellPushSwapsOneCell(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	p := newTab(t)
 	p.open(d.page("/"))

@@ -34,6 +34,9 @@ type outcomeBlock struct {
 // query), and reads the redrive's page, reloaded as an operator would, until the four are back:
 // by tool, with the count's source and age and what it can miss.
 func TestRedrivePageShowsWhatCameBack(t *testing.T) {
+	t.Parallel()
+	suite.webSearchDLQ.Lock() // the other test that redrives it waits
+	defer suite.webSearchDLQ.Unlock()
 	d := needDemo(t)
 	const dlq, source = "web-search-dlq", "web-search"
 	var entries []types.SendMessageBatchRequestEntry

@@ -32,6 +32,9 @@ type progressBlock struct {
 // sends the messages back to web-search explicitly: messages sent straight to a DLQ have no
 // source to return to.
 func TestRedriveFromDeadLetterQueuePage(t *testing.T) {
+	t.Parallel()
+	suite.webSearchDLQ.Lock() // the other test that redrives it waits
+	defer suite.webSearchDLQ.Unlock()
 	d := needDemo(t)
 	const dlq, source = "web-search-dlq", "web-search"
 	d.send(t, dlq, toolCalls("redrive-done", "web_search", 30, false)...)

@@ -215,6 +215,7 @@ func (r *replica) post(ctx context.Context, path, body string) (int, string, err
 // refused); and when the leader is killed (SIGKILL: no clean hand-over), the other collects
 // within two attribute intervals of the lock's release.
 func TestReplicasOnOnePostgreSQL(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	db := pgtest.DB(t)
 

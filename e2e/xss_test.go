@@ -33,6 +33,7 @@ type injection struct {
 // attribute are HTML payloads, as LLM output can be, and checks in the browser that every page
 // showing it renders the payload as text: visible, with no injected element and no dialog.
 func TestHostileMessageIsShownAsText(t *testing.T) {
+	t.Parallel()
 	d := needDemo(t)
 	const dlq = "exports-dlq"
 	const (

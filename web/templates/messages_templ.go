@@ -696,7 +696,7 @@ func MessageTable(ref string, msgs []views.Message, nav Nav) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if m.Reason != nil {
-					templ_7745c5c3_Err = Ident(m.Reason.Text(), "clip-wide").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Ident(m.Reason.Text(), "").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
