@@ -168,29 +168,58 @@ func numberPlaceholders(query string) string {
 
 // dbPool is a database/sql pool whose queries are rebound for its dialect. It offers only the
 // context-taking calls, so that no query can skip rebind. Each statement is told to its store's
-// tracer (Store.Trace), if it has one.
+// tracer (Store.Trace), if it has one. On SQLite its statements are kept prepared (stmts; nil on
+// PostgreSQL).
 type dbPool struct {
 	db    *sql.DB
 	d     dialect
 	trace *tracer
+	stmts *stmtCache
 }
 
 func (p dbPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	var res sql.Result
+	var err error
+	if st := p.statement(ctx, query, true, args); st != nil {
+		res, err = st.ExecContext(ctx, withoutNUL(args)...)
+	} else {
+		res, err = p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(p.trace, p.d, err)
 	return res, err
 }
 
 func (p dbPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	var rows *sql.Rows
+	var err error
+	if st := p.statement(ctx, query, false, args); st != nil {
+		rows, err = st.QueryContext(ctx, withoutNUL(args)...)
+	} else {
+		rows, err = p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(p.trace, p.d, err)
 	return rows, err
 }
 
 func (p dbPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row := p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	var row *sql.Row
+	if st := p.statement(ctx, query, false, args); st != nil {
+		row = st.QueryRowContext(ctx, withoutNUL(args)...)
+	} else {
+		row = p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(p.trace, p.d, row.Err())
 	return row
+}
+
+// statement is query's cached statement, or nil to run the text. An Exec without arguments may
+// be a script of several statements (a PRAGMA and more), which a prepared statement would cut to
+// its first: Execs are cached only with arguments (rows come from a single statement).
+func (p dbPool) statement(ctx context.Context, query string, exec bool, args []any) *sql.Stmt {
+	if p.stmts == nil || exec && len(args) == 0 {
+		return nil
+	}
+	return p.stmts.get(ctx, p.d.rebind(query))
 }
 
 func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error) {
@@ -198,30 +227,68 @@ func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error)
 	if err != nil {
 		return nil, err
 	}
-	return &dbTx{tx: t, d: p.d, trace: p.trace}, nil
+	return &dbTx{tx: t, d: p.d, trace: p.trace, stmts: p.stmts}, nil
 }
 
-// dbTx is a transaction of a dbPool, rebinding and traced like it.
+// dbTx is a transaction of a dbPool, rebinding and traced like it. It runs the pool's cached
+// statements on its connection and notes the queries it found no statement for (missed), which
+// the pool prepares once the transaction has ended: only then is a connection free to prepare
+// them on (the writer pool has one).
 type dbTx struct {
-	tx    *sql.Tx
-	d     dialect
-	trace *tracer
+	tx     *sql.Tx
+	d      dialect
+	trace  *tracer
+	stmts  *stmtCache
+	missed []string
+}
+
+// statement is query's cached statement bound to the transaction, or nil to run the text.
+func (t *dbTx) statement(ctx context.Context, query string, exec bool, args []any) *sql.Stmt {
+	if t.stmts == nil || exec && len(args) == 0 {
+		return nil
+	}
+	q := t.d.rebind(query)
+	st := t.stmts.cached(q)
+	if st == nil {
+		if len(t.missed) < maxCachedStatements && !slices.Contains(t.missed, q) {
+			t.missed = append(t.missed, q)
+		}
+		return nil
+	}
+	return t.tx.StmtContext(ctx, st)
 }
 
 func (t *dbTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	var res sql.Result
+	var err error
+	if st := t.statement(ctx, query, true, args); st != nil {
+		res, err = st.ExecContext(ctx, withoutNUL(args)...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(t.trace, t.d, err)
 	return res, err
 }
 
 func (t *dbTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	var rows *sql.Rows
+	var err error
+	if st := t.statement(ctx, query, false, args); st != nil {
+		rows, err = st.QueryContext(ctx, withoutNUL(args)...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(t.trace, t.d, err)
 	return rows, err
 }
 
 func (t *dbTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row := t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	var row *sql.Row
+	if st := t.statement(ctx, query, false, args); st != nil {
+		row = st.QueryRowContext(ctx, withoutNUL(args)...)
+	} else {
+		row = t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
+	}
 	traced(t.trace, t.d, row.Err())
 	return row
 }
@@ -274,8 +341,24 @@ func withoutNUL(args []any) []any {
 	return out
 }
 
-func (t *dbTx) Commit() error   { return t.tx.Commit() }
-func (t *dbTx) Rollback() error { return t.tx.Rollback() }
+func (t *dbTx) Commit() error {
+	err := t.tx.Commit()
+	t.prepareMissed()
+	return err
+}
+
+func (t *dbTx) Rollback() error {
+	err := t.tx.Rollback()
+	t.prepareMissed()
+	return err
+}
+
+// prepareMissed has the pool prepare the queries the transaction ran as text, once.
+func (t *dbTx) prepareMissed() {
+	missed := t.missed
+	t.missed = nil
+	t.stmts.prepareMissed(missed)
+}
 
 // isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY violation.
 func isUniqueViolation(err error) bool {

@@ -113,7 +113,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
 	}
 	s := &Store{d: sqliteDialect, path: path, file: fi, metricIDs: make(map[string]int64)}
-	s.db, s.wdb = dbPool{db, sqliteDialect, &s.tracer}, dbPool{wdb, sqliteDialect, &s.tracer}
+	s.db = dbPool{db: db, d: sqliteDialect, trace: &s.tracer, stmts: newStmtCache(db)}
+	s.wdb = dbPool{db: wdb, d: sqliteDialect, trace: &s.tracer, stmts: newStmtCache(wdb)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %q: %w", path, err)
@@ -142,7 +143,7 @@ func openPostgres(ctx context.Context, dbURL string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", shown, err)
 	}
 	s := &Store{d: postgresDialect, url: dbURL, metricIDs: make(map[string]int64)}
-	s.db = dbPool{db, postgresDialect, &s.tracer}
+	s.db = dbPool{db: db, d: postgresDialect, trace: &s.tracer}
 	s.wdb = s.db
 	return s, nil
 }
@@ -218,7 +219,7 @@ func (s *Store) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.wdb.ExecContext(ctx, "PRAGMA optimize")
-	return errors.Join(s.db.db.Close(), s.wdb.db.Close())
+	return errors.Join(s.db.stmts.close(), s.wdb.stmts.close(), s.db.db.Close(), s.wdb.db.Close())
 }
 
 // Ping checks that the database answers, that its file is still the one opened (ErrGone) and
