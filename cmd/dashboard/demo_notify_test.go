@@ -26,6 +26,7 @@ func TestDemoNotifiesSlackOfTheFailingServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo for about a minute")
 	}
+	t.Parallel() // a demo of its own, in real time: it waits more than it works
 	type arrival struct {
 		at   time.Time
 		body []byte

@@ -213,6 +213,7 @@ func TestDemoTopologyIsAdvised(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo for up to two minutes")
 	}
+	t.Parallel() // a demo of its own, in real time: it waits more than it works
 	addrs, stop := startDemo(t, demoConfig{dashboard: testDashboard("127.0.0.1:0"), simListen: "", region: "us-east-1", seed: 1})
 	defer stop()
 	waitReady(t, addrs.Dashboard)

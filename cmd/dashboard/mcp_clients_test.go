@@ -168,6 +168,7 @@ func TestMCPClientsAgainstTheDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo and the bridge as processes")
 	}
+	t.Parallel() // a demo of its own, in real time: it waits more than it works
 	d := startMCPDemo(t)
 	t.Run("go over stdio", func(t *testing.T) { testGoOverStdio(t, d) })
 	t.Run("typescript", func(t *testing.T) { testTypeScriptClient(t, d) })
