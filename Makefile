@@ -53,7 +53,9 @@ test: templ-check ## everything CI runs: generated code up to date, all tests wi
 .PHONY: test-lane-unit test-lane-others
 test-lane-unit: test-unit
 test-lane-others:
-	@$(MAKE) --no-print-directory -k -j1 test-browser test-postgres test-clients test-docs
+	@failed=0; for part in test-browser test-postgres test-clients test-docs; do \
+		$(MAKE) --no-print-directory $$part || failed=1; \
+	done; exit $$failed
 
 test-unit: ## the tests that need Go alone
 	$(call GOTESTSUM) --packages "$$($(GO) list ./... | grep -Ev '$(NOT_UNIT)' | tr '\n' ' ')" -- $(TESTFLAGS) -skip '$(CLIENT_TESTS)'
