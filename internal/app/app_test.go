@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -142,17 +141,7 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 
 // api is the tests' HTTP client: each answer of /api/v1 it gets must be one the OpenAPI document
 // describes, or the request fails with the reason.
-var api = sync.OnceValue(func() *http.Client {
-	doc, err := os.ReadFile("../server/openapi.json")
-	if err != nil {
-		panic(err)
-	}
-	c, err := openapitest.New(doc)
-	if err != nil {
-		panic(err)
-	}
-	return &http.Client{Transport: c.Transport(nil)}
-})
+var api = sync.OnceValue(func() *http.Client { return openapitest.Client("../server/openapi.json") })
 
 // waitFor polls url until it answers 200 with a body containing want (an API answer as the
 // OpenAPI document describes it).

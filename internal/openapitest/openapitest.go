@@ -16,6 +16,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -179,6 +180,21 @@ func decoded(header http.Header, body []byte) ([]byte, error) {
 func isEventStream(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == "text/event-stream"
+}
+
+// Client returns an HTTP client whose every answer of /api/v1 must be one the OpenAPI document
+// in the file at path describes, or its request fails with the reason. It panics when the
+// document does not load: a test's set-up, which has nothing to test without it.
+func Client(path string) *http.Client {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	c, err := New(doc)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Transport: c.Transport(nil)}
 }
 
 // Transport wraps base (nil: http.DefaultTransport) so that every answer of /api/v1 it carries
