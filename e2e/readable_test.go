@@ -220,7 +220,10 @@ func TestDemoShowsABlockedSession(t *testing.T) {
 
 	p := newTab(t)
 	p.open(d.page("/queues/tool-calls.fifo"))
-	waitJS(p, 10*time.Second, "the FIFO page's blocked group and near-max section", `({
+	// The page is live: a session blocks, reaches the dead-letter queue and the next one blocks
+	// behind the same down server, so the state the API showed may have passed by the time the
+	// page renders; the page must show it again as it recurs.
+	waitJS(p, 2*time.Minute, "the FIFO page's blocked group and near-max section", `({
 		blocked: document.querySelectorAll('#groups tr.blocked').length,
 		nearMax: document.querySelectorAll('#nearmax-h').length,
 		next: (document.querySelector('#groups .next-sample') || {}).textContent || '',
