@@ -298,3 +298,27 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() (
 		<-tick.C
 	}
 }
+
+// logDepths logs the depths SQS (the simulator) gives for the queues: on a test's failure, where
+// a message was (visible, in flight, delayed) says more than the page did.
+func (d *demo) logDepths(t *testing.T, queues ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range queues {
+		out, err := d.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Logf("%s: %v", name, err)
+			continue
+		}
+		attrs, err := d.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+				types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err != nil {
+			t.Logf("%s: %v", name, err)
+			continue
+		}
+		t.Logf("%s now: %s visible, %s in flight, %s delayed", name, attrs.Attributes["ApproximateNumberOfMessages"],
+			attrs.Attributes["ApproximateNumberOfMessagesNotVisible"], attrs.Attributes["ApproximateNumberOfMessagesDelayed"])
+	}
+}

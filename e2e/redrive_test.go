@@ -37,6 +37,11 @@ func TestRedriveFromDeadLetterQueuePage(t *testing.T) {
 	defer suite.webSearchDLQ.Unlock()
 	d := needDemo(t)
 	const dlq, source = "web-search-dlq", "web-search"
+	t.Cleanup(func() {
+		if t.Failed() { // a move task that stops short: were its messages in flight?
+			d.logDepths(t, dlq, source)
+		}
+	})
 	d.send(t, dlq, toolCalls("redrive-done", "web_search", 30, false)...)
 
 	p := newTab(t)
