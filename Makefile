@@ -44,7 +44,7 @@ CLIENT_ELSEWHERE := ./internal/collector ./cmd/dashboard
 NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
 # make test runs the parts one after another. Run side by side (test-unit beside the others),
-# they took 372 s instead of about 480 s, but the browser tests' demos, slowed by the unit tests'
+# they took 372 s instead of 498 s, but the browser tests' demos, slowed by the unit tests'
 # load on two cores, then failed now and then: a demo's real clock does not wait for the CPU.
 test: templ-check test-unit test-clients test-postgres test-browser test-docs ## everything CI runs: generated code up to date, all tests with the race detector
 
