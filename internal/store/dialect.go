@@ -178,48 +178,65 @@ type dbPool struct {
 }
 
 func (p dbPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	var res sql.Result
-	var err error
-	if st := p.statement(ctx, query, true, args); st != nil {
-		res, err = st.ExecContext(ctx, withoutNUL(args)...)
-	} else {
-		res, err = p.db.ExecContext(ctx, p.d.rebind(query), withoutNUL(args)...)
-	}
+	q := p.d.rebind(query)
+	res, err := p.via(ctx, q, true, args).ExecContext(ctx, q, withoutNUL(args)...)
 	traced(p.trace, p.d, err)
 	return res, err
 }
 
 func (p dbPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if st := p.statement(ctx, query, false, args); st != nil {
-		rows, err = st.QueryContext(ctx, withoutNUL(args)...)
-	} else {
-		rows, err = p.db.QueryContext(ctx, p.d.rebind(query), withoutNUL(args)...)
-	}
+	q := p.d.rebind(query)
+	rows, err := p.via(ctx, q, false, args).QueryContext(ctx, q, withoutNUL(args)...)
 	traced(p.trace, p.d, err)
 	return rows, err
 }
 
 func (p dbPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	var row *sql.Row
-	if st := p.statement(ctx, query, false, args); st != nil {
-		row = st.QueryRowContext(ctx, withoutNUL(args)...)
-	} else {
-		row = p.db.QueryRowContext(ctx, p.d.rebind(query), withoutNUL(args)...)
-	}
+	q := p.d.rebind(query)
+	row := p.via(ctx, q, false, args).QueryRowContext(ctx, q, withoutNUL(args)...)
 	traced(p.trace, p.d, row.Err())
 	return row
 }
 
-// statement is query's cached statement, or nil to run the text. An Exec without arguments may
+// via is where the rebound query q runs: its cached statement, or the pool with the text.
+func (p dbPool) via(ctx context.Context, q string, exec bool, args []any) runner {
+	if !cacheable(p.stmts, exec, args) {
+		return p.db
+	}
+	if st := p.stmts.get(ctx, q); st != nil {
+		return stmtRunner{st}
+	}
+	return p.db
+}
+
+// cacheable says whether a query may run as a cached statement. An Exec without arguments may
 // be a script of several statements (a PRAGMA and more), which a prepared statement would cut to
 // its first: Execs are cached only with arguments (rows come from a single statement).
-func (p dbPool) statement(ctx context.Context, query string, exec bool, args []any) *sql.Stmt {
-	if p.stmts == nil || exec && len(args) == 0 {
-		return nil
-	}
-	return p.stmts.get(ctx, p.d.rebind(query))
+func cacheable(c *stmtCache, exec bool, args []any) bool {
+	return c != nil && !(exec && len(args) == 0)
+}
+
+// runner runs a rebound query: a pool or transaction with the text, or a prepared statement
+// (stmtRunner), which has the text already.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// stmtRunner is a prepared statement as a runner: the query text it is given is its own.
+type stmtRunner struct{ st *sql.Stmt }
+
+func (s stmtRunner) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return s.st.ExecContext(ctx, args...)
+}
+
+func (s stmtRunner) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return s.st.QueryContext(ctx, args...)
+}
+
+func (s stmtRunner) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return s.st.QueryRowContext(ctx, args...)
 }
 
 func (p dbPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*dbTx, error) {
@@ -242,53 +259,38 @@ type dbTx struct {
 	missed []string
 }
 
-// statement is query's cached statement bound to the transaction, or nil to run the text.
-func (t *dbTx) statement(ctx context.Context, query string, exec bool, args []any) *sql.Stmt {
-	if t.stmts == nil || exec && len(args) == 0 {
-		return nil
+// via is where the rebound query q runs: the pool's cached statement on the transaction's
+// connection, or the transaction with the text (noting q as missed).
+func (t *dbTx) via(ctx context.Context, q string, exec bool, args []any) runner {
+	if !cacheable(t.stmts, exec, args) {
+		return t.tx
 	}
-	q := t.d.rebind(query)
-	st := t.stmts.cached(q)
-	if st == nil {
-		if len(t.missed) < maxCachedStatements && !slices.Contains(t.missed, q) {
-			t.missed = append(t.missed, q)
-		}
-		return nil
+	if st := t.stmts.cached(q); st != nil {
+		return stmtRunner{t.tx.StmtContext(ctx, st)}
 	}
-	return t.tx.StmtContext(ctx, st)
+	if len(t.missed) < maxCachedStatements && !slices.Contains(t.missed, q) {
+		t.missed = append(t.missed, q)
+	}
+	return t.tx
 }
 
 func (t *dbTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	var res sql.Result
-	var err error
-	if st := t.statement(ctx, query, true, args); st != nil {
-		res, err = st.ExecContext(ctx, withoutNUL(args)...)
-	} else {
-		res, err = t.tx.ExecContext(ctx, t.d.rebind(query), withoutNUL(args)...)
-	}
+	q := t.d.rebind(query)
+	res, err := t.via(ctx, q, true, args).ExecContext(ctx, q, withoutNUL(args)...)
 	traced(t.trace, t.d, err)
 	return res, err
 }
 
 func (t *dbTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if st := t.statement(ctx, query, false, args); st != nil {
-		rows, err = st.QueryContext(ctx, withoutNUL(args)...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, t.d.rebind(query), withoutNUL(args)...)
-	}
+	q := t.d.rebind(query)
+	rows, err := t.via(ctx, q, false, args).QueryContext(ctx, q, withoutNUL(args)...)
 	traced(t.trace, t.d, err)
 	return rows, err
 }
 
 func (t *dbTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	var row *sql.Row
-	if st := t.statement(ctx, query, false, args); st != nil {
-		row = st.QueryRowContext(ctx, withoutNUL(args)...)
-	} else {
-		row = t.tx.QueryRowContext(ctx, t.d.rebind(query), withoutNUL(args)...)
-	}
+	q := t.d.rebind(query)
+	row := t.via(ctx, q, false, args).QueryRowContext(ctx, q, withoutNUL(args)...)
 	traced(t.trace, t.d, row.Err())
 	return row
 }

@@ -50,7 +50,11 @@ func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
 	if c == nil {
 		return nil
 	}
-	if st := c.cached(query); st != nil {
+	c.mu.Lock()
+	st, ok := c.stmts[query]
+	full := c.closed || len(c.stmts) >= maxCachedStatements
+	c.mu.Unlock()
+	if ok || full { // a full cache prepares nothing more: the query would be parsed twice
 		return st
 	}
 	st, err := c.db.PrepareContext(ctx, query)

@@ -33,8 +33,8 @@ func TestStatementsStayPrepared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := tx.statement(ctx, insert, true, []any{1}); (st != nil) != (i == 1) {
-			t.Errorf("transaction %d: statement %v; want none the first time, the cached one the second", i, st)
+		if _, cached := tx.via(ctx, insert, true, []any{1}).(stmtRunner); cached != (i == 1) {
+			t.Errorf("transaction %d: cached statement %v; want none the first time, the cached one the second", i, cached)
 		}
 		if _, err := tx.ExecContext(ctx, insert, fmt.Sprintf("k%d", i), "v"); err != nil {
 			t.Fatal(err)
