@@ -69,28 +69,30 @@ func (s *Server) listRedrives(c echo.Context) error {
 // getRedrive answers GET /api/v1/queues/{queue}/redrives/{redriveId}: one move task of the
 // dead-letter queue, with what came back of it.
 func (s *Server) getRedrive(c echo.Context) error {
-	key, err := s.queueOf(c)
+	_, r, err := s.redriveOf(c)
 	if err != nil {
 		return err
-	}
-	id, err := redriveIDParam(c)
-	if err != nil {
-		return err
-	}
-	r, err := s.opts.Views.RedriveByID(c.Request().Context(), key.ID, id)
-	if err != nil {
-		return redriveNotFound(err)
 	}
 	return c.JSON(http.StatusOK, r)
 }
 
-// redriveNotFound says that a dead-letter queue has no redrive of that id, rather than that the
-// queue was not found.
-func redriveNotFound(err error) error {
-	if errors.Is(err, views.ErrNotFound) {
-		return newError(http.StatusNotFound, "redrive_not_found", "this dead-letter queue has no redrive of that id")
+// redriveOf reads the {queue} and {redriveId} of a request, the API's or a page's: the
+// dead-letter queue and its redrive of that id; 404 redrive_not_found when it has none (rather
+// than that the queue was not found).
+func (s *Server) redriveOf(c echo.Context) (views.QueueKey, views.Redrive, error) {
+	key, err := s.queueOf(c)
+	if err != nil {
+		return key, views.Redrive{}, err
 	}
-	return err
+	id, err := redriveIDParam(c)
+	if err != nil {
+		return key, views.Redrive{}, err
+	}
+	r, err := s.opts.Views.RedriveByID(c.Request().Context(), key.ID, id)
+	if errors.Is(err, views.ErrNotFound) {
+		err = newError(http.StatusNotFound, "redrive_not_found", "this dead-letter queue has no redrive of that id")
+	}
+	return key, r, err
 }
 
 // headerIdempotencyKey names a start, so that a client that lost the answer can ask again;

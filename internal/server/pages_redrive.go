@@ -69,20 +69,11 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 // redriveDetailPage answers GET /queues/{queue}/redrives/{redriveId}: one redrive and what came
 // back of it.
 func (s *Server) redriveDetailPage(c echo.Context) error {
-	key, err := s.queueOf(c)
+	key, r, err := s.redriveOf(c)
 	if err != nil {
 		return err
 	}
-	id, err := redriveIDParam(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	r, err := s.opts.Views.RedriveByID(ctx, key.ID, id)
-	if err != nil {
-		return redriveNotFound(err)
-	}
-	d, err := s.opts.Views.Queue(ctx, key.ID)
+	d, err := s.opts.Views.Queue(c.Request().Context(), key.ID)
 	if err != nil {
 		return err
 	}
