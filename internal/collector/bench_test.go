@@ -187,6 +187,21 @@ func (e *env) openEngine(engine string) *store.Store {
 	return st
 }
 
+// onceFleet returns the environment of a fleet that create makes, once, on the first call (a
+// -bench pattern may select one engine only), with every call then taking benchLatency: the
+// sub-benchmarks of both engines share the fleet, and the parent benchmark's lifetime.
+func onceFleet(b *testing.B, create func(e *env)) func() *env {
+	var e *env
+	return func() *env {
+		if e == nil {
+			e = newEnv(b)
+			create(e)
+			e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+		}
+		return e
+	}
+}
+
 // BenchmarkFleet measures discovery and the attribute cycle at 1,000, 5,000 and 10,000 queues
 // (sources, each with a DLQ, selected by a prefix so that ListDeadLetterSourceQueues is asked
 // too) on SQLite and on PostgreSQL, 20 ms a call: a discovery on an empty store (a fresh
@@ -198,19 +213,11 @@ func (e *env) openEngine(engine string) *store.Store {
 func BenchmarkFleet(b *testing.B) {
 	fits := map[string]map[string][]float64{} // engine → figure → one value per size
 	for _, n := range scaleSizes {
-		// One simulated fleet for both engines, made by the first of them that runs (-bench
-		// may select one), with the parent's lifetime.
-		var e *env
-		fleet := func() *env {
-			if e == nil {
-				e = newEnv(b)
-				for i := range n / 2 {
-					e.createPair(fmt.Sprintf("fleet-%05d", i), fmt.Sprintf("fleet-%05d-dlq", i), 3)
-				}
-				e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
+		fleet := onceFleet(b, func(e *env) {
+			for i := range n / 2 {
+				e.createPair(fmt.Sprintf("fleet-%05d", i), fmt.Sprintf("fleet-%05d-dlq", i), 3)
 			}
-			return e
-		}
+		})
 		for _, engine := range engines {
 			b.Run(fmt.Sprintf("queues=%d/engine=%s", n, engine), func(b *testing.B) {
 				e := fleet()
@@ -424,15 +431,9 @@ func BenchmarkCostPerDay(b *testing.B) {
 // 10,000 with TOOLQ_BENCH_LONG (their attribute cycles come every 15 s of the clock).
 func BenchmarkServe(b *testing.B) {
 	for _, n := range fleetSizes() {
-		var e *env
-		fleet := func() *env {
-			if e == nil {
-				e = newEnv(b)
-				_, _ = steadyFleet(b, e, n/2, 10) // creates the fleet; its collector is not used
-				e.sim.SetFault("*", sqsim.Fault{Latency: benchLatency})
-			}
-			return e
-		}
+		fleet := onceFleet(b, func(e *env) {
+			_, _ = steadyFleet(b, e, n/2, 10) // creates the fleet; its collector is not used
+		})
 		for _, engine := range engines {
 			b.Run(fmt.Sprintf("queues=%d/engine=%s", n, engine), func(b *testing.B) {
 				e := fleet()
