@@ -3,7 +3,6 @@ package actions_test
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -43,7 +43,7 @@ func TestRedriveInItsOwnAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolq.db"))
+	st, err := store.Open(ctx, storetest.Path(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,13 +13,14 @@ import (
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "toolq.db"))
+	s, err := store.Open(context.Background(), storetest.Path(t))
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

@@ -109,6 +109,18 @@ func TestImportRules(t *testing.T) {
 			t.Error("the binary links kin-openapi")
 		}
 	})
+	t.Run("only tests and their helpers take a store from storetest", func(t *testing.T) {
+		// internal/store/storetest copies one migrated database for each test: the binary
+		// always opens (and migrates) the database it is given.
+		for name, p := range pkgs {
+			if slices.Contains(local(p.Imports), "internal/store/storetest") && !strings.HasSuffix(name, "test") {
+				t.Errorf("%s imports internal/store/storetest", name)
+			}
+		}
+		if deps := must("cmd/dashboard").Deps; slices.Contains(deps, "github.com/toolq/toolq/internal/store/storetest") {
+			t.Error("the binary links internal/store/storetest")
+		}
+	})
 	t.Run("nothing imports upward", func(t *testing.T) {
 		// Each package may import only these of toolq's (the data flows one way: AWS → collector
 		// → store → views → pages and JSON; actions beside the views).

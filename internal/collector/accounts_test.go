@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -60,7 +60,7 @@ func newTwoAccounts(t testing.TB) *twoAccounts {
 	if a.brokenClient, err = awsconf.LoadAssumed(ctx, opts, brokenRole, ""); err != nil {
 		t.Fatal(err)
 	}
-	if a.store, err = store.Open(ctx, filepath.Join(t.TempDir(), "toolq.db")); err != nil {
+	if a.store, err = store.Open(ctx, storetest.Path(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.store.Close() })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +171,7 @@ func TestOwnReceivesCountOnlySinceArrival(t *testing.T) {
 // called: a real SQLite trigger on the real file, as a full disk or a locked file would.
 func (e *env) failMoveTaskWrites() (restore func()) {
 	e.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "toolq.db")+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+e.db+"?_pragma=busy_timeout(5000)")
 	must(e.t, err)
 	exec := func(q string) {
 		if _, err := db.ExecContext(context.Background(), q); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -46,7 +47,7 @@ type env struct {
 	fn    *lambda.Client
 	eb    *eventbridge.Client
 	store *store.Store
-	dir   string
+	db    string // the store's file, kept over a restart
 	bus   *recorder
 }
 
@@ -63,7 +64,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatalf("awsconf.Load: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, sqs: clients.SQS, cw: clients.CloudWatch, fn: clients.Lambda, eb: clients.EventBridge, dir: t.TempDir(), bus: &recorder{}}
+	e := &env{t: t, ctx: ctx, clock: clock, sim: sim, sqs: clients.SQS, cw: clients.CloudWatch, fn: clients.Lambda, eb: clients.EventBridge, db: storetest.Path(t), bus: &recorder{}}
 	e.store = e.openStore()
 	return e
 }
@@ -128,7 +129,7 @@ func (pipeAddr) String() string  { return "sqsim.test" }
 
 func (e *env) openStore() *store.Store {
 	e.t.Helper()
-	st, err := store.Open(e.ctx, filepath.Join(e.dir, "toolq.db"))
+	st, err := store.Open(e.ctx, e.db)
 	if err != nil {
 		e.t.Fatalf("store.Open: %v", err)
 	}
@@ -284,7 +285,7 @@ func (e *env) errors(queueID int64) []store.CollectorError {
 // database: the store's LatestRun skips, by design, the runs whose every call failed.
 func (e *env) newestRun(kind string) (calls, errs int) {
 	e.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "toolq.db")+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+e.db+"?mode=ro")
 	if err != nil {
 		e.t.Fatal(err)
 	}

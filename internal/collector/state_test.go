@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/sqsim"
 )
 
@@ -199,7 +199,7 @@ func TestMissingOperationSkipsExpire(t *testing.T) {
 		Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond,
 	})
 	must(t, err)
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "toolq.db"))
+	st, err := store.Open(ctx, storetest.Path(t))
 	must(t, err)
 	t.Cleanup(func() { st.Close() })
 	// kumo's queues are shared by every server of the process: name them apart.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -67,7 +67,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.sqs, w.simURL = clients.SQS, srv.URL
-	w.dbPath = filepath.Join(t.TempDir(), "toolq.db")
+	w.dbPath = storetest.Path(t)
 	w.open()
 	return w
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -67,7 +67,7 @@ func newSimWorld(t *testing.T, opts worldOptions) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := filepath.Join(t.TempDir(), "toolq.db")
+	dsn := storetest.Path(t)
 	if opts.postgres {
 		dsn = pgtest.DB(t)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 )
 
 // now is the tests' fixed clock: views tests never read the wall clock.
@@ -26,7 +27,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	return newFixtureAt(t, filepath.Join(t.TempDir(), "toolq.db"))
+	return newFixtureAt(t, storetest.Path(t))
 }
 
 // newFixtureAt is newFixture on the database db names (a SQLite file or a postgres:// URL).

@@ -21,6 +21,7 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -46,7 +47,7 @@ type World struct {
 // New returns an empty World on a SQLite file, closed when the test ends.
 func New(tb testing.TB) *World {
 	tb.Helper()
-	return NewOn(tb, filepath.Join(tb.TempDir(), "toolq.db"))
+	return NewOn(tb, storetest.Path(tb))
 }
 
 // NewOn returns an empty World on the database db names (a SQLite file, or a postgres:// URL
