@@ -14,7 +14,7 @@ LDFLAGS := -s -w $(STAMP)
 # The npm packages of the simulator's third-party client suites.
 CLIENTS := sqsim/testdata/clients
 
-.PHONY: help run test test-unit test-clients test-postgres test-browser test-docs stress templ-check bench build generate lint docker clean
+.PHONY: help run test test-beside-unit test-unit test-clients test-postgres test-browser test-docs stress templ-check bench build generate lint docker clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -43,10 +43,18 @@ CLIENT_TESTS := Moto|Kumo|AWSCLI
 CLIENT_ELSEWHERE := ./internal/collector ./cmd/dashboard
 NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
-# make test runs the parts one after another. Run side by side (test-unit beside the others),
-# they took 372 s instead of 498 s, but the browser tests' demos, slowed by the unit tests'
-# load on two cores, then failed now and then: a demo's real clock does not wait for the CPU.
-test: templ-check test-unit test-clients test-postgres test-browser test-docs ## everything CI runs: generated code up to date, all tests with the race detector
+# make test runs test-unit beside the other parts, which run one after another: the unit tests
+# keep the CPU busy, the others mostly wait (on PostgreSQL, Chromium, a demo's real clock), so
+# side by side they take the time of the longer lane instead of the sum. Each part's output is
+# printed whole when it ends (make's --output-sync).
+test: templ-check ## everything CI runs: generated code up to date, then every test
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-beside-unit
+
+test-beside-unit:
+	$(MAKE) --no-print-directory test-browser
+	$(MAKE) --no-print-directory test-postgres
+	$(MAKE) --no-print-directory test-clients
+	$(MAKE) --no-print-directory test-docs
 
 test-unit: ## the tests that need Go alone
 	$(call GOTESTSUM) --packages "$$($(GO) list ./... | grep -Ev '$(NOT_UNIT)' | tr '\n' ' ')" -- $(TESTFLAGS) -skip '$(CLIENT_TESTS)'
@@ -59,9 +67,14 @@ test-postgres: ## the store on SQLite and PostgreSQL, the replicas
 	$(call GOTESTSUM) --packages "./internal/store/... ./internal/replicas/... ./internal/pgtest/..." -- $(TESTFLAGS)
 
 # The browser tests run in parallel, each in a tab of its own: most of their time is the demo's
-# real clock (a minute of pushes, a FIFO session blocking), not the CPU.
+# real clock (a minute of pushes, a FIFO session blocking), not the CPU. They and the demo they
+# drive run without the race detector: the demo's code runs under it in the tests of
+# cmd/dashboard (the whole demo, in process), internal/server (pages, pushes, websockets) and
+# the rest, and a race-built demo took five times the CPU, so that its real-clock cadences
+# slipped whenever anything ran beside it.
+E2EFLAGS := -count=1 -parallel 8
 test-browser: ## the binary's demo driven in Chromium
-	$(call GOTESTSUM) --packages "./e2e/..." -- $(TESTFLAGS) -parallel 8
+	$(call GOTESTSUM) --packages "./e2e/..." -- $(E2EFLAGS)
 
 test-docs: $(CLIENTS)/node_modules/.installed ## the examples of README.md and docs/, run against the demo
 	$(call GOTESTSUM) --packages "./docs/..." -- $(TESTFLAGS)

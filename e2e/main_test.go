@@ -115,7 +115,7 @@ func chromiumPath() string {
 // tests themselves run with it, so that a race in the product under real browser traffic fails
 // the run (the demo then exits with status 66). As in the Makefile's TESTFLAGS, checkptr is off
 // for modernc.org's packages (SQLite translated from C), where it checks none of toolq's code
-// and slows every write of the demo's store.
+// and slows every write of the demo's store. make test runs them without it (see the Makefile).
 func dashboardBinary(dir string) (string, error) {
 	if p := os.Getenv("TOOLQ_E2E_BINARY"); p != "" {
 		return p, nil

@@ -164,10 +164,10 @@ func TestEmbedPostsItsHeight(t *testing.T) {
 // one receive from the dead-letter queue. How long that took is logged, not asserted: a quiet
 // machine shows both within the first minute (42-44 s, docs/performance.md), and a loaded one
 // (the other tests' demos and browsers, the unit tests beside them in make test) slows the
-// demo's own collector past any bound a test could fix. It runs alone, before the browser tests
-// that run in parallel: beside them and the unit tests, the race-built demo took more than four
-// minutes, and its receive guard (rightly) paused the FIFO queue's samples for long stretches.
+// demo's own collector past any bound a test could fix (a race-built demo beside the unit tests
+// took more than four minutes, its receive guard rightly pausing the FIFO queue's samples).
 func TestDemoShowsABlockedSession(t *testing.T) {
+	t.Parallel()
 	needBrowser(t)
 	started := time.Now()
 	d, err := startDemo(suite.binary, filepath.Join(suite.dir, "fifo-demo"))
