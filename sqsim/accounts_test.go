@@ -22,6 +22,7 @@ import (
 // account (with its external id), and the stock SQS client with those credentials sees that
 // account's queues, ids in URLs and ARNs, and not the default account's.
 func TestAccountsThroughAssumeRole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := sqsim.New(sqsim.Options{AccountID: "111111111111"})
 	prod := sqsim.New(sqsim.Options{AccountID: "222222222222"})

@@ -19,6 +19,7 @@ import (
 // DLQ alarms (depth, and NumberOfMessagesSent, at least 1 in one minute), M
 // out of N datapoints, and TreatMissingData on a queue that has no data.
 func TestAlarmEvaluation(t *testing.T) {
+	t.Parallel()
 	type alarmSpec struct {
 		queue, metric, stat string
 		threshold           float64
@@ -137,6 +138,7 @@ func (h *harness) alarm(t *testing.T, name string) cwtypes.MetricAlarm {
 // latest evaluation), the StateValue filter, and that an update of the
 // alarm keeps its state.
 func TestAlarmStateDetails(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "calls-dlq", nil)

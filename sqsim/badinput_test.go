@@ -18,6 +18,7 @@ import (
 )
 
 func TestBadInputOverRawHTTP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", nil)
 	h.send(t, url, "keep")
@@ -115,6 +116,7 @@ func TestBadInputOverRawHTTP(t *testing.T) {
 // TestOtherRequests checks that what is neither SQS nor CloudWatch gets a
 // plain 404 (the Query protocol has tests of its own).
 func TestOtherRequests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	resp, err := http.Get(h.url + "/")
 	if err != nil {
@@ -127,6 +129,7 @@ func TestOtherRequests(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fault Fault
@@ -183,6 +186,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestParseFaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec    string
 		want    map[string]Fault

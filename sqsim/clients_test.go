@@ -108,6 +108,7 @@ func runSuite(t *testing.T, name string, args []string, extraEnv ...string) stri
 // TestJavaScriptSDK runs seeds.mjs with the pinned @aws-sdk/client-sqs and
 // @aws-sdk/client-cloudwatch (AWS JSON 1.0 for both).
 func TestJavaScriptSDK(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		requireTool(t, "node is not installed")
@@ -151,6 +152,7 @@ func pythonsWithBoto3(t *testing.T) map[string]string {
 
 // TestBoto3 runs seeds.py with every boto3 on the machine.
 func TestBoto3(t *testing.T) {
+	t.Parallel()
 	pythons := pythonsWithBoto3(t)
 	if len(pythons) == 0 {
 		requireTool(t, "no python3 with boto3 is installed")
@@ -167,6 +169,7 @@ func TestBoto3(t *testing.T) {
 // answers differ must be listed in moto_differences.txt with the side that
 // matches AWS and why.
 func TestMotoDifferential(t *testing.T) {
+	t.Parallel()
 	python := pythonWithMoto(t)
 	motoURL := startMoto(t, python)
 	simURL, _ := clientServer(t)

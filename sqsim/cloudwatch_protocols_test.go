@@ -43,6 +43,7 @@ func (h *harness) cwCall(t *testing.T, protocol, op, body string) (int, http.Hea
 // JSON with epoch-second timestamps, XML with <member> lists and ISO 8601
 // timestamps, and each protocol's error shape.
 func TestCloudWatchJSONAndQuery(t *testing.T) {
+	t.Parallel()
 	start, end := t0.Unix(), t0.Add(3*time.Minute).Unix()
 	iso := func(ts int64) string { return url.QueryEscape(time.Unix(ts, 0).UTC().Format(time.RFC3339)) }
 	type call struct {

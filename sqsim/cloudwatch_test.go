@@ -41,6 +41,7 @@ func points(r cwtypes.MetricDataResult) map[int]float64 {
 }
 
 func TestMetricsMatchActivity(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "calls", nil)
@@ -125,6 +126,7 @@ func TestMetricsMatchActivity(t *testing.T) {
 }
 
 func TestMetricsFIFOGauges(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "s.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true", "VisibilityTimeout": "120"})
 	for _, g := range []string{"a", "b", "c"} {
@@ -162,6 +164,7 @@ func TestMetricsFIFOGauges(t *testing.T) {
 }
 
 func TestGetMetricDataLimits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	h.createQueue(t, "q", nil)
@@ -218,6 +221,7 @@ func TestGetMetricDataLimits(t *testing.T) {
 }
 
 func TestGetMetricDataPagination(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", nil)
 	for range 10 {
@@ -248,6 +252,7 @@ func TestGetMetricDataPagination(t *testing.T) {
 }
 
 func TestAlarms(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, err := h.cw.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
@@ -302,6 +307,7 @@ func TestAlarms(t *testing.T) {
 }
 
 func TestListMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.createQueue(t, "std", nil)
 	h.createQueue(t, "f.fifo", map[string]string{"FifoQueue": "true"})
@@ -319,6 +325,7 @@ func TestListMetrics(t *testing.T) {
 // received three times or more, and on a dead-letter queue counted from the
 // move, for standard and FIFO alike, as AWS documents.
 func TestAgeOfOldestMessage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// run creates queues and sends at t0 (the clock stands there), ends

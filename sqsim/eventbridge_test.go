@@ -25,6 +25,7 @@ func (h *harness) eventBridge() *eventbridge.Client {
 // the stock client and reads it back as a dashboard would: buses, their
 // rules, each rule's targets with their dead-letter queues.
 func TestEventBridgeTopology(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	eb := h.eventBridge()
@@ -110,6 +111,7 @@ func TestEventBridgeTopology(t *testing.T) {
 // events the target refuses (too large, queue gone) on the target's DLQ
 // with EventBridge's failure attributes.
 func TestEventBridgeDelivery(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	eb := h.eventBridge()
@@ -198,6 +200,7 @@ func TestEventBridgeDelivery(t *testing.T) {
 
 // TestEventPatterns checks the pattern subset the simulator matches.
 func TestEventPatterns(t *testing.T) {
+	t.Parallel()
 	event := map[string]any{
 		"source": "mcp.tools", "detail-type": "ToolCallCompleted",
 		"detail": map[string]any{"toolName": "web_search", "durationMs": 120.0, "tags": []any{"slow", "retry"}, "error": nil},

@@ -16,6 +16,7 @@ import (
 )
 
 func TestFIFOOrderAndGroupLocking(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "calls.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
 	// Two sessions, interleaved: each must come out in its own order.
@@ -61,6 +62,7 @@ func TestFIFOOrderAndGroupLocking(t *testing.T) {
 }
 
 func TestFIFODeduplication(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		attrs map[string]string
@@ -118,6 +120,7 @@ func TestFIFODeduplication(t *testing.T) {
 }
 
 func TestFIFODeduplicationWindow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q.fifo", map[string]string{"FifoQueue": "true"})
 	first := h.send(t, url, "x", inGroup("A", "tc_1"))
@@ -137,6 +140,7 @@ func TestFIFODeduplicationWindow(t *testing.T) {
 }
 
 func TestFIFOSendErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q.fifo", map[string]string{"FifoQueue": "true"})
 	tests := []struct {

@@ -118,6 +118,7 @@ func compareStrings(a, b string) int {
 // against kumo, an AWS emulator written by others, and expects the same
 // observations.
 func TestAgreesWithKumo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts kumo")
 	}

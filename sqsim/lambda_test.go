@@ -24,6 +24,7 @@ func (h *harness) lambda() *lambda.Client {
 // ListEventSourceMappings by the queue's ARN, then GetFunctionConfiguration
 // for the function's timeout.
 func TestLambdaConsumers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	lc := h.lambda()
@@ -109,6 +110,7 @@ func TestLambdaConsumers(t *testing.T) {
 // TestLambdaErrors checks Lambda's validation through the stock client's
 // typed errors.
 func TestLambdaErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	lc := h.lambda()

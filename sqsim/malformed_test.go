@@ -64,6 +64,7 @@ func (s *Simulator) fingerprint() string {
 // its protocol's error shape and that nothing changed. Each would delete or
 // purge something if the simulator guessed the operation.
 func TestMalformedRequestsChangeNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	qURL := h.createQueue(t, "q", nil)
 	h.send(t, qURL, "keep")

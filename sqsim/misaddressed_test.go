@@ -183,6 +183,7 @@ func lowerFirst(s string) string {
 // with a 4xx and changes nothing; the same request well addressed changes the simulator, so each
 // refusal is of a request that would have acted.
 func TestMisaddressedRequestsChangeNothing(t *testing.T) {
+	t.Parallel()
 	type variant struct {
 		name         string
 		path, target string

@@ -55,6 +55,7 @@ func (h *harness) moveTasks(t *testing.T, sourceARN string) []types.ListMessageM
 }
 
 func TestMoveTaskRate(t *testing.T) {
+	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
 			h := newHarness(t)
@@ -106,6 +107,7 @@ func TestMoveTaskRate(t *testing.T) {
 }
 
 func TestMoveTaskCancelAndConservation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, _, _, dlqARN := redriveSetup(t, h, 20, false)
@@ -165,6 +167,7 @@ func TestMoveTaskCancelAndConservation(t *testing.T) {
 }
 
 func TestMoveTaskErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, _, srcARN, dlqARN := redriveSetup(t, h, 1, false)
@@ -219,6 +222,7 @@ func TestMoveTaskErrors(t *testing.T) {
 }
 
 func TestMoveTaskFailsWhenDestinationDeleted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	src, _, _, dlqARN := redriveSetup(t, h, 10, false)

@@ -90,6 +90,7 @@ func parseQuery(t *testing.T, body string) queryResult {
 // TestQueryProtocol drives the main operations over the Query protocol and
 // checks the XML answers and that both protocols share one state.
 func TestQueryProtocol(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	qurl := h.url + "/000000000000/calls"
 	// A body with the characters XML changes unless they are escaped.
@@ -209,6 +210,7 @@ func TestQueryProtocol(t *testing.T) {
 // that Query clients map to their errors, and that a rejected request
 // leaves the queue alone.
 func TestQueryProtocolErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	qurl := h.createQueue(t, "q", map[string]string{"MaximumMessageSize": "1024"})
 	h.send(t, qurl, "keep")
@@ -260,6 +262,7 @@ func TestQueryProtocolErrors(t *testing.T) {
 // TestQueryProtocolQueueURLInPath covers clients of the original API, which
 // send a queue's operations to the queue's URL, and GET requests.
 func TestQueryProtocolQueueURLInPath(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	qurl := h.createQueue(t, "q", nil)
 	resp, err := http.Post(qurl, "application/x-www-form-urlencoded", strings.NewReader("Action=SendMessage&MessageBody=hello"))

@@ -16,6 +16,7 @@ import (
 // receipt handles, unless one of them was deleted or had its visibility
 // changed, in which case the receive is a new one.
 func TestReceiveRequestAttemptID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type step func(h *harness, url string, first []types.Message)
 	tests := []struct {
@@ -100,6 +101,7 @@ func TestReceiveRequestAttemptID(t *testing.T) {
 // TestReceiveRequestAttemptIDOnStandardQueue checks that a standard queue
 // ignores the attempt id, as SQS documents.
 func TestReceiveRequestAttemptIDOnStandardQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "calls", nil)
 	h.send(t, url, "one")

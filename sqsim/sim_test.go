@@ -148,6 +148,7 @@ func (h *harness) delete(t testing.TB, url string, m types.Message) {
 // wake a long poll when a visibility timeout ends. It takes a second of
 // real time, the shortest visibility timeout SQS allows.
 func TestRunWithRealClock(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits one second of real time")
 	}

@@ -19,6 +19,7 @@ import (
 )
 
 func TestSendReceiveDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", nil)
 	body := `{"toolCallId":"tc_1","toolName":"create_document","toolArgs":{"title":"<b>&</b>"}}`
@@ -77,6 +78,7 @@ func TestSendReceiveDelete(t *testing.T) {
 // TestMD5OfMessageAttributes pins the encoding the digest covers to the
 // byte layout the AWS SDKs (Java's MessageMD5ChecksumHandler) use.
 func TestMD5OfMessageAttributes(t *testing.T) {
+	t.Parallel()
 	attrs := map[string]messageAttribute{
 		"Name": {DataType: "String", StringValue: aws.String("Jane")},
 	}
@@ -88,6 +90,7 @@ func TestMD5OfMessageAttributes(t *testing.T) {
 }
 
 func TestAttributeSelection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", nil)
 	h.send(t, url, "x", func(in *sqs.SendMessageInput) {
@@ -144,6 +147,7 @@ func (h *harness) release(t testing.TB, url string, msgs []types.Message) {
 }
 
 func TestVisibilityTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
@@ -197,6 +201,7 @@ func TestVisibilityTimeout(t *testing.T) {
 }
 
 func TestDelay(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		queueDelay string
@@ -230,6 +235,7 @@ func TestDelay(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", map[string]string{"MessageRetentionPeriod": "60"})
 	h.send(t, url, "old")
@@ -247,6 +253,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestLongPolling(t *testing.T) {
+	t.Parallel()
 	t.Run("wakes on send", func(t *testing.T) {
 		h := newHarness(t)
 		url := h.createQueue(t, "q", nil)
@@ -299,6 +306,7 @@ func TestLongPolling(t *testing.T) {
 }
 
 func TestSendMessageBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", map[string]string{"MaximumMessageSize": "1024"})
@@ -360,6 +368,7 @@ func batchOf(n, size int) []types.SendMessageBatchRequestEntry {
 }
 
 func TestMessageTooLarge(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	url := h.createQueue(t, "q", map[string]string{"MaximumMessageSize": "1024"})
 	_, err := h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(strings.Repeat("x", 1025))})
@@ -373,6 +382,7 @@ func TestMessageTooLarge(t *testing.T) {
 }
 
 func TestDeadLetterAfterMaxReceiveCount(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		fifo bool
@@ -438,6 +448,7 @@ func TestDeadLetterAfterMaxReceiveCount(t *testing.T) {
 // keeps its enqueue time in the DLQ, so a DLQ whose retention is not longer
 // than the source's loses it early; a FIFO message starts afresh.
 func TestDeadLetterRetention(t *testing.T) {
+	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
 			h := newHarness(t)
@@ -471,6 +482,7 @@ func TestDeadLetterRetention(t *testing.T) {
 }
 
 func TestMissingQueueIsTyped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	_, err := h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(h.url + "/000000000000/nope"), MessageBody: aws.String("x"),

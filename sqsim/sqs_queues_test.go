@@ -16,6 +16,7 @@ import (
 )
 
 func TestCreateQueue(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		queue    string
@@ -53,6 +54,7 @@ func TestCreateQueue(t *testing.T) {
 }
 
 func TestCreateQueueIsIdempotent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", map[string]string{"VisibilityTimeout": "60"})
@@ -72,6 +74,7 @@ func TestCreateQueueIsIdempotent(t *testing.T) {
 }
 
 func TestDeleteQueueThenRecreate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", nil)
@@ -96,6 +99,7 @@ func TestDeleteQueueThenRecreate(t *testing.T) {
 }
 
 func TestListQueues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	for i := range 5 {
@@ -141,6 +145,7 @@ func TestListQueues(t *testing.T) {
 }
 
 func TestQueueAttributes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", map[string]string{"DelaySeconds": "5", "ReceiveMessageWaitTimeSeconds": "20"})
@@ -194,6 +199,7 @@ func TestQueueAttributes(t *testing.T) {
 }
 
 func TestRedrivePolicyValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	src := h.createQueue(t, "src", nil)
@@ -251,6 +257,7 @@ func TestRedrivePolicyValidation(t *testing.T) {
 }
 
 func TestQueueTags(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	out, err := h.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q"), Tags: map[string]string{"team": "tools"}})
@@ -274,6 +281,7 @@ func TestQueueTags(t *testing.T) {
 }
 
 func TestPurgeQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	url := h.createQueue(t, "q", nil)

@@ -39,6 +39,7 @@ func newSimClients(t *testing.T) (*sqsim.Simulator, awsconf.Clients) {
 // mapping on web-search with the one setting the advisor flags, and the alarm, all read back
 // through the stock clients; a second Integrate changes nothing.
 func TestIntegrate(t *testing.T) {
+	t.Parallel()
 	_, c := newSimClients(t)
 	ctx := t.Context()
 	topo, err := Setup(ctx, c.SQS)
@@ -98,6 +99,7 @@ func TestIntegrate(t *testing.T) {
 // too large for the audit queue is in the target's dead-letter queue with EventBridge's failure
 // attributes, while the audit queue's consumer drains the others.
 func TestCompletedEventsReachTheTargetDLQ(t *testing.T) {
+	t.Parallel()
 	sim, c := newSimClients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 // TestRunAgainstKumo drives an SQS implementation nobody here wrote: the traffic must work
 // against any endpoint, not just the embedded simulator.
 func TestRunAgainstKumo(t *testing.T) {
+	t.Parallel()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
 	client := newClient(t, srv.URL)

@@ -22,6 +22,7 @@ func planFor(seed int64, until time.Duration) (steps []step, at []time.Duration)
 }
 
 func TestPlannerIsDeterministic(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		a, b      int64
@@ -43,6 +44,7 @@ func TestPlannerIsDeterministic(t *testing.T) {
 }
 
 func TestSimulateAttemptIsDeterministic(t *testing.T) {
+	t.Parallel()
 	steps, _ := planFor(7, 5*time.Minute)
 	for _, st := range steps {
 		for _, s := range st.Sends {
@@ -61,6 +63,7 @@ func TestSimulateAttemptIsDeterministic(t *testing.T) {
 // the traffic has put a poison pill on every source queue with a DLQ, blocked a FIFO session,
 // and sent hostile text, a hostile session id and a long body.
 func TestOpeningShowsEverySituation(t *testing.T) {
+	t.Parallel()
 	steps, at := planFor(1, time.Minute)
 	poisoned := map[string]bool{}
 	blocked := map[string]int{}
@@ -110,6 +113,7 @@ func TestOpeningShowsEverySituation(t *testing.T) {
 }
 
 func TestPlannedCallsAreWellFormed(t *testing.T) {
+	t.Parallel()
 	steps, _ := planFor(3, 30*time.Minute)
 	lastSeq := map[string]int{}
 	seenTool := map[string]bool{}
@@ -172,6 +176,7 @@ func validGroupID(s string) bool {
 }
 
 func TestAttemptsMatchPoison(t *testing.T) {
+	t.Parallel()
 	steps, _ := planFor(5, 20*time.Minute)
 	var poison, healthy, slow int
 	for _, st := range steps {
@@ -208,6 +213,7 @@ func TestAttemptsMatchPoison(t *testing.T) {
 // TestPlannerRate keeps the demo light: about the configured rate over an hour, bursts and
 // the blocked session included.
 func TestPlannerRate(t *testing.T) {
+	t.Parallel()
 	steps, _ := planFor(11, time.Hour)
 	n := 0
 	for _, st := range steps {

@@ -36,6 +36,7 @@ func queueAttributes(t *testing.T, client *sqs.Client, url string) map[string]st
 }
 
 func TestSetupCreatesTopology(t *testing.T) {
+	t.Parallel()
 	_, client := newSim(t)
 	first, err := Setup(t.Context(), client)
 	if err != nil {
@@ -132,6 +133,7 @@ func TestSetupCreatesTopology(t *testing.T) {
 // TestTrafficReachesDeadLetterQueues runs the traffic with one-second visibility timeouts
 // until every DLQ holds a poison pill, then checks every message the traffic sent.
 func TestTrafficReachesDeadLetterQueues(t *testing.T) {
+	t.Parallel()
 	sim, client := newSim(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestAccountFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := func(body string) string {
 		p := filepath.Join(dir, "accounts"+string(rune('a'+len(body)%26))+".json")
@@ -78,6 +79,7 @@ func TestAccountFlags(t *testing.T) {
 // accounts, the second through an assumed role with an external id: the queues of both are
 // stored under their account, a same-named queue once per account.
 func TestServeWatchesTwoAccounts(t *testing.T) {
+	t.Parallel()
 	home := sqsim.New(sqsim.Options{Seed: 3})
 	prod := sqsim.New(sqsim.Options{Seed: 4, AccountID: "111111111111"})
 	accounts := sqsim.NewAccounts(home, prod)

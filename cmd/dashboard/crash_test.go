@@ -106,6 +106,7 @@ func (p *dashboardProcess) kill(t *testing.T) {
 // process settles it at start-up from the simulator's real move tasks, and the client's repeat
 // of its press (same Idempotency-Key) is answered from that outcome without a second task.
 func TestKillBetweenIntentAndOutcome(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the dashboard as a process")
 	}
@@ -226,6 +227,7 @@ func postRedrive(t *testing.T, base, key string) (int, string) {
 // TestServeRefusesAForeignDatabase: `dashboard serve` on a database that a newer toolq
 // migrated, or that lost a table, stops at once with a message that says so.
 func TestServeRefusesAForeignDatabase(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, stmt, want string
 	}{

@@ -80,6 +80,7 @@ func waitReady(t *testing.T, base string) {
 }
 
 func TestDemoServesAndStops(t *testing.T) {
+	t.Parallel()
 	addrs, stop := startDemo(t, demoConfig{dashboard: testDashboard("127.0.0.1:0"), simListen: "127.0.0.1:0", region: "us-east-1", seed: 1})
 
 	if code := get(t, addrs.Dashboard+"/healthz"); code != http.StatusOK {
@@ -154,6 +155,7 @@ func TestDemoServesAndStops(t *testing.T) {
 
 // TestDemoGoesOnWithoutSimulatorPort checks that a taken --sim-listen port is skipped.
 func TestDemoGoesOnWithoutSimulatorPort(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +175,7 @@ func TestDemoGoesOnWithoutSimulatorPort(t *testing.T) {
 }
 
 func TestDemoFailsOnTakenDashboardPort(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

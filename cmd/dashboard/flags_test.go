@@ -40,6 +40,7 @@ func newTestFlags(out io.Writer) (*envFlags, *testFlags) {
 }
 
 func TestEnvFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -90,6 +91,7 @@ func TestEnvFlags(t *testing.T) {
 }
 
 func TestEnvFlagsErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -124,6 +126,7 @@ func TestEnvFlagsErrors(t *testing.T) {
 }
 
 func TestEnvFlagsHelpNamesVariables(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	f, _ := newTestFlags(&out)
 	if err := f.Parse([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {

@@ -19,6 +19,7 @@ func runForTest(t *testing.T, args ...string) (stdout, stderr string, err error)
 }
 
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, c := range commands() {
 		if c.name == "" || c.summary == "" || c.run == nil {
@@ -43,6 +44,7 @@ func TestCommandTable(t *testing.T) {
 // TestCommandHelp runs --help of every subcommand: it must succeed, explain the command and
 // name the environment variable of every flag.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			for _, args := range [][]string{{c.name, "--help"}, {"help", c.name}} {
@@ -70,6 +72,7 @@ func TestCommandHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	stdout, _, err := runForTest(t, "version")
 	if err != nil {
 		t.Fatalf("version: %v", err)
@@ -82,6 +85,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageMistakes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -111,6 +115,7 @@ func TestUsageMistakes(t *testing.T) {
 // commit stamped into this package's version and commit variables, so that its pages do not
 // say "dev" when git knows better. A dry run (make -n) prints the command without running it.
 func TestMakeRunStampsTheVersion(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")
 	}

@@ -53,6 +53,7 @@ func refusing(sim http.Handler, denySQS, denyCloudWatch, denyLambda bool) http.H
 // summary never says healthy, the status endpoint names the failing operation and the
 // permission it needs, and the gauges say so.
 func TestServeIsNeverGreenWhileBlind(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                        string
 		denySQS, denyCW, denyLambda bool

@@ -27,6 +27,7 @@ import (
 // flags select (and the dead-letter queue of a selected source, selected or not), sample the
 // dead-letter queue unless --peek none, never delete, and stop cleanly when its context ends.
 func TestServeAgainstSimulator(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string // besides --endpoint-url, --region, --db and --listen
@@ -138,6 +139,7 @@ func TestServeAgainstSimulator(t *testing.T) {
 }
 
 func TestServeFlagsReachTheDashboard(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{
 		"--region", "us-east-1", "--region", "eu-west-1",
 		"--queue-prefix", "tool-", "--queue-prefix", "web-", "--queue", "exports",
@@ -213,6 +215,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 // TOOLQ_NOTIFY alike, and a whsec_ secret that does not decode stops serve at start, with an
 // error that does not repeat the secret.
 func TestServeNotifySecrets(t *testing.T) {
+	t.Parallel()
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(append([]byte{0xfb, 0xef, 0xff}, "twenty-nine more bytes of key"...))
 	for _, tt := range []struct {
 		name string

@@ -70,6 +70,7 @@ func awsCLIs(t *testing.T) []string {
 // TestSimWithAWSCLI runs a few aws CLI calls against `dashboard sim`: SQS and CloudWatch
 // both answer in the protocol the CLI speaks, errors included.
 func TestSimWithAWSCLI(t *testing.T) {
+	t.Parallel()
 	endpoint := startSim(t)
 	var cliEnv []string
 	for _, kv := range os.Environ() {

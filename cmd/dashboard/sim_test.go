@@ -54,6 +54,7 @@ func (w *endpointWriter) String() string {
 // environment variables, and checks that the injected fault reaches an SDK client: the
 // faulty operation is throttled, the others are not.
 func TestSimFaultFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -108,6 +109,7 @@ func TestSimFaultFlag(t *testing.T) {
 // TestSimBadFault checks that a malformed --fault is a usage mistake, found before
 // anything listens.
 func TestSimBadFault(t *testing.T) {
+	t.Parallel()
 	_, stderr, err := runForTest(t, "sim", "--listen", "127.0.0.1:0", "--fault", "SendMessage=throttle:2")
 	if code := exitCode(err, &bytes.Buffer{}); code != 2 {
 		t.Errorf("exit code %d, want 2 (err %v)", code, err)
@@ -131,6 +133,7 @@ func (l brokenListener) Accept() (net.Conn, error) {
 // when its listener fails, with or without traffic, instead of waiting for a signal that
 // may never come.
 func TestSimEndsWhenItsListenerFails(t *testing.T) {
+	t.Parallel()
 	for _, withTraffic := range []bool{false, true} {
 		t.Run(fmt.Sprintf("traffic=%v", withTraffic), func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,7 @@ import (
 // TestTokenCommands creates, lists and revokes a token through the CLI, in the database file
 // `serve` would use, and checks that the printed token is the one the store knows.
 func TestTokenCommands(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "toolq.db")
 
 	out, _, err := runForTest(t, "token", "create", "--name", "slackbot", "--role", "operator", "--db", db)

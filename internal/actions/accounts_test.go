@@ -23,6 +23,7 @@ import (
 // destination in the other account is refused before AWS is asked; the shared name is
 // ambiguous, each ARN is not.
 func TestRedriveInItsOwnAccount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := sqsim.NewManualClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	home := sqsim.New(sqsim.Options{Clock: clock, Seed: 1})

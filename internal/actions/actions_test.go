@@ -100,6 +100,7 @@ func liveTasks(t *testing.T, w *actionstest.World, name string) []store.MoveTask
 }
 
 func TestStartRedriveRefusals(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
@@ -162,6 +163,7 @@ func TestStartRedriveRefusals(t *testing.T) {
 }
 
 func TestStartRedriveAWSError(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	svc := w.Actions(actions.Options{})
 	w.Sim.SetFault("StartMessageMoveTask", sqsim.Fault{ErrorRate: 1})
@@ -179,6 +181,7 @@ func TestStartRedriveAWSError(t *testing.T) {
 }
 
 func TestRedriveCompletesAndConservesMessages(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
@@ -242,6 +245,7 @@ func TestRedriveCompletesAndConservesMessages(t *testing.T) {
 // may use it as their DLQ, not where a move task may send messages. A byQueue policy that lists
 // the DLQ's source lets it redrive to any queue of its type, listed or not.
 func TestRedriveAllowPolicyGovernsSourcesOnly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		destination func(w *actionstest.World) string
@@ -269,6 +273,7 @@ func TestRedriveAllowPolicyGovernsSourcesOnly(t *testing.T) {
 }
 
 func TestRedriveFIFOToChosenDestination(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.CreateQueue(t, "replay.fifo", "", nil)
 	svc := w.Actions(actions.Options{})
@@ -287,6 +292,7 @@ func TestRedriveFIFOToChosenDestination(t *testing.T) {
 }
 
 func TestSecondStartIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
@@ -301,6 +307,7 @@ func TestSecondStartIsRefused(t *testing.T) {
 }
 
 func TestConcurrentStartsMakeOneTask(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	svc := w.Actions(actions.Options{})
 	const clicks = 5
@@ -331,6 +338,7 @@ func TestConcurrentStartsMakeOneTask(t *testing.T) {
 }
 
 func TestCancelHalfWay(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := w.Actions(actions.Options{})
@@ -388,6 +396,7 @@ func (c cancelTakesAMoment) CancelMessageMoveTask(ctx context.Context, in *sqs.C
 // leaves it, even when the task has stopped by the time toolq lists it; the store has the list's
 // CANCELLED.
 func TestCancelAnswersCancelling(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: cancelTakesAMoment{w.SQS, w}}, Store: w.Store, Now: w.Now})
@@ -414,6 +423,7 @@ func TestCancelAnswersCancelling(t *testing.T) {
 // TestActionsWhenAWSIsDown: an endpoint that does not answer is a 502 aws_error that says which
 // step failed, never the transport's text (addresses, ports), and is audited as failed.
 func TestActionsWhenAWSIsDown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close() // nothing listens there any more
@@ -462,6 +472,7 @@ func TestActionsWhenAWSIsDown(t *testing.T) {
 // TestAWSCallsAreCounted: the actions' own AWS calls show in toolq_aws_calls_total, the metric
 // the collector counts its reads in, so /metrics tells every call toolq makes.
 func TestAWSCallsAreCounted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	reg := prometheus.NewRegistry()
 	svc := w.Actions(actions.Options{Registerer: reg})
@@ -501,6 +512,7 @@ func rate(n int) string { return strconv.Itoa(n) }
 // TestEventBridgeDLQIsNeverRedriven: a move task out of an EventBridge target's dead-letter
 // queue is refused, with why, and audited, also when a RedrivePolicy names the queue too.
 func TestEventBridgeDLQIsNeverRedriven(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	w.CreateQueue(t, "audit", "", nil)

@@ -63,6 +63,7 @@ func results(entries []store.AuditEntry) []string {
 // TestIntentIsWrittenBeforeAWSIsCalled: when StartMessageMoveTask and CancelMessageMoveTask
 // reach the endpoint, their intent is already in the audit log; the outcome follows and names it.
 func TestIntentIsWrittenBeforeAWSIsCalled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var mu sync.Mutex
 	seen := map[string][]string{} // operation → the audit log as the endpoint saw it arrive
@@ -110,6 +111,7 @@ func sqsClient(endpoint string, r aws.Retryer) *sqs.Client {
 // failure as a full disk gives one, or a table dropped by hand) refuses the action before AWS
 // is called: 503-kind refusal, no move task, no message moved.
 func TestActionRefusedWhenTheAuditCannotBeWritten(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		breakIt string
@@ -178,6 +180,7 @@ func breakAfter(t *testing.T, w *actionstest.World, op string, times int, advanc
 // with the task that ran and audits it as accepted. The client's retry with the same key gets
 // the same answer: one press, one task.
 func TestLostStartResponse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.DeadLetter(t, "orders", 75) // 100 in orders-dlq
 	front := breakAfter(t, w, "StartMessageMoveTask", 1, 30*time.Second)
@@ -225,6 +228,7 @@ func TestLostStartResponse(t *testing.T) {
 // the task CANCELLING in ListMessageMoveTasks and says so, instead of "it ended before it could
 // be cancelled" from a blind retry.
 func TestLostCancelResponse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	front := breakAfter(t, w, "CancelMessageMoveTask", 1, 0)
 	svc := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{actionstest.Region: sqsClient(front.URL, aws.NopRetryer{})}, Store: w.Store, Now: w.Now})
@@ -243,6 +247,7 @@ func TestLostCancelResponse(t *testing.T) {
 // TestStartFailsWhenNothingLanded: a start that fails with nothing started is tried again (after
 // ListMessageMoveTasks showed nothing landed), and audited as failed when every try failed.
 func TestStartFailsWhenNothingLanded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	svc := w.Actions(actions.Options{RetryWait: time.Millisecond})
 	w.Sim.SetFault("StartMessageMoveTask", sqsim.Fault{ErrorRate: 1})
@@ -261,6 +266,7 @@ func TestStartFailsWhenNothingLanded(t *testing.T) {
 // (accepted or refused), concurrently too; the same key for another request is refused; another
 // caller's key is its own.
 func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("concurrent presses", func(t *testing.T) {
 		w := newWorld(t)
@@ -343,6 +349,7 @@ func TestIdempotencyKeys(t *testing.T) {
 // none) as its call left it in the simulator, then a new process's Reconcile. Each intent gets
 // the outcome ListMessageMoveTasks shows, and a repeat of its key is answered from it.
 func TestReconcileAfterACrash(t *testing.T) {
+	t.Parallel()
 	var handle string // of the task started before a cancel's intent
 	tests := []struct {
 		name       string
@@ -431,6 +438,7 @@ func TestReconcileAfterACrash(t *testing.T) {
 // down) is settled by the queue's next action before it calls StartMessageMoveTask, so the new
 // task is never taken for the old intent's.
 func TestActionSettlesItsQueueFirst(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	dlq, err := w.Store.ResolveQueue(ctx, "orders-dlq")

@@ -21,6 +21,7 @@ import (
 // no move tasks: the operator gets a clear 502 naming AWS's code, the attempt is audited as
 // failed, and nothing panics.
 func TestKumoWithoutMoveTasks(t *testing.T) {
+	t.Parallel()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -86,6 +86,7 @@ func (a *twoAccounts) region(account, id string, c awsconf.Clients) Region {
 // resolved only by ARN; a dead-letter queue is adopted in its own account; depths are each
 // account's own; the third account's failure is its own, visible, and never the others'.
 func TestDiscoveryAcrossAccounts(t *testing.T) {
+	t.Parallel()
 	a := newTwoAccounts(t)
 	a.create(t, a.homeClients.SQS, "tool-calls", nil)
 	a.create(t, a.homeClients.SQS, "home-only", nil)
@@ -242,6 +243,7 @@ func TestDiscoveryAcrossAccounts(t *testing.T) {
 // TestIdentityOfAnotherAccount: credentials that reach another account than the role's leave
 // the scope blind, with a failure that says so, and list nothing under the wrong account.
 func TestIdentityOfAnotherAccount(t *testing.T) {
+	t.Parallel()
 	a := newTwoAccounts(t)
 	a.create(t, a.homeClients.SQS, "tool-calls", nil)
 	c, err := New(Options{

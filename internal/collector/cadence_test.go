@@ -46,6 +46,7 @@ func (r *readsByQueue) reset() {
 // and an opted-in one with a RedrivePolicy once more per sample, since the receive guard needs
 // its depth fresh.
 func TestQuietDeadLetterQueuesAreReadAtTheirOwnCadence(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("idle", nil)
 	busyURL, _ := e.createPair("busy", "busy-dlq", 1000) // room for an hour of samples' receives
@@ -94,6 +95,7 @@ func TestQuietDeadLetterQueuesAreReadAtTheirOwnCadence(t *testing.T) {
 // empty is sampled again at the peek loop's next check once the attribute loop sees messages in
 // it, not a whole PeekSourceInterval later; and the sample after that comes at the interval.
 func TestQueueSampledAsSoonAsItFillsAfterAnEmptySample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("exports", "exports-dlq", 5)
 	c := e.collector(func(o *Options) { o.Peek.Sources = []string{"exports"} })

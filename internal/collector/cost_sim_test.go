@@ -162,6 +162,7 @@ func costFromCallCounts(tb testing.TB, e *env, priced *pricedSQS, span time.Dura
 // estimate of a day must be what an hour of calls comes to, times 24; for the fleet of the
 // cost table and for one where every dead-letter queue holds messages.
 func TestCostEstimateAgreesWithCallCounts(t *testing.T) {
+	t.Parallel()
 	for _, f := range []struct {
 		name        string
 		filledEvery int
@@ -197,6 +198,7 @@ func TestCostEstimateAgreesWithCallCounts(t *testing.T) {
 // TestBudgetSlowsTheCollector: with a budget under the default cost, the collector runs at the
 // slower cadences its estimate chose, and the calls it makes fit the budget.
 func TestBudgetSlowsTheCollector(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, priced := steadyFleet(t, e, 10, 10)
 	c.opts.BudgetUSDPerDay = 0.05

@@ -35,6 +35,7 @@ func fleet(n int, fifoShare float64, filledEvery int) []CostQueue {
 }
 
 func TestEstimateCost(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		queues       []CostQueue
@@ -112,6 +113,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 // holds the bound: at most $5 a day per 1,000 queues at the defaults, also when every
 // dead-letter queue holds messages.
 func TestCostForFleetSizes(t *testing.T) {
+	t.Parallel()
 	for _, f := range []struct {
 		name        string
 		filledEvery int
@@ -142,6 +144,7 @@ func TestCostForFleetSizes(t *testing.T) {
 // budget slows them step by step, never faster than configured, and says when even the slowest
 // do not fit.
 func TestPlanCadences(t *testing.T) {
+	t.Parallel()
 	queues := fleet(500, 0.5, 10)
 	full := EstimateCost(defaultCostConfig, queues, t0).TotalUSDPerDay
 	tests := []struct {
@@ -182,6 +185,7 @@ func TestPlanCadences(t *testing.T) {
 }
 
 func TestCostEstimateStoredAfterCycles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 3)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseDimension(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec    string
 		want    Dimension
@@ -46,6 +47,7 @@ func TestParseDimension(t *testing.T) {
 }
 
 func TestCollectorRefusesBadDimensions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	twice := []Dimension{{Name: "a", Source: FromAttribute, Path: "x"}, {Name: "a", Source: FromJSON, Path: "y"}}
 	many := make([]Dimension, MaxDimensions+1)
@@ -62,6 +64,7 @@ func TestCollectorRefusesBadDimensions(t *testing.T) {
 // TestSampleKeepsDimensions runs a real peek over messages that carry their MCP server as an
 // attribute and an error code in the body, and reads the dimensions back from the store.
 func TestSampleKeepsDimensions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("tool-calls", "tool-calls-dlq", 1)
 	attr := func(server string) func(*sqs.SendMessageInput) {

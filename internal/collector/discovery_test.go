@@ -26,6 +26,7 @@ func storedNames(t *testing.T, e *env, includeGone bool) []string {
 }
 
 func TestDiscoverySelection(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		prefixes []string
@@ -68,6 +69,7 @@ func TestDiscoverySelection(t *testing.T) {
 }
 
 func TestDiscoveryMarksVanishedQueuesGone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	keepURL, _ := e.createQueue("tc-keep", nil)
 	listedURL, _ := e.createQueue("tc-listed", nil)
@@ -119,6 +121,7 @@ func TestDiscoveryMarksVanishedQueuesGone(t *testing.T) {
 }
 
 func TestDeadLetterPairing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, dlqARN := e.createQueue("tool-calls-dlq.fifo", map[string]string{"FifoQueue": "true"})
 	_, srcARN := e.createQueue("tool-calls.fifo", map[string]string{
@@ -167,6 +170,7 @@ func TestDeadLetterPairing(t *testing.T) {
 }
 
 func TestParseRedrivePolicy(t *testing.T) {
+	t.Parallel()
 	const arn = "arn:aws:sqs:us-east-1:000000000000:dlq"
 	tests := []struct {
 		name   string
@@ -193,6 +197,7 @@ func TestParseRedrivePolicy(t *testing.T) {
 }
 
 func TestSourceARNFromURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		dlq, url, want string
 	}{
@@ -211,6 +216,7 @@ func TestSourceARNFromURL(t *testing.T) {
 }
 
 func TestDiscoveryPaginates(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := range 1001 {
 		// CreateQueue alone: createQueue's GetQueueAttributes for the ARN would double the set-up.
@@ -233,6 +239,7 @@ func TestDiscoveryPaginates(t *testing.T) {
 // queue (a tier), both outside the selection, are watched after one discovery; after a restart
 // they are resumed from the store without a call, like the listed queues.
 func TestDiscoveryAdoptsEveryTier(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, last := e.createQueue("zz-tier2", nil)
 	_, tier := e.createQueue("zz-tier1", map[string]string{
@@ -270,6 +277,7 @@ func TestDiscoveryAdoptsEveryTier(t *testing.T) {
 // fleet, and no single-queue lookup runs at all. Before, every adoption looked its queue up,
 // and each lookup read every redrive pair.
 func TestDiscoveryStoreReadsDoNotGrowWithTheFleet(t *testing.T) {
+	t.Parallel()
 	type counts map[string]int
 	discoveries := func(t *testing.T, pairs int) (fresh, restart counts) {
 		e := newEnv(t)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAttributeFaultsAreRecordedAndTheCycleGoesOn(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fault sqsim.Fault
@@ -100,6 +101,7 @@ func (p panickySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttr
 }
 
 func TestPanicInOneQueueIsRecovered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("a", nil)
 	badURL, _ := e.createQueue("b", nil)
@@ -124,6 +126,7 @@ func TestPanicInOneQueueIsRecovered(t *testing.T) {
 }
 
 func TestMetricFaultsAreRecorded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("web-search", nil)
 	c := e.collector(nil)
@@ -137,6 +140,7 @@ func TestMetricFaultsAreRecorded(t *testing.T) {
 }
 
 func TestRepeatedFailuresAreStoredOncePerMinuteAndBackedOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("a", nil)
 	c := e.collector(nil) // attribute interval 15 s, discovery interval 5 min
@@ -189,6 +193,7 @@ func TestRepeatedFailuresAreStoredOncePerMinuteAndBackedOff(t *testing.T) {
 // cycle with the SDK's retries each time, which drained the retry quota an operator's redrive
 // shared.
 func TestMoveTaskPollsBackOffOnServerErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createPair("a", "a-dlq", 3)
 	e.createPair("b", "b-dlq", 3)

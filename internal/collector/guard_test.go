@@ -32,6 +32,7 @@ func (e *env) createTier(source, tier, final string, sourceMax, tierMax int) (so
 // By default it is not received from at all; opted in, its receives stop while one more would
 // leave a message no delivery, so that over many passes nothing moves on to the final DLQ.
 func TestNoLookMovesATiersMessages(t *testing.T) {
+	t.Parallel()
 	for _, optIn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("opted in %v", optIn), func(t *testing.T) {
 			e := newEnv(t)
@@ -87,6 +88,7 @@ func TestNoLookMovesATiersMessages(t *testing.T) {
 // TestReceiveGuardSurvivesARestart: what the peeks know of a source's messages comes back from
 // the store, so a new process does not receive a message the old one had paused for.
 func TestReceiveGuardSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("orders", "orders-dlq", 3)
 	e.send(srcURL, toolCallBody("pay", 1, "s"))
@@ -126,6 +128,7 @@ func TestReceiveGuardSurvivesARestart(t *testing.T) {
 // again by its consumer and back in the DLQ shows the consumer's receives since its return, not
 // those minus toolq's receives of its earlier stay.
 func TestOwnReceivesCountOnlySinceArrival(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 2)
 	e.deadLetter(srcURL, "web-search-dlq", 1)
@@ -188,6 +191,7 @@ func (e *env) failMoveTaskWrites() (restore func()) {
 // TestMoveTaskCachedOnlyOnceStored: a write that fails once must not leave the task RUNNING in
 // the store: the next poll writes what SQS says.
 func TestMoveTaskCachedOnlyOnceStored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 30)
@@ -221,6 +225,7 @@ func TestMoveTaskCachedOnlyOnceStored(t *testing.T) {
 // retry for its consumers, and the queue shows why it is paused; at maxReceiveCount 2 or less it
 // is never received from at all.
 func TestIdleMessagesKeepTheirTries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		maxRC     int
 		wantOwn   int // toolq's receives of each message
@@ -293,6 +298,7 @@ func (e *env) refusal(queueID int64) string {
 // time). Being busy is no sign that the pile is gone: over many passes toolq receives no waiting
 // message more than maxReceiveCount − 2 times, during the block and after the head has gone.
 func TestBlockedGroupKeepsItsPile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("orders.fifo", "orders-dlq.fifo", 5)
 	for i := range 5 {

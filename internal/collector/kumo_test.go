@@ -24,6 +24,7 @@ import (
 // move-task operations: they must be recorded once each, never fatal. kumo keeps real time, so
 // this test uses the wall clock and the consumer fails fast (visibility back to 0).
 func TestAgainstKumo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)

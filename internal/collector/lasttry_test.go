@@ -16,6 +16,7 @@ import (
 // what it took shows no consumer failure, so that it stops after spending one last try at most.
 // The fresh fleet says what that caution costs where there is nothing to spare.
 func TestSampleSparesLastTries(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		failures int // consumer receives of each message before the samples

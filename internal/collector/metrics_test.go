@@ -34,6 +34,7 @@ func (r *recordingCW) GetMetricData(ctx context.Context, in *cloudwatch.GetMetri
 // metrics, 7 for FIFO) and the age of the oldest message of those holding messages, none of a
 // dead-letter queue, packed 500 queries to a call.
 func TestMetricsCallsAndQueriesPerCall(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		standard int
@@ -84,6 +85,7 @@ func TestMetricsCallsAndQueriesPerCall(t *testing.T) {
 }
 
 func TestMetricsWindowStartsAtNewestPoint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	url, _ := e.createQueue("web-search", nil)
 	cw := &recordingCW{Client: e.cw}
@@ -135,6 +137,7 @@ func TestMetricsWindowStartsAtNewestPoint(t *testing.T) {
 }
 
 func TestBackfillOnceAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	url, _ := e.createQueue("web-search", nil)
 	// Two hours of history before toolq first looks.
@@ -187,6 +190,7 @@ func TestBackfillOnceAcrossRestarts(t *testing.T) {
 }
 
 func TestRestartDoesNotPeekEarly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 3)
@@ -211,6 +215,7 @@ func TestRestartDoesNotPeekEarly(t *testing.T) {
 }
 
 func TestPackByQueue(t *testing.T) {
+	t.Parallel()
 	var queries []metricQuery
 	queues := make([]*watchedQueue, 60)
 	for i := range queues {
@@ -236,6 +241,7 @@ func TestPackByQueue(t *testing.T) {
 }
 
 func TestQuietQueueIsNotAskedForItsWholePastAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("quiet", nil)
 	cw := &recordingCW{Client: e.cw}
@@ -258,6 +264,7 @@ func TestQuietQueueIsNotAskedForItsWholePastAgain(t *testing.T) {
 // interval, the 60-s datapoints stored must add up to every message sent in the complete
 // minutes asked so far. An interval under a minute once never asked for a new queue at all.
 func TestNewQueueGetsPointsAtAnyInterval(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		interval time.Duration
@@ -318,6 +325,7 @@ func TestNewQueueGetsPointsAtAnyInterval(t *testing.T) {
 // of the one holding messages only, the counters of both sources once an hour, as one-minute
 // datapoints that add up to every message sent, and the dead-letter queue never.
 func TestMetricsCadences(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	busy, _ := e.createPair("busy", "busy-dlq", 3)
 	e.createQueue("idle", nil)

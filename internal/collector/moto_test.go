@@ -77,6 +77,7 @@ func startMoto(t *testing.T) string {
 // sampled and handed back, and nothing is received from the sources or the tier, nor moved.
 // moto speaks no CBOR, so CloudWatch is left out.
 func TestAgainstMoto(t *testing.T) {
+	t.Parallel()
 	url := startMoto(t)
 	ctx := context.Background()
 	clients, err := awsconf.Load(ctx, awsconf.Options{Region: "us-east-1", EndpointURL: url, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond})
@@ -254,6 +255,7 @@ func motoRole(t *testing.T, url string) string {
 // watched though outside the selection) is the same. moto speaks no CBOR, so alarms are left out
 // on both sides.
 func TestTopologyAgreesWithMoto(t *testing.T) {
+	t.Parallel()
 	url := startMoto(t)
 	ctx := context.Background()
 	moto, err := awsconf.Load(ctx, awsconf.Options{Region: "us-east-1", EndpointURL: url, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond})

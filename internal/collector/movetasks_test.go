@@ -12,6 +12,7 @@ import (
 )
 
 func TestMoveTaskPolling(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 20)
@@ -83,6 +84,7 @@ func TestMoveTaskPolling(t *testing.T) {
 // at the first attribute read that sees the dead-letter queue's depth fall, not at the next idle
 // poll minutes later.
 func TestMoveTaskFoundWhenDepthFalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 20)
@@ -115,6 +117,7 @@ func TestMoveTaskFoundWhenDepthFalls(t *testing.T) {
 // stamped a few milliseconds after a tick must be due at the tick that ends its interval, not
 // one tick later, and never more than half a tick early.
 func TestDueAtTickSlack(t *testing.T) {
+	t.Parallel()
 	last := t0.Add(3 * time.Millisecond) // the work ran just after the tick at t0
 	tests := []struct {
 		name        string

@@ -33,6 +33,7 @@ func (e *env) latestMessages(name string) (store.Sample, []store.SampledMessage)
 }
 
 func TestPeekNeverDeletesAndReleases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 2)
 	e.deadLetter(srcURL, "web-search-dlq", 25)
@@ -101,6 +102,7 @@ func TestPeekNeverDeletesAndReleases(t *testing.T) {
 }
 
 func TestPeekOnlyWhereAllowed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		peek        PeekOptions
@@ -166,6 +168,7 @@ func receivedFrom(before, after []sqsim.MessageSnapshot) bool {
 }
 
 func TestPeekSkipsDeadLetterQueueBeingMoved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 2)
 	e.deadLetter(srcURL, "web-search-dlq", 20)
@@ -188,6 +191,7 @@ func TestPeekSkipsDeadLetterQueueBeingMoved(t *testing.T) {
 }
 
 func TestPeekRefusesSourceWithMaxReceiveCountOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("fragile", "fragile-dlq", 1)
 	e.send(srcURL, toolCallBody("x", 1, "s"))
@@ -216,6 +220,7 @@ func TestPeekRefusesSourceWithMaxReceiveCountOne(t *testing.T) {
 }
 
 func TestGroupBacklogAndBlockedGroups(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("orders.fifo", "orders-dlq.fifo", 5)
 	for i := range 3 {
@@ -286,6 +291,7 @@ func TestGroupBacklogAndBlockedGroups(t *testing.T) {
 }
 
 func TestNearMaxReceive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 4)
 	e.send(srcURL, toolCallBody("search", 1, "s")) // failed three times below
@@ -331,6 +337,7 @@ func TestNearMaxReceive(t *testing.T) {
 }
 
 func TestPeekCapAndHostileBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("tool-calls", "tool-calls-dlq", 1)
 	huge := `{"toolName":"write_file","toolArgs":{"content":"` + strings.Repeat("é", 40_000) + `"}}`
@@ -385,6 +392,7 @@ func TestPeekCapAndHostileBodies(t *testing.T) {
 }
 
 func TestToolFields(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		body  string
@@ -425,6 +433,7 @@ func (c cancellingSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessag
 }
 
 func TestPeekReleasesWhenCancelled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 15)
@@ -446,6 +455,7 @@ func TestPeekReleasesWhenCancelled(t *testing.T) {
 }
 
 func TestDeadLetterQueueSampledAsSoonAsItFills(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	c := e.collector(nil)
@@ -491,6 +501,7 @@ func (s secondReceiveFails) ReceiveMessage(ctx context.Context, in *sqs.ReceiveM
 // TestPeekReleasesWhenAPassFails: whatever ends a pass early, every message it took is handed
 // back at once and the failure is recorded; nothing is deleted.
 func TestPeekReleasesWhenAPassFails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		panics   bool

@@ -13,6 +13,7 @@ import (
 // id after a redrive is one the task left where it was, and toolq's earlier
 // receives of it still count.
 func TestOwnReceivesSurviveAPartialRedrive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 2)
 	e.deadLetter(srcURL, "web-search-dlq", 2)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSeveralRegionsInOneCollector(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // us-east-1
 	e.createQueue("web-search", nil)
 

@@ -18,6 +18,7 @@ import (
 // TestRunStartsEveryLoopAtOnce checks that Run does each loop's first cycle at start-up (the
 // dead-letter sample arrives long before any interval) and returns once its context ends.
 func TestRunStartsEveryLoopAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 2)
@@ -82,6 +83,7 @@ func TestRunStartsEveryLoopAtOnce(t *testing.T) {
 }
 
 func TestNewValidatesOptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tests := []struct {
 		name string
@@ -110,6 +112,7 @@ func TestNewValidatesOptions(t *testing.T) {
 // checks that a set option, a negative Backfill, a MoveTasksInterval that follows a changed
 // discovery interval and cadences never faster than the loops' own are kept.
 func TestNewFillsDocumentedDefaults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := bareCollector(t, e, nil)
 	tests := []struct {
@@ -172,6 +175,7 @@ func bareCollector(t *testing.T, e *env, mod func(*Options)) *Collector {
 }
 
 func TestPruneRollsUpOldSamples(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("web-search", nil)
 	c := e.collector(func(o *Options) {
@@ -225,6 +229,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 // source, selected or not), record an error against each instead of watching nothing, and
 // sample them all again as soon as the endpoint answers, without waiting for a discovery.
 func TestRestartWhileEndpointDown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		choose func(*Options)
@@ -279,6 +284,7 @@ func TestRestartWhileEndpointDown(t *testing.T) {
 // and region, and a queue that is gone leaves /metrics, so that a fleet whose queues come and go
 // does not grow the scrape without end.
 func TestPeekReceivesSeriesEndsWithItsQueue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, dlqURL := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 3)
@@ -323,6 +329,7 @@ func TestPeekReceivesSeriesEndsWithItsQueue(t *testing.T) {
 // forgets them at start, so that /status and the sight do not show it, least of all as a region
 // toolq cannot see, while its own scope's statuses stay.
 func TestRunForgetsUnwatchedScopes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createQueue("web-search", nil)
 	old := e.clock.Now().Add(-24 * time.Hour)
@@ -397,6 +404,7 @@ func lastSuccess(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // poll) is fine, unless its last cycle failed; the series end with Run. A restart starts each
 // series at its stored last success.
 func TestEveryLoopHasALastSuccessSeries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, _ := e.createPair("web-search", "web-search-dlq", 1)
 	e.deadLetter(srcURL, "web-search-dlq", 2)

@@ -48,6 +48,7 @@ func watchedByName(c *Collector) (map[string]weak.Pointer[watchedQueue], map[str
 // discovery mark it gone: afterwards nothing the collector holds reaches the queue, so all of
 // it is released, while a queue that stays keeps what it had.
 func TestGoneQueueLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	srcURL, dlqURL := e.createPair("web-search", "web-search-dlq", 1)
 	e.createQueue("notifications", nil)
@@ -106,6 +107,7 @@ func TestGoneQueueLeavesNothingBehind(t *testing.T) {
 // cache follows ListMessageMoveTasks, which lists the ten newest, so a task that drops out of
 // the list leaves the cache, while the store keeps every task.
 func TestMoveTaskCacheKeepsSQSsTen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createPair("web-search", "web-search-dlq", 3)
 	c := e.collector(nil)
@@ -143,6 +145,7 @@ func TestMoveTaskCacheKeepsSQSsTen(t *testing.T) {
 // Prune run: within errorRepeat they are kept, since they decide what is stored again; after it
 // they are forgotten, while a queue's refusal for good stays with the queue.
 func TestFailureMemoriesExpire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.createPair("web-search", "web-search-dlq", 1)
 	c := e.collector(func(o *Options) { o.Peek.Sources = []string{"web-search"} })
@@ -192,6 +195,7 @@ func TestFailureMemoriesExpire(t *testing.T) {
 // forgets the skips once that has passed. The collector's clock is manual; kumo's is not, and
 // does not need to be.
 func TestMissingOperationSkipsExpire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := kumo.NewServer()
 	t.Cleanup(srv.Close)

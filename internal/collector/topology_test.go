@@ -127,6 +127,7 @@ func (e *env) putEvent(size int) {
 // and the alarm; it watches the target's dead-letter queue although the selection leaves it
 // out, and samples it as a dead-letter queue without moving anything.
 func TestTopologyReadsConsumersRulesAndAlarms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w := e.topologyWorld()
 	c := e.collector(func(o *Options) { o.QueuePrefixes = []string{"web-search", "audit"} })
@@ -233,6 +234,7 @@ func TestTopologyReadsConsumersRulesAndAlarms(t *testing.T) {
 // queues: 150 watched queues, 120 of them drained by one function, take two pages. A mapping on
 // a queue outside the selection is not stored.
 func TestTopologyMappingsInPagesOfTheAccount(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, err := e.fn.CreateFunction(e.ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("worker"), Role: aws.String("arn:aws:iam::000000000000:role/w"),
 		Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"), Timeout: aws.Int32(30), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")}})
@@ -275,6 +277,7 @@ func TestTopologyMappingsInPagesOfTheAccount(t *testing.T) {
 
 // TestTopologyOff: --lambda=false and --eventbridge=false call neither service.
 func TestTopologyOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.topologyWorld()
 	c := e.collector(func(o *Options) { o.DisableLambda, o.DisableEventBridge = true, true })
@@ -306,6 +309,7 @@ func denyLambda(sim http.Handler) http.Handler {
 // TestTopologyDeniedLambdaIsSeen: a denied ListEventSourceMappings is in the sight with AWS's
 // message, recorded once, not against every queue, and the mappings stored before stay.
 func TestTopologyDeniedLambdaIsSeen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.topologyWorld()
 	c := e.collector(nil)

@@ -41,6 +41,7 @@ func find(alerts []views.Alert, kind views.AlertKind) *views.Alert {
 // TestRedriveAlertsSayWho: an operator's move task raises redrive.started with the operator's
 // name from the audit log, and redrive.completed with the counts once SQS ends it.
 func TestRedriveAlertsSayWho(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.pair("tool-calls", "tool-calls-dlq")
 	n := w.notifier(nil, nil)
@@ -86,6 +87,7 @@ func TestRedriveAlertsSayWho(t *testing.T) {
 // TestBlockedSessionAlert: a FIFO session whose head keeps failing is announced once, with the
 // head's tool and MCP server from the opted-in source's sample.
 func TestBlockedSessionAlert(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dlq, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-calls-dlq.fifo"),
 		Attributes: map[string]string{"FifoQueue": "true", "MessageRetentionPeriod": "1209600"}})
@@ -135,6 +137,7 @@ func TestBlockedSessionAlert(t *testing.T) {
 // failing call, and says when it sees the region again; meanwhile the queues' health changes
 // are not news (their data is old).
 func TestBlindRegionAlerts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.pair("web-search", "web-search-dlq")
 	n := w.notifier(nil, nil)
@@ -170,6 +173,7 @@ func TestBlindRegionAlerts(t *testing.T) {
 }
 
 func TestParseTarget(t *testing.T) {
+	t.Parallel()
 	// A key whose base64 holds "+", "/" and "=", as half of all secrets made as docs/api.md says do.
 	key := append([]byte{0xfb, 0xef, 0xff}, []byte("twenty-nine more bytes of key")...)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
@@ -233,6 +237,7 @@ func TestParseTarget(t *testing.T) {
 }
 
 func TestFilterMatch(t *testing.T) {
+	t.Parallel()
 	arrival := views.Alert{Kind: views.AlertDLQArrival, Severity: views.SeverityWarning, Queue: "tool-calls-dlq.fifo"}
 	redrive := views.Alert{Kind: views.AlertRedriveStarted, Severity: views.SeverityInfo, Queue: "web-search-dlq"}
 	blind := views.Alert{Kind: views.AlertRegionBlind, Severity: views.SeverityCritical, Region: "us-east-1"}

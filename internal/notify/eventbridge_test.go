@@ -18,6 +18,7 @@ import (
 // with its failure attributes (ERROR_CODE, ERROR_MESSAGE, RULE_ARN, TARGET_ARN,
 // RETRY_ATTEMPTS); a sample of that queue shows them as each message's reason and counts them.
 func TestEventBridgeFailureReasons(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dlq, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String("tool-events-dlq")})
 	w.must(err)

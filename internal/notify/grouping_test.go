@@ -41,6 +41,7 @@ func (w *world) step(n *notify.Service) {
 // carry, or more severe than all of theirs, goes out at once; what only repeats waits for the
 // interval, then comes summarised.
 func TestNewsIsNeverHeld(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.pair("tool-calls", "tool-calls-dlq")
 	n := w.notifier([]notify.Target{w.target(t, "webhook", "/hook", "name=bot")}, nil)
@@ -119,6 +120,7 @@ func TestNewsIsNeverHeld(t *testing.T) {
 // longer than its source) goes out, marked as configuration, and its first arrival 41 s later
 // goes out as soon as its sample names it, not an interval later.
 func TestAdviceDoesNotSpendTheQueuesMessage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.pairWith("exports", "exports-dlq", nil) // both keep messages the default 4 days
 	n := w.notifier([]notify.Target{w.target(t, "webhook", "/hook", "name=bot")}, nil)

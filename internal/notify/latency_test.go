@@ -24,6 +24,7 @@ import (
 // read side builds one within a second of a change). The 95th percentile must be a minute at
 // most, and every alert must name its messages (its sample covers them).
 func TestFirstFailureReachesAWebhookWithinAMinute(t *testing.T) {
+	t.Parallel()
 	const tries = 20
 	w := newWorld(t)
 	sources := make([]string, tries)

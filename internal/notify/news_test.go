@@ -9,6 +9,7 @@ import (
 // TestNews: what a group's messages of the last interval told decides whether waiting alerts go
 // out at once.
 func TestNews(t *testing.T) {
+	t.Parallel()
 	alert := func(kind views.AlertKind, sev views.AlertSeverity) views.Alert {
 		return views.Alert{Kind: kind, Severity: sev}
 	}

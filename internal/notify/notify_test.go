@@ -61,6 +61,7 @@ func verifyStandardWebhook(r received, secret string, now time.Time) error {
 // they are, and every delivery signed with one verifies with a Standard Webhooks check written
 // from the specification.
 func TestWebhookSecretsAsTheDocsMakeThem(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	rng := rand.New(rand.NewChaCha8([32]byte{26}))
 	var secrets []string
@@ -117,6 +118,7 @@ type webhookBody struct {
 // top tools and servers, the oldest message's age, a link) and one signed webhook reach a real
 // local receiver.
 func TestDeadLetterArrivalReachesSlackAndWebhook(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.pair("tool-calls", "tool-calls-dlq")
 	n := w.notifier([]notify.Target{
@@ -244,6 +246,7 @@ func TestDeadLetterArrivalReachesSlackAndWebhook(t *testing.T) {
 // TestSlackSaysEachThingOnce: a message of one alert is its header alone, unless the header had to
 // cut the alert's line short; then the line follows in full.
 func TestSlackSaysEachThingOnce(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, by  string
 		wantLines int
@@ -285,6 +288,7 @@ func TestSlackSaysEachThingOnce(t *testing.T) {
 // TestSlackMessagesAreChatSafe: names of servers and tools come from messages; posted as they
 // are, "<!channel>" would ping everyone and "<https://evil|x>" would hide a link.
 func TestSlackMessagesAreChatSafe(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.pair("web-search", "web-search-dlq")
 	n := w.notifier([]notify.Target{w.target(t, "slack", "/slack", "")}, nil)
@@ -317,6 +321,7 @@ func TestSlackMessagesAreChatSafe(t *testing.T) {
 // each step of the way, and starts it again on the same database: exactly one notification
 // reaches the target.
 func TestRestartNeitherLosesNorRepeats(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// before runs on the first notifier after the alert was raised: how far it got.
@@ -384,6 +389,7 @@ func TestRestartNeitherLosesNorRepeats(t *testing.T) {
 // target's DLQ, say, which receives them straight); the target gets one message saying 500, and
 // what comes after within the interval waits to be summarised in the next.
 func TestBurstIsOneMessage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	out, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String("events-dlq"), Attributes: dlqAttributes})
 	w.must(err)
@@ -456,6 +462,7 @@ func TestBurstIsOneMessage(t *testing.T) {
 // doubles; a 404 (a revoked Slack webhook) is given up at once. Every attempt is recorded, and
 // the URL of the target appears in none of them.
 func TestDeliveryRetriesAndGivesUp(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.recv.status = func(n int) int {
 		switch {

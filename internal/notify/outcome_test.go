@@ -16,6 +16,7 @@ import (
 // TestRedriveOutcomeAlerts: what came back of an operator's redrive is said once when it settles
 // (info: one of four back), and again, as a warning, when more come back and cross the threshold.
 func TestRedriveOutcomeAlerts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.pair("tool-calls", "tool-calls-dlq")
 	n := w.notifier(nil, nil)

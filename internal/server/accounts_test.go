@@ -18,6 +18,7 @@ import (
 // the queue list keep one account's queues by its name or its id and one region's; each row
 // says its account, the shared name links by ARN, and the scope list links each account.
 func TestOverviewFiltersByAccount(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := t.Context()
 	now := pw.Now()

@@ -47,6 +47,7 @@ func newAdviceHarness(t *testing.T) *apiHarness {
 }
 
 func TestAdviceAPI(t *testing.T) {
+	t.Parallel()
 	h := newAdviceHarness(t)
 	// Every answer is checked against the OpenAPI document by the harness (checkContract).
 	get := func(target string, status int) map[string]any {
@@ -118,6 +119,7 @@ func TestAdviceAPI(t *testing.T) {
 }
 
 func TestAdviceGauge(t *testing.T) {
+	t.Parallel()
 	h := newAdviceHarness(t)
 	rec := h.do(t, apiRequest{target: "/metrics"})
 	body := rec.Body.String()
@@ -140,6 +142,7 @@ func grepLines(s, sub string) string {
 }
 
 func TestAdvicePages(t *testing.T) {
+	t.Parallel()
 	h := newAdviceHarness(t)
 	page := func(target string, status int) *goquery.Document {
 		t.Helper()

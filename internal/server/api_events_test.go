@@ -91,6 +91,7 @@ func testAlert(i int, kind views.AlertKind, queue string) views.Alert {
 // documented shape, new ones as they come, resumes after Last-Event-ID, filters like a target,
 // needs the API's credentials, and ends when the server shuts down.
 func TestEventStreamResumes(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{publicURL: "https://toolq.example.com"})
 	checker, err := contract()
 	if err != nil {
@@ -175,6 +176,7 @@ func TestEventStreamResumes(t *testing.T) {
 // TestEventStreamOutlivesReadTimeout: the dashboard's http.Server has a ReadTimeout (30 s), which
 // would end a stream's context once it passed; the stream clears its deadlines and goes on.
 func TestEventStreamOutlivesReadTimeout(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	srv := httptest.NewUnstartedServer(h.srv.Handler())
 	srv.Config.ReadTimeout = 100 * time.Millisecond
@@ -199,6 +201,7 @@ func TestEventStreamOutlivesReadTimeout(t *testing.T) {
 // TestEventStreamsShareTheConnectionQuota: event streams count with websockets against one
 // identity's live connections; past the quota a stream is refused with 429 before it begins.
 func TestEventStreamsShareTheConnectionQuota(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	srv := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(srv.Close)

@@ -68,6 +68,7 @@ func checkShape(t *testing.T, path string, v any, arrays map[string]bool) {
 }
 
 func TestAPIShapes(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	arrays := map[string]bool{"queues": true, "reasons": true, "sourceQueues": true, "errors": true, "points": true,
 		"groups": true, "messages": true, "tools": true, "attributes": false, "redrives": true, "entries": true,
@@ -178,6 +179,7 @@ func TestAPIShapes(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestAPIBadInput(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	huge := `{"destination":"` + strings.Repeat("a", 70<<10) + `"}`
 	tests := []struct {
@@ -274,6 +276,7 @@ func TestAPIBadInput(t *testing.T) {
 
 // TestAPITimeBounds: the edges of the times a parameter may name are answered, not failed.
 func TestAPITimeBounds(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	for _, target := range []string{
 		"/api/v1/queues/orders/metrics?until=253402300799",
@@ -293,6 +296,7 @@ func TestAPITimeBounds(t *testing.T) {
 // TestAPIIdempotencyKey: a start sent again with its Idempotency-Key gets the first answer,
 // 202 and the same task, and starts nothing; a new key is a new start (409 while one runs).
 func TestAPIIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	var replayed string // the Idempotent-Replayed header of the last answer
 	post := func(key string) (int, map[string]any) {
@@ -334,6 +338,7 @@ func TestAPIIdempotencyKey(t *testing.T) {
 // TestAPIRefusesActionsWithoutAudit: with the audit table gone, a start is 503 audit_unavailable
 // and nothing moves.
 func TestAPIRefusesActionsWithoutAudit(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	db, err := sql.Open("sqlite", "file:"+h.w.DBPath)
 	if err != nil {
@@ -360,6 +365,7 @@ func TestAPIRefusesActionsWithoutAudit(t *testing.T) {
 }
 
 func TestAPIRedriveFlow(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	post := func(target, body string) (int, map[string]any) {
 		rec := h.do(t, apiRequest{method: http.MethodPost, target: target, body: body, header: jsonPost(h.operator)})
@@ -417,6 +423,7 @@ func TestAPIRedriveFlow(t *testing.T) {
 // TestEmbedLinkLifetimeByRole: a viewer's embed links live at most 24 hours, an operator's 30
 // days; beyond is 400 invalid_ttl, saying the limit.
 func TestEmbedLinkLifetimeByRole(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	tests := []struct {
 		name   string
@@ -445,6 +452,7 @@ func TestEmbedLinkLifetimeByRole(t *testing.T) {
 }
 
 func TestEmbedLinkAPI(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/embed-links", body: `{"path":"/queues/orders-dlq?embed=1","ttlSeconds":600}`, header: jsonPost(h.viewer)})
 	if rec.Code != http.StatusCreated {
@@ -473,6 +481,7 @@ func TestEmbedLinkAPI(t *testing.T) {
 // TestEmbedLinkDiesWithItsToken: links live up to 30 days and anyone holding one can read; a
 // revoked token's links must stop working with it, as its sessions do.
 func TestEmbedLinkDiesWithItsToken(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		revoke bool
@@ -521,6 +530,7 @@ func TestEmbedLinkDiesWithItsToken(t *testing.T) {
 // of the database's own text; the same failure while the database answers stays a 500
 // (TestPanicIsA500WithoutDetail).
 func TestAPIWhenTheStoreFails(t *testing.T) {
+	t.Parallel()
 	engines := []struct {
 		name   string
 		outage func(t *testing.T) (harnessConfig, func(*apiHarness))
@@ -591,6 +601,7 @@ func TestAPIWhenTheStoreFails(t *testing.T) {
 // quote message group ids, which SQS lets hold any punctuation: a hostile one must not ping a
 // channel or hide a link.
 func TestSummaryTextIsChatSafe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, group string
 		refused     []string // what the posted text must not contain
@@ -636,6 +647,7 @@ func TestSummaryTextIsChatSafe(t *testing.T) {
 // TestRedriveRateIsTheActionsToRefuse: a rate out of range is refused by the action, after the
 // role check and with an audit entry, not by the handler before either.
 func TestRedriveRateIsTheActionsToRefuse(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	post := func(token string) *httptest.ResponseRecorder {
 		return h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives", body: `{"maxMessagesPerSecond":0}`,

@@ -13,6 +13,7 @@ import (
 // TestResponsesCompressed: pages, fragments, JSON, CSV and error pages go gzipped to a client
 // that accepts gzip, and as they are to one that does not; what is encoded already is left alone.
 func TestResponsesCompressed(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	gz := http.Header{"Accept-Encoding": {"gzip, deflate, br"}}
 	tests := []struct {

@@ -48,6 +48,7 @@ func browserSession(t *testing.T, h *apiHarness, token string) ([]*http.Cookie, 
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	cookies, _ := browserSession(t, h, h.operator)
 	if rec := h.do(t, apiRequest{target: "/api/v1/queues", cookies: cookies}); rec.Code != http.StatusOK {
@@ -104,6 +105,7 @@ func TestLogin(t *testing.T) {
 // (ten, then one every six seconds), whichever is hit first; a refused attempt is 429 with
 // Retry-After and never reaches the token check, and the limit lifts with time.
 func TestLoginIsThrottled(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	var csrf *http.Cookie
 	for _, c := range h.do(t, apiRequest{target: "/login"}).Result().Cookies() {
@@ -156,6 +158,7 @@ func TestLoginIsThrottled(t *testing.T) {
 // TestEveryBrowserChangeNeedsCSRF walks the router: every non-API route that changes state
 // refuses a request without the CSRF token, so a route added later cannot forget it.
 func TestEveryBrowserChangeNeedsCSRF(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	cookies, _ := browserSession(t, h, h.operator)
 	checked := 0
@@ -184,6 +187,7 @@ func TestEveryBrowserChangeNeedsCSRF(t *testing.T) {
 }
 
 func TestCSRF(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	cookies, token := browserSession(t, h, h.operator)
 	form := "confirm=0"
@@ -230,6 +234,7 @@ func TestCSRF(t *testing.T) {
 }
 
 func TestCSRFWithAuthNone(t *testing.T) {
+	t.Parallel()
 	// A hostile page in the operator's browser must not drive a loopback dashboard.
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
 	for _, hdr := range []map[string]string{
@@ -256,6 +261,7 @@ func TestCSRFWithAuthNone(t *testing.T) {
 // TestSignOutButton: a browser signed in with a session sees a sign-out form that posts the
 // CSRF token; a bot's Bearer request, which has no session to end, does not.
 func TestSignOutButton(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	cookies, token := browserSession(t, h, h.operator)
 	rec := h.do(t, apiRequest{target: "/", cookies: cookies})

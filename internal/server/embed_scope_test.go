@@ -38,6 +38,7 @@ func signEmbedLink(key []byte, scope string, expires time.Time) string {
 // websocket, and nothing else. A route added later that this table does not know fails the test,
 // so its embed scope is decided, not inherited.
 func TestEmbedLinkScopeOverEveryRoute(t *testing.T) {
+	t.Parallel()
 	key := []byte("0123456789abcdef0123456789abcdef")
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken, sessionKey: key})
 	ctx := t.Context()
@@ -189,6 +190,7 @@ func TestEmbedLinkScopeOverEveryRoute(t *testing.T) {
 // view as it was asked for, and not with embed=1 removed, a parameter added or one it fixed
 // changed.
 func TestEmbedLinkRequests(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	ref := url.PathEscape("arn:aws:sqs:us-east-1:000000000000:orders")
 	tests := []struct {
@@ -297,6 +299,7 @@ func TestEmbedLinkRequests(t *testing.T) {
 // its link allows are the same list (a sort link that drops the theme, say, would break the
 // iframe); a link that leaves the view carries no token and opens in a new tab.
 func TestEmbeddedViewsStayInTheirScope(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	for _, path := range []string{
 		"/?embed=1",

@@ -10,6 +10,7 @@ import (
 // stylesheet of this origin, the CSP allowing no inline style), keeps them on its links, and
 // names the origins it may post its height to; a page that is not embedded ignores them.
 func TestEmbedTheme(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/?embed=1&theme=dark&colors=bg:ffffff,fg:112233"}, http.StatusOK)
 	html := doc.Find("html")

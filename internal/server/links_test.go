@@ -7,6 +7,7 @@ import (
 )
 
 func TestParsePublicURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string
 		ok       bool
@@ -34,6 +35,7 @@ func TestParsePublicURL(t *testing.T) {
 // summary's lines and pageUrl): --public-url first; without it the request's address, where a
 // trusted proxy may name the host (X-Forwarded-Host) and nobody else may.
 func TestLinksNameTheDashboard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		publicURL string
@@ -83,6 +85,7 @@ func TestLinksNameTheDashboard(t *testing.T) {
 // TestSummaryFormats: ?format=text answers the text as Accept: text/plain does, chat-safe, the
 // DLQ's line with its tools and servers; anything but text or json is refused.
 func TestSummaryFormats(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	rec := h.do(t, apiRequest{target: "/api/v1/summary?format=text", header: bearer(h.viewer)})
 	body := rec.Body.String()

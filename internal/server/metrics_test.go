@@ -9,6 +9,7 @@ import (
 )
 
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	// One refused action, so the actions counter has a series.
 	h.do(t, apiRequest{method: http.MethodPost, target: "/api/v1/queues/orders-dlq/redrives/cancel", header: jsonPost(h.operator)})
@@ -39,6 +40,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // TestWebsocketClientsGauge: the gauge counts the real websockets of the live pages, and counts
 // them down when they close.
 func TestWebsocketClientsGauge(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	srv := httptest.NewServer(pw.handler)
 	t.Cleanup(srv.Close)
@@ -80,6 +82,7 @@ func TestWebsocketClientsGauge(t *testing.T) {
 // TestMetricsLabelsAreBounded: the method and the path are the client's text; were they labels
 // as sent, any client could add series (memory kept for the life of the process) at will.
 func TestMetricsLabelsAreBounded(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	tests := []struct {
 		name, method, target string

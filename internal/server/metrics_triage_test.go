@@ -19,6 +19,7 @@ import (
 // "(other)" however many tool names the messages bring; blocked groups by queue; a running move
 // task's progress; and every series clean under promtool's rules.
 func TestTriageMetrics(t *testing.T) {
+	t.Parallel()
 	// A sample of 10,000 messages is 20 times the collector's cap; grouping it three ways takes
 	// some seconds under the race detector, which the default scrape timeout does not allow for.
 	h := newAPIHarness(t, harnessConfig{scrapeTimeout: time.Minute})

@@ -34,6 +34,7 @@ type identityCase struct {
 const allowed = 0
 
 func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
 	none := func(*apiHarness) map[string]string { return nil }
 	tok := func(pick func(h *apiHarness) string) func(h *apiHarness) map[string]string {
 		return func(h *apiHarness) map[string]string { return bearer(pick(h)) }
@@ -157,6 +158,7 @@ func TestAuthMatrix(t *testing.T) {
 }
 
 func TestBrowserWithoutSessionGoesToLogin(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	rec := h.do(t, apiRequest{target: "/queues/orders-dlq?embed=1"})
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login?next=%2Fqueues%2Forders-dlq%3Fembed%3D1" {
@@ -175,6 +177,7 @@ func TestBrowserWithoutSessionGoesToLogin(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
 	for _, target := range []string{"/api/v1/queues", "/api/v1/nope", "/", "/queues/nope", "/healthz", "/login"} {
 		rec := h.do(t, apiRequest{target: target})
@@ -225,6 +228,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken, rateLimit: 1, rateBurst: 2})
 	codes := []int{}
 	for range 3 {
@@ -250,6 +254,7 @@ func TestRateLimit(t *testing.T) {
 // TestReadyz: /readyz answers 200 once a first discovery has ended, whatever AWS says since:
 // an AWS outage shows on the pages, and must not take the dashboard out of its Service.
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	w := actionstest.New(t)
 	srv, err := New(Options{Views: w.Views, Actions: w.Actions(actions.Options{}), Bus: events.NewBus(), Now: w.Now, Version: "test"})
 	if err != nil {
@@ -303,6 +308,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestPanicIsA500WithoutDetail(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
 	h.srv.echo.GET("/api/v1/test-panic", func(echo.Context) error { panic("secret internal state") })
 	rec := h.do(t, apiRequest{target: "/api/v1/test-panic"})
@@ -312,6 +318,7 @@ func TestPanicIsA500WithoutDetail(t *testing.T) {
 }
 
 func TestServerOptions(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	base := h.srv.opts
 	base.Metrics = nil
@@ -346,6 +353,7 @@ func TestServerOptions(t *testing.T) {
 }
 
 func TestClientAddressInAudit(t *testing.T) {
+	t.Parallel()
 	proxyUser := map[string]string{auth.HeaderForwardedUser: "carol", auth.HeaderForwardedGroups: "sre"}
 	tests := []struct {
 		name   string
@@ -389,6 +397,7 @@ func TestClientAddressInAudit(t *testing.T) {
 // re-bound to 127.0.0.1 is same-origin with the dashboard, so only the Host header can tell it
 // apart. Every route refuses a foreign Host, the redrive most of all.
 func TestNoAuthAnswersOnlyLoopbackHosts(t *testing.T) {
+	t.Parallel()
 	loopback := harnessConfig{mode: auth.ModeNone, listen: "127.0.0.1:8080"}
 	// A browser led by DNS rebinding: same-origin by every header it sends.
 	rebound := func(host string) map[string]string {

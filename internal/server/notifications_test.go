@@ -20,6 +20,7 @@ import (
 // operator's "send test notification" reaches a real receiver through the outbox, and the API
 // says the same; viewers see the button off and are refused.
 func TestStatusPageNotifications(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone})
 	var doc struct {
 		OpenAPI string                                `json:"openapi"`
@@ -59,6 +60,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // (checkContract), so a field, a status or a value added without the document fails here. Each
 // documented operation must be asked for with a success at least once.
 func TestOpenAPIDescribesResponses(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	tests := []struct {
 		method, target, body string

@@ -161,6 +161,7 @@ func pushKinds(t *testing.T, msgs [][]byte) []string {
 // number: its cells; a health that moves a row: that row's move; the sparklines' minute: their
 // cells; a new queue: its row put in).
 func TestOverviewPushesKeepThePageAsRendered(t *testing.T) {
+	t.Parallel()
 	for _, v := range []struct {
 		name  string
 		query url.Values
@@ -243,6 +244,7 @@ func TestOverviewPushesKeepThePageAsRendered(t *testing.T) {
 // TestOverviewPushToAJoiningPage: a connect push carries the whole view for the page that
 // joined, and for the pages in sync only what changed.
 func TestOverviewPushToAJoiningPage(t *testing.T) {
+	t.Parallel()
 	pw := pushWorld{newPageWorld(t, pageWorldOptions{}), t}
 	ctx := context.Background()
 	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
@@ -266,6 +268,7 @@ func TestOverviewPushToAJoiningPage(t *testing.T) {
 // TestDiffRowsMovesFewRows: of rows reordered, those that keep their relative order stay, and
 // the others are taken out and put back after the row they follow.
 func TestDiffRowsMovesFewRows(t *testing.T) {
+	t.Parallel()
 	rows := func(ids ...int64) []*templates.RenderedRow {
 		out := make([]*templates.RenderedRow, len(ids))
 		for i, id := range ids {
@@ -321,6 +324,7 @@ func viewsQueue(id int64) views.QueueSummary {
 // computes and renders everything for each request serves, in several views, at random instants
 // between cycles that store new depths.
 func TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly(t *testing.T) {
+	t.Parallel()
 	pw := pushWorld{newPageWorld(t, pageWorldOptions{Snapshots: true}), t}
 	direct, err := New(Options{Views: views.New(views.Options{Store: pw.Store, Now: pw.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"}),
 		Actions: pw.Actions(actions.Options{}), Bus: events.NewBus(), Now: pw.Now})
@@ -358,6 +362,7 @@ func TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly(t *testing.T) {
 // that sameRow may leave it out and keep the previous snapshot's row; and any other difference
 // makes the rows different.
 func TestRowShowsNoSampleTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	q := views.QueueSummary{ID: 7, Name: "web-search", Ref: "web-search", Visible: 3, SampledAt: &at, Sparkline: []float64{1, 2, 3},

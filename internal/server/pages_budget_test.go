@@ -22,6 +22,7 @@ import (
 // receives against its limit (maxReceiveCount − 2), marked at the limit, and the queue page
 // says toolq paused and why. The API gives the same numbers.
 func TestPagesShowToolqsReceivesPerMessage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	dlqARN := pw.CreateQueue(t, "jobs-dlq", "", nil)
 	pw.CreateQueue(t, "jobs", "", map[string]string{
@@ -110,6 +111,7 @@ func TestPagesShowToolqsReceivesPerMessage(t *testing.T) {
 // tool filter the queue page and the messages page offer, and checks that each answers with
 // that tool's messages only.
 func TestEveryToolFilterLinkWorks(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := t.Context()
 	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")

@@ -19,6 +19,7 @@ import (
 // blocked session on its queue's, and the heading counting the lines; the cost sits in the status
 // line below the table.
 func TestOverviewOpensWithProblems(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, rec := pw.page(t, request{path: "/"}, http.StatusOK)
 	body := rec.Body.String()
@@ -89,6 +90,7 @@ func TestOverviewOpensWithProblems(t *testing.T) {
 // TestOverviewSparklineScale: sparklines say their range; ?scale=shared draws them to one scale,
 // kept by the websocket and the sort links.
 func TestOverviewSparklineScale(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	// Ten minutes of depth, 1→3 on one queue and 7→28 on another.
 	var samples []store.AttributeSample

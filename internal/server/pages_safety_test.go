@@ -47,6 +47,7 @@ var everyPage = []struct {
 // eval) would otherwise refuse at run time, on every page: no inline script, event handler or
 // style attribute, htmx configured not to inject styles nor eval, and every form control labelled.
 func TestEveryPageKeepsTheCSP(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	for _, tt := range everyPage {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +107,7 @@ func assertLabelled(t *testing.T, doc *goquery.Document) {
 // checks that each out-of-band element finds its target in that page: htmx logs an error for
 // every one that does not, and the part of the page it was meant for silently goes stale.
 func TestPushesTargetTheirPage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	// Every kind at once: the push then carries all it can, the redrive refresh included.

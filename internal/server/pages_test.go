@@ -61,6 +61,7 @@ func assertUnhealthyFirstIf(t *testing.T, doc *goquery.Document, cond bool) {
 }
 
 func TestOverviewPage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, rec := pw.page(t, request{path: "/"}, http.StatusOK)
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
@@ -159,6 +160,7 @@ func TestOverviewPage(t *testing.T) {
 }
 
 func TestEmbeddedViews(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/?embed=1&embed_token=tok"}, http.StatusOK)
 	if doc.Find("nav[aria-label=Main]").Length() != 0 || doc.Find("form.filter").Length() != 0 {
@@ -188,6 +190,7 @@ func TestEmbeddedViews(t *testing.T) {
 }
 
 func TestQueuePageSections(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/queues/web-search"}, http.StatusOK)
 	assertSafe(t, doc)
@@ -262,6 +265,7 @@ func TestQueuePageSections(t *testing.T) {
 }
 
 func TestFIFOGroups(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/queues/tool-calls.fifo"}, http.StatusOK)
 	assertSafe(t, doc)
@@ -282,6 +286,7 @@ func TestFIFOGroups(t *testing.T) {
 }
 
 func TestDeadLetterMessagesAreText(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	tests := []struct {
 		name string
@@ -323,6 +328,7 @@ func TestDeadLetterMessagesAreText(t *testing.T) {
 }
 
 func TestExports(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	rec := pw.do(t, request{path: "/queues/web-search-dlq/messages.json"})
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Disposition"), `filename="web-search-dlq-messages.json"`) {
@@ -373,6 +379,7 @@ func TestExports(t *testing.T) {
 // one the store cannot keep (PostgreSQL's text cannot hold it): it is stored, and shown, as
 // U+FFFD on both engines.
 func TestControlCharactersAreShownEscaped(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := t.Context()
 	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
@@ -422,6 +429,7 @@ func TestControlCharactersAreShownEscaped(t *testing.T) {
 }
 
 func TestRedrivePanelStates(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		opts       pageWorldOptions
@@ -483,6 +491,7 @@ func TestRedrivePanelStates(t *testing.T) {
 // COMPLETED and the start form is offered, never "a move task is running" beside it (the form
 // stayed disabled until the next task change in the browser test).
 func TestRedrivePanelFollowsTheStoreNotTheSnapshot(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{Snapshots: true, SnapshotLag: time.Hour})
 	ctx := t.Context()
 	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
@@ -525,6 +534,7 @@ func TestRedrivePanelFollowsTheStoreNotTheSnapshot(t *testing.T) {
 // JavaScript, a browser that posts the form again) starts one task, and the second answer says
 // it started nothing.
 func TestRedriveFormPressedTwice(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
 	confirmation := func() string {
@@ -564,6 +574,7 @@ func TestRedriveFormPressedTwice(t *testing.T) {
 }
 
 func TestRedriveConfirmAndStart(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
 	post := func(form map[string][]string, htmx bool, status int) (*goquery.Document, *http.Response) {
@@ -654,6 +665,7 @@ func TestRedriveConfirmAndStart(t *testing.T) {
 }
 
 func TestViewerCannotRedrive(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{TokenAuth: true})
 	doc, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive",
 		form: map[string][]string{}, htmx: true}, http.StatusForbidden)
@@ -669,6 +681,7 @@ func TestViewerCannotRedrive(t *testing.T) {
 // the API does, so the role is checked first and every refusal is audited: a viewer with a bad
 // rate is forbidden, an operator with one is told the rate is invalid.
 func TestRedriveFormRateIsTheActionsToRefuse(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
 	tests := []struct {
 		name   string
@@ -712,6 +725,7 @@ func TestRedriveFormRateIsTheActionsToRefuse(t *testing.T) {
 // data was when it was rendered and past which age it is stale, for the page to count on its
 // own while no push comes.
 func TestFreshnessCarriesItsThreshold(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/"}, http.StatusOK)
 	msg, err := pw.srv.hubFreshness(t.Context())
@@ -735,6 +749,7 @@ func TestFreshnessCarriesItsThreshold(t *testing.T) {
 }
 
 func TestLoginPage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/login?next=/queues/web-search"}, http.StatusOK)
 	form := doc.Find(`form[action="/login"][method="post"]`)
@@ -754,6 +769,7 @@ func TestLoginPage(t *testing.T) {
 }
 
 func TestStaticAssets(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	doc, _ := pw.page(t, request{path: "/"}, http.StatusOK)
 	var srcs []string
@@ -789,6 +805,7 @@ func TestStaticAssets(t *testing.T) {
 // area, out of band, and neither the push that follows the move task nor the panel fetch that push
 // triggers touches that area; so the outcome stays until the next action.
 func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
 	dlq, err := pw.Views.ResolveQueue(context.Background(), "web-search-dlq")
@@ -847,6 +864,7 @@ func TestRedriveOutcomeOutlivesPushes(t *testing.T) {
 // depths stand out in the overview, the DLQ's messages say which tool and since when, and the
 // redrive panel says how many messages wait and where they will go.
 func TestOperatorCues(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	overview, _ := pw.page(t, request{path: "/"}, http.StatusOK)
 	dlqPage, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
@@ -888,6 +906,7 @@ func TestOperatorCues(t *testing.T) {
 // wrote "2026-03-01T12:00:04Z" where the others did not. Machine-readable times stay in the
 // datetime attributes.
 func TestPagesWriteTimesOneWay(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
 	pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,

@@ -24,6 +24,7 @@ import (
 // message's page, the paused banner, the API) shows the same three numbers for it, and all of
 // them is what SQS counts.
 func TestReceivesAgreeOnEveryPage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := t.Context()
 	dlqARN := pw.CreateQueue(t, "calls-dlq.fifo", "", nil)

@@ -16,6 +16,7 @@ import (
 // a hostile tool call that comes back shows on the redrive's row, its page (by tool, server,
 // reason; safely), the API and the next confirmation, with the count's source and age.
 func TestRedrivePageShowsWhatCameBack(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
 	pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,

@@ -21,6 +21,7 @@ import (
 // refuses it) and a dead-letter queue (its name may carry the DLQ's: web-search-v2-dlq), which
 // only typed reach the action.
 func TestRedriveDestinations(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	pw.CreateQueue(t, "web-search-v2-dlq", "", nil)
 	pw.CreateQueue(t, "web-search-v2", "web-search-v2-dlq", nil)
@@ -70,6 +71,7 @@ func TestRedriveDestinations(t *testing.T) {
 // messages were sent to the DLQ directly) shows its reason and what to do, atop the panel and
 // in its row.
 func TestFailedRedriveSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := t.Context()
 	dlq, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")

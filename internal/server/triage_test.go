@@ -15,6 +15,7 @@ import (
 // TestMessagesAPIGroupsFiltersAndSearches asks the API what the messages page asks: grouped by a
 // dimension, filtered by one (?mcpServer=), searched (?q=), with the sample's coverage.
 func TestMessagesAPIGroupsFiltersAndSearches(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	tests := []struct {
 		name     string
@@ -85,6 +86,7 @@ func TestMessagesAPIGroupsFiltersAndSearches(t *testing.T) {
 // failing MCP server, the messages page groups by it, filters by it, finds a message by a word of
 // its body, shows the reason column, and says why there is no selective redrive.
 func TestMessagesPageTriage(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	queue, _ := pw.page(t, request{path: "/queues/web-search-dlq"}, http.StatusOK)
 	assertSafe(t, queue)

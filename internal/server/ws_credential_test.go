@@ -70,6 +70,7 @@ func cookieHeader(cookies []*http.Cookie) http.Header {
 // reconnecting with the dead credential is told the same at once. Connections whose credential
 // holds stay open.
 func TestWebsocketEndsWithItsCredential(t *testing.T) {
+	t.Parallel()
 	type credential struct {
 		query  string
 		header http.Header

@@ -65,6 +65,7 @@ func nextWith(t *testing.T, conn *websocket.Conn, sel string) *goquery.Document 
 }
 
 func TestWebsocketPushes(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	srv := httptest.NewServer(pw.handler)
 	t.Cleanup(srv.Close)
@@ -127,6 +128,7 @@ func TestWebsocketPushes(t *testing.T) {
 }
 
 func TestWebsocketRefusals(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	pw.srv.opts.FrameAncestors = []string{"'self'", "https://*.portal.example"}
 	srv := httptest.NewServer(pw.handler)
@@ -166,6 +168,7 @@ func TestWebsocketRefusals(t *testing.T) {
 }
 
 func TestSourceMatches(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src, origin string
 		want        bool
@@ -191,6 +194,7 @@ func TestSourceMatches(t *testing.T) {
 }
 
 func TestWebsocketEmbedScope(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{TokenAuth: true})
 	srv := httptest.NewServer(pw.handler)
 	t.Cleanup(srv.Close)
@@ -278,6 +282,7 @@ func TestWebsocketEmbedScope(t *testing.T) {
 // and sort, the order the page itself shows; and after a queue's health changes or a queue
 // appears, the next push moves and adds the rows.
 func TestOverviewPushKeepsEachView(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	views := []struct {
@@ -359,6 +364,7 @@ func TestOverviewPushKeepsEachView(t *testing.T) {
 // TestWebsocketFollowsTheView: the websocket URL that a sorted overview or a queue page over a
 // range opens carries its view, and the pushes that come over it are in that view.
 func TestWebsocketFollowsTheView(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	srv := httptest.NewServer(pw.handler)
 	t.Cleanup(srv.Close)
@@ -402,6 +408,7 @@ func TestWebsocketFollowsTheView(t *testing.T) {
 // metrics cycles and of new connections, not on samples, and are drawn over the subscriber's
 // range.
 func TestQueuePushCharts(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	q, err := pw.Views.ResolveQueue(ctx, "web-search")
@@ -451,6 +458,7 @@ func TestQueuePushCharts(t *testing.T) {
 // TestWebsocketQuotaPerIdentity: one identity (here, one address with auth off) gets at most
 // maxWebsocketsPerIdentity live connections; closing one frees its place.
 func TestWebsocketQuotaPerIdentity(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	srv := httptest.NewServer(pw.handler)
 	t.Cleanup(srv.Close)
@@ -482,6 +490,7 @@ func TestWebsocketQuotaPerIdentity(t *testing.T) {
 }
 
 func TestWebsocketQuotaRelease(t *testing.T) {
+	t.Parallel()
 	var q websocketQuota
 	release, ok := q.acquire("addr:192.0.2.1")
 	if !ok {
@@ -497,6 +506,7 @@ func TestWebsocketQuotaRelease(t *testing.T) {
 // TestQueuePushKeepsRedriveCountCurrent: the redrive panel's "N messages wait here now" comes
 // with every depth push, so that it never disagrees with the Visible figure above it.
 func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	key, err := pw.Views.ResolveQueue(ctx, "web-search-dlq")
@@ -525,6 +535,7 @@ func TestQueuePushKeepsRedriveCountCurrent(t *testing.T) {
 // maxReceiveCount and its collector errors come with every push, so that a new sample or a new
 // error shows on a page left open, and the sampling card never disagrees with the sample above it.
 func TestQueuePushKeepsSamplingCurrent(t *testing.T) {
+	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	ctx := context.Background()
 	key, err := pw.Views.ResolveQueue(ctx, "tool-calls.fifo")

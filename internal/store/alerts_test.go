@@ -8,6 +8,7 @@ import (
 // TestAlertsAfterAndByID: the event stream resumes after an id, in order, at most a page at a
 // time; the notifier reads the alerts of a message by id, those pruned left out.
 func TestAlertsAfterAndByID(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -43,6 +44,7 @@ func TestAlertsAfterAndByID(t *testing.T) {
 // after the newest alerts are deleted, and LatestAlertID says the highest ever given, on both
 // engines.
 func TestAlertIDsAreNeverGivenTwice(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

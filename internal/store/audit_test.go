@@ -9,6 +9,7 @@ import (
 )
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -69,6 +70,7 @@ func TestAudit(t *testing.T) {
 // intents no outcome names are pending, an idempotency key finds its intent again, and an
 // accepted outcome is found by the move task it started.
 func TestAuditIntents(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -116,6 +118,7 @@ func TestAuditIntents(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

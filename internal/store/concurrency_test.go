@@ -11,6 +11,7 @@ import (
 // TestConcurrentWriters runs the collector's loops, the API's audit writes, readers and Prune at
 // once, as the dashboard does: none may fail with SQLITE_BUSY (run it with -race).
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

@@ -32,6 +32,7 @@ func addDepths(t *testing.T, s *Store, queueID int64, rows ...depthRow) {
 // TestDepthSamplesSince: every queue's samples from since on, oldest first, a queue without any
 // absent, a roll-up winning over the raw sample of its time, on both engines.
 func TestDepthSamplesSince(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

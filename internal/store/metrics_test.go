@@ -8,6 +8,7 @@ import (
 )
 
 func TestMetricStat(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ metric, want string }{
 		{"NumberOfMessagesSent", StatSum},
 		{"NumberOfEmptyReceives", StatSum},
@@ -29,6 +30,7 @@ func TestMetricStat(t *testing.T) {
 }
 
 func TestMetricPoints(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -97,6 +99,7 @@ func TestMetricPoints(t *testing.T) {
 }
 
 func TestLatestMetricPoints(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -125,6 +128,7 @@ func TestLatestMetricPoints(t *testing.T) {
 // TestUpsertMetricPointsInBatches: more points than one statement takes are all stored; a point
 // given twice in one call counts once, the later value; a point stored again replaces the value.
 func TestUpsertMetricPointsInBatches(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

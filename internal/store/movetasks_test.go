@@ -8,6 +8,7 @@ import (
 )
 
 func TestMoveTasks(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

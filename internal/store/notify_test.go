@@ -12,6 +12,7 @@ import (
 // targets, routing, a message taking its alerts, delivery attempts, and what the status page
 // sums per target.
 func TestNotifyOutboxAndDeliveries(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -141,6 +142,7 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 // made after the time summarise; other targets', other groups' and older messages' are not, nor
 // alerts still waiting for a message. On both engines.
 func TestToldAfter(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

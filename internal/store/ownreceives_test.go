@@ -8,6 +8,7 @@ import (
 
 // TestOwnReceivesBetween: what each sample raised, in its range only, oldest first, on both engines.
 func TestOwnReceivesBetween(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

@@ -12,6 +12,7 @@ import (
 // that scans attribute_samples or metric_points would read every row of every queue. SQLite
 // without statistics once chose exactly that, hence the CROSS JOINs.
 func TestHotQueriesSeek(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	tests := map[string]struct {
 		query string
@@ -64,6 +65,7 @@ func TestHotQueriesSeek(t *testing.T) {
 // snapshot's build seek each queue's rows by its key (an index scan per queue) rather than
 // read the big tables whole.
 func TestHotQueriesSeekOnPostgres(t *testing.T) {
+	t.Parallel()
 	s := openPostgresTest(t)
 	ctx := context.Background()
 	var samples []AttributeSample

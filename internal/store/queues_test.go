@@ -13,6 +13,7 @@ import (
 )
 
 func TestUpsertQueueKeepsFirstSeenAndClearsGone(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -45,6 +46,7 @@ func TestUpsertQueueKeepsFirstSeenAndClearsGone(t *testing.T) {
 }
 
 func TestSaveQueueAttributesAndRedriveSources(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -128,6 +130,7 @@ func sortedCopy(s []string) []string {
 }
 
 func TestQueueSetters(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -187,6 +190,7 @@ func TestQueueSetters(t *testing.T) {
 }
 
 func TestListQueuesFilters(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -237,6 +241,7 @@ func TestListQueuesFilters(t *testing.T) {
 }
 
 func TestAttributeSeries(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -269,6 +274,7 @@ func TestAttributeSeries(t *testing.T) {
 // account's name and id; the account filter keeps one account's; the name alone is ambiguous,
 // each ARN is not; a queue seen again under another name moves to it.
 func TestQueuesOfTwoAccounts(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -320,6 +326,7 @@ func TestQueuesOfTwoAccounts(t *testing.T) {
 // as a redrive policy changes (which changes another queue's sources), and for a filtered list
 // too.
 func TestQueueListsTakeWrittenAttributes(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -377,6 +384,7 @@ func TestQueueListsTakeWrittenAttributes(t *testing.T) {
 // every redrive pair: before, each lookup read all the pairs, 3 million rows a minute at 1,000
 // queues. On PostgreSQL over enough analysed rows for its planner to choose as in a fleet.
 func TestLookupsSeek(t *testing.T) {
+	t.Parallel()
 	queries := map[string]struct {
 		query string
 		arg   any

@@ -11,6 +11,7 @@ import (
 // (once), and the messages that come later with a remembered body hash or tool call id are the
 // arrivals to match, on both engines.
 func TestRememberRedriveAndArrivals(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

@@ -13,6 +13,7 @@ import (
 // no memory of its own in between: the reads a snapshot makes, each read once before the write
 // (which is what a cache would keep) and once after.
 func TestReplicasReadOneAnothersWrites(t *testing.T) {
+	t.Parallel()
 	url := pgtest.DB(t)
 	ctx := context.Background()
 	open := func() *Store {

@@ -11,6 +11,7 @@ import (
 // TestLeadIsHeldByOneReplica: of two stores on one PostgreSQL database, one leads; when its
 // session ends, on purpose or not, the other can lead.
 func TestLeadIsHeldByOneReplica(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.DB(t)
 	a, b := openURL(t, url), openURL(t, url)
@@ -54,6 +55,7 @@ func TestLeadIsHeldByOneReplica(t *testing.T) {
 }
 
 func TestSQLiteAlwaysLeads(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	for range 2 {
 		l, err := s.TryLead(t.Context())
@@ -65,6 +67,7 @@ func TestSQLiteAlwaysLeads(t *testing.T) {
 
 // TestNoticesReachEveryListener: a notice sent through one store reaches a listener on another.
 func TestNoticesReachEveryListener(t *testing.T) {
+	t.Parallel()
 	url := pgtest.DB(t)
 	a, b := openURL(t, url), openURL(t, url)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,6 +101,7 @@ func TestNoticesReachEveryListener(t *testing.T) {
 }
 
 func TestReplicaRows(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -137,6 +141,7 @@ func openURL(t *testing.T, url string) *Store {
 // TestLockQueueAcrossStores: a queue's lock taken through one store makes another store on the
 // same database wait until it is released; other queues are not held up.
 func TestLockQueueAcrossStores(t *testing.T) {
+	t.Parallel()
 	url := pgtest.DB(t)
 	a, b := openURL(t, url), openURL(t, url)
 	ctx := context.Background()

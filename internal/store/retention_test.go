@@ -17,6 +17,7 @@ func count(t *testing.T, s *Store, query string, args ...any) int64 {
 }
 
 func TestPruneRollsUpAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -122,6 +123,7 @@ func TestPruneRollsUpAndIsIdempotent(t *testing.T) {
 }
 
 func TestPruneSamplesRunsAndErrors(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

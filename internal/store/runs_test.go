@@ -8,6 +8,7 @@ import (
 )
 
 func TestRunsAndErrors(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -86,6 +87,7 @@ func TestRunsAndErrors(t *testing.T) {
 }
 
 func TestCostEstimate(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -111,6 +113,7 @@ func TestCostEstimate(t *testing.T) {
 // stored nothing new, so freshness must keep counting from the last run that collected
 // something, and Prune must keep that run even when failed runs came after it.
 func TestLatestRunSkipsRunsThatCollectedNothing(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		runs := []struct {

@@ -36,6 +36,7 @@ func dlqMessages(n int) []SampledMessage {
 }
 
 func TestSaveSampleRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -114,6 +115,7 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 }
 
 func TestSampleMessagesFiltersAndCursor(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -169,6 +171,7 @@ func TestSampleMessagesFiltersAndCursor(t *testing.T) {
 }
 
 func TestSampledMessageByIDAndDedup(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -211,6 +214,7 @@ func TestSampledMessageByIDAndDedup(t *testing.T) {
 // it is stored once, as its first delivery, with its last delivery's dimensions and the higher
 // counts. A pass larger than one statement's batch keeps every message.
 func TestSampleDeliveredTwiceAndLarge(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -248,6 +252,7 @@ func TestSampleDeliveredTwiceAndLarge(t *testing.T) {
 }
 
 func TestReceiveBudgetSince(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -272,6 +277,7 @@ func TestReceiveBudgetSince(t *testing.T) {
 }
 
 func TestLatestSamplesAndNearMax(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -313,6 +319,7 @@ func TestLatestSamplesAndNearMax(t *testing.T) {
 // TestSampleFilterGroupSearch filters a sample by dimension, groups it by tool, dimension and
 // attribute, and searches it, with LIKE's wildcards taken as text.
 func TestSampleFilterGroupSearch(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -426,6 +433,7 @@ func TestSampleFilterGroupSearch(t *testing.T) {
 // TestNearMaxCountsAndBlockedGroups: the counts and groups of several samples in one query are
 // those of each sample alone.
 func TestNearMaxCountsAndGroupsOfSamples(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, testNearMaxCountsAndGroupsOfSamples)
 }
 

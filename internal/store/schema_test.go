@@ -29,6 +29,7 @@ func rawExec(t *testing.T, path string, stmts ...string) {
 // TestOpenRefusesAForeignSchema: a database a newer toolq migrated, or one that lost a table or
 // a column, is refused at start-up with a message that says what is wrong, and left as it was.
 func TestOpenRefusesAForeignSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		breakIt []string
@@ -75,6 +76,7 @@ func TestOpenRefusesAForeignSchema(t *testing.T) {
 // TestPingNoticesTheFileGoing: a database file deleted or replaced under a running store, or a
 // table dropped under it, makes Ping fail with what happened, though SQLite itself goes on.
 func TestPingNoticesTheFileGoing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		do   func(t *testing.T, path string)

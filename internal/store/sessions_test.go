@@ -14,6 +14,7 @@ func sessionHash(s string) []byte {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		s := open(t)
 		ctx := context.Background()

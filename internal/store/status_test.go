@@ -7,6 +7,7 @@ import (
 )
 
 func TestOperationStatusesKeepTheNewest(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		s := open(t)
 		ctx := context.Background()
@@ -52,6 +53,7 @@ func TestOperationStatusesKeepTheNewest(t *testing.T) {
 }
 
 func TestLoopStatuses(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		s := open(t)
 		ctx := context.Background()
@@ -75,6 +77,7 @@ func TestLoopStatuses(t *testing.T) {
 }
 
 func TestLatestFinishedRunCountsFailedRuns(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		s := open(t)
 		ctx := context.Background()
@@ -101,6 +104,7 @@ func TestLatestFinishedRunCountsFailedRuns(t *testing.T) {
 // TestForgetScopesExcept: the statuses of scopes no longer watched go, those of the watched
 // scopes stay whole.
 func TestForgetScopesExcept(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		s := open(t)
 		ctx := context.Background()

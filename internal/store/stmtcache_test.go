@@ -11,6 +11,7 @@ import (
 // what they missed to be prepared after them); scripts (an Exec without arguments) are never
 // prepared, the cache stays bounded, and PostgreSQL's pool has none (pgx keeps its own).
 func TestStatementsStayPrepared(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openTest(t)
 	var got int

@@ -16,6 +16,7 @@ import (
 )
 
 func TestOpenAppliesMigrationsAndReopens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// A path with characters that mean something in a URI must still name that file.
 	path := filepath.Join(t.TempDir(), "my dir?#%", "toolq.db")
@@ -57,6 +58,7 @@ func TestOpenAppliesMigrationsAndReopens(t *testing.T) {
 }
 
 func TestMigrationsDownAndUpAgain(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -83,6 +85,7 @@ func TestMigrationsDownAndUpAgain(t *testing.T) {
 // with the same columns, so that a migration added to one directory and forgotten in the
 // other fails here, not in production.
 func TestBothEnginesHaveOneSchema(t *testing.T) {
+	t.Parallel()
 	lite, pg := openTest(t), openPostgresTest(t)
 	liteCols, pgCols := columnsOf(t, lite), columnsOf(t, pg)
 	if !reflect.DeepEqual(liteCols, pgCols) {
@@ -159,6 +162,7 @@ func queryStrings(t *testing.T, s *Store, q string) []string {
 }
 
 func TestOpenRefusesMemory(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"", ":memory:", "file:x.db?mode=memory"} {
 		if _, err := Open(context.Background(), path); err == nil {
 			t.Errorf("Open(%q) succeeded; want an error", path)
@@ -167,6 +171,7 @@ func TestOpenRefusesMemory(t *testing.T) {
 }
 
 func TestReadersCannotWrite(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	_, err := s.db.ExecContext(context.Background(), "DELETE FROM queues")
 	if err == nil {
@@ -179,6 +184,7 @@ func TestReadersCannotWrite(t *testing.T) {
 
 // TestWriterPragmas: on SQLite, the writer connection runs in WAL with a bounded journal and foreign keys.
 func TestWriterPragmas(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	var mode string
 	var limit, fk int64
@@ -197,6 +203,7 @@ func TestWriterPragmas(t *testing.T) {
 }
 
 func TestNumberPlaceholders(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"SELECT 1", "SELECT 1"},
 		{"WHERE a = ? AND b = ?", "WHERE a = $1 AND b = $2"},
@@ -219,6 +226,7 @@ func TestNumberPlaceholders(t *testing.T) {
 // TestSchemaChecksOnPostgres: on PostgreSQL as on SQLite, a dropped table makes Ping fail with
 // ErrSchema, and Open refuses the database.
 func TestSchemaChecksOnPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.DB(t)
 	s := openURL(t, url)

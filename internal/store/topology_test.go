@@ -9,6 +9,7 @@ import (
 // TestEventSourceMappingsReplacedPerRegion: a complete listing of a region's mappings replaces
 // that region's, and leaves the other regions' alone.
 func TestEventSourceMappingsReplacedPerRegion(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -44,6 +45,7 @@ func TestEventSourceMappingsReplacedPerRegion(t *testing.T) {
 }
 
 func TestEventBridgeTargetsMakeEventBridgeDeadLetterQueues(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
@@ -84,6 +86,7 @@ func TestEventBridgeTargetsMakeEventBridgeDeadLetterQueues(t *testing.T) {
 }
 
 func TestQueueAlarmsReplacedPerRegion(t *testing.T) {
+	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)

@@ -245,6 +245,7 @@ func (w *simWorld) fired(rule string) []string {
 // TestAdviceRulesOnTheSimulator makes each rule fire and clear through the stock clients, the
 // collector and the store, and reads the advice from the views.
 func TestAdviceRulesOnTheSimulator(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		rule, queue string
 		opts        worldOptions
@@ -480,6 +481,7 @@ func (w *simWorld) mapping() string {
 // because SQS (and so the simulator) refuses a standard DLQ for a FIFO source; the rule is
 // there for endpoints that accept one, and its facts are tested in TestAdviceRules.
 func TestFIFODLQNotFIFOIsRefusedBySQS(t *testing.T) {
+	t.Parallel()
 	w := newSimWorld(t, worldOptions{})
 	w.queue("calls-dlq", nil)
 	_, err := w.c.SQS.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String("calls.fifo"),

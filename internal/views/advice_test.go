@@ -64,6 +64,7 @@ func alarm(metric, state string) store.QueueAlarm {
 // TestAdviceRules checks each rule on the facts that break it (it fires, and no other rule does)
 // and on the facts that follow it (it clears).
 func TestAdviceRules(t *testing.T) {
+	t.Parallel()
 	good := withDLQ(adviceQueue("web-search", nil), "web-search-dlq", 3)
 	goodDLQ := asDLQ(adviceQueue("web-search-dlq", map[string]string{"MessageRetentionPeriod": "1209600"}), "web-search")
 	dlqAlarmed := func(f adviceFacts) adviceFacts {
@@ -206,6 +207,7 @@ func TestAdviceRules(t *testing.T) {
 // unchecked rather than claiming no alarm; a gone queue gets none; an EventBridge target's DLQ
 // is a DLQ, not a source without one.
 func TestAdviceSkipsWhatItCannotKnow(t *testing.T) {
+	t.Parallel()
 	th := DefaultThresholds()
 	dlq := asDLQ(adviceQueue("web-search-dlq", map[string]string{"MessageRetentionPeriod": "1209600"}), "web-search")
 	if got := advise(&adviceFacts{Queue: dlq, AlarmsRead: false}, &th, nil); len(got) != 0 {
@@ -230,6 +232,7 @@ func TestAdviceSkipsWhatItCannotKnow(t *testing.T) {
 }
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"web-search":                "web-search",
 		"arn:aws:sqs:us-east-1:1:q": "arn:aws:sqs:us-east-1:1:q",
@@ -246,6 +249,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestEventBridgeFailure(t *testing.T) {
+	t.Parallel()
 	attrs := []store.MessageAttribute{
 		{Name: "ERROR_CODE", Value: "SDK_CLIENT_ERROR"}, {Name: "ERROR_MESSAGE", Value: "Message too long\u202e"},
 		{Name: "RULE_ARN", Value: "arn:aws:events:us-east-1:1:rule/mcp/r"}, {Name: "TARGET_ARN", Value: account + "audit"},
@@ -286,6 +290,7 @@ func BenchmarkAdvise(b *testing.B) {
 // batch the rule still reads its newest quarter of an hour, and it reads nothing older than two
 // asks.
 func TestShortPollingReadsHourlyCounters(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		newest time.Duration // how long before now the newest datapoint is

@@ -16,6 +16,7 @@ import (
 // history's overlap, one written later still (in after the next whole read), the clock sliding
 // past the history's start, and a prune.
 func TestDepthHistoryAgreesWithTheStore(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, b := f.queue("a"), f.queue("b")
 	h := depthHistory{keep: growthBack(DefaultThresholds().GrowthWindow) + 5*time.Minute}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestEvaluateHealth(t *testing.T) {
+	t.Parallel()
 	th := DefaultThresholds()
 	fresh := &store.AttributeSample{At: now.Add(-5 * time.Second)}
 	busy := &store.AttributeSample{At: now.Add(-5 * time.Second), Visible: 3}
@@ -137,6 +138,7 @@ func TestEvaluateHealth(t *testing.T) {
 }
 
 func TestThresholdsDefaults(t *testing.T) {
+	t.Parallel()
 	got := Thresholds{DLQDepthCritical: 5}.withDefaults()
 	want := DefaultThresholds()
 	want.DLQDepthCritical = 5

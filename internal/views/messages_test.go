@@ -12,6 +12,7 @@ import (
 )
 
 func TestGroups(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	g, err := f.svc.Groups(f.ctx, f.idOf("tool-calls.fifo"))
@@ -31,6 +32,7 @@ func TestGroups(t *testing.T) {
 }
 
 func TestMessagesPagination(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("calls.fifo")
 	dlq := f.queue("calls-dlq.fifo")
@@ -77,6 +79,7 @@ func TestMessagesPagination(t *testing.T) {
 }
 
 func TestMessagesToolFilterAndLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("src")
 	dlq := f.queue("src-dlq")
@@ -120,6 +123,7 @@ func TestMessagesToolFilterAndLimits(t *testing.T) {
 }
 
 func TestMessagesBadCursor(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("a")
 	other := f.queue("b")
@@ -157,6 +161,7 @@ func TestMessagesBadCursor(t *testing.T) {
 }
 
 func TestMessage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	m, err := f.svc.Message(f.ctx, f.idOf("tool-calls-dlq.fifo"), "msg-001")
@@ -176,6 +181,7 @@ func TestMessage(t *testing.T) {
 }
 
 func TestPrettyBody(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ body, want string }{
 		{`{"a":1,"b":[true]}`, "{\n  \"a\": 1,\n  \"b\": [\n    true\n  ]\n}"},
 		{`{"a":1`, `{"a":1`}, // truncated JSON stays as it is
@@ -191,6 +197,7 @@ func TestPrettyBody(t *testing.T) {
 }
 
 func TestBodyPreview(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("日本語", 100)
 	tests := []struct {
 		name, body, want string

@@ -90,6 +90,7 @@ var mcpServer = collector.Dimension{Name: "mcpServer", Source: collector.FromJSO
 // have new ids (the simulator's, as AWS's), so only their bodies and tool call ids tell them.
 // It runs on both engines, as the store's reads of memories and arrivals differ by dialect.
 func TestRedriveOutcomeCountsWhatCameBack(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, postgres bool) {
 		redriveOutcomeCountsWhatCameBack(t, worldOptions{dims: []collector.Dimension{mcpServer}, postgres: postgres})
 	})
@@ -146,6 +147,7 @@ func redriveOutcomeCountsWhatCameBack(t *testing.T, opts worldOptions) {
 // TestRedriveOutcomeSaysWhatItMisses: a sample that saw half the DLQ remembers half of what the
 // redrive moves, and the outcome says so rather than guess about the rest.
 func TestRedriveOutcomeSaysWhatItMisses(t *testing.T) {
+	t.Parallel()
 	w := newSimWorld(t, worldOptions{peekMax: 10})
 	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
 	for i := range 20 {
@@ -177,6 +179,7 @@ func TestRedriveOutcomeSaysWhatItMisses(t *testing.T) {
 // TestRedriveOutcomeWindowEnds: what comes back after the window is no bounce-back of the redrive,
 // and once the window has ended the count is final.
 func TestRedriveOutcomeWindowEnds(t *testing.T) {
+	t.Parallel()
 	w := newSimWorld(t, worldOptions{thresholds: views.Thresholds{RedriveWindow: 20 * time.Minute}})
 	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
 	for i := range 4 {
@@ -202,6 +205,7 @@ func TestRedriveOutcomeWindowEnds(t *testing.T) {
 // TestTwoRedrivesInARow: each bounce-back belongs to the redrive that sent it back, even when the
 // second redrive moved messages the first one had moved too.
 func TestTwoRedrivesInARow(t *testing.T) {
+	t.Parallel()
 	w := newSimWorld(t, worldOptions{})
 	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
 	for i := range 8 {
@@ -243,6 +247,7 @@ func TestTwoRedrivesInARow(t *testing.T) {
 // TestRedriveOutcomeOfAFIFOQueue: a FIFO DLQ's messages keep their groups through the redrive and
 // back: the outcome counts the bounce-backs by session.
 func TestRedriveOutcomeOfAFIFOQueue(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, postgres bool) { redriveOutcomeOfAFIFOQueue(t, worldOptions{postgres: postgres}) })
 }
 

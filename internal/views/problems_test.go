@@ -7,6 +7,7 @@ import (
 )
 
 func TestProblemsCountEachOnce(t *testing.T) {
+	t.Parallel()
 	dlq := QueueSummary{Name: "web-search-dlq", Region: "us-east-1", SourceQueues: []string{"web-search"}, Health: Health{Findings: []Finding{
 		{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: "3 messages in the dead-letter queue"},
 		{Kind: ProblemDeadLetter, Status: HealthCritical, Reason: "growing: 1 → 3 messages in 5 min"},
@@ -47,6 +48,7 @@ func TestProblemsCountEachOnce(t *testing.T) {
 // TestSummaryProblemsAreTheOverviews: the summary a bot posts and the overview a person reads list
 // the same problems, in the same order, with the same words.
 func TestSummaryProblemsAreTheOverviews(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("jobs-dlq")
 	f.queue("jobs")
@@ -68,6 +70,7 @@ func TestSummaryProblemsAreTheOverviews(t *testing.T) {
 // what grows comes first, then the largest, so the deepest dead-letter queue tops the list
 // whatever its name.
 func TestProblemsOfOneSeverityAreOrderedByGrowthAndSize(t *testing.T) {
+	t.Parallel()
 	dlq := func(name string, depth float64, growing bool) QueueSummary {
 		fs := []Finding{{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: "messages in the dead-letter queue", Size: depth}}
 		if growing {

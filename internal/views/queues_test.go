@@ -13,6 +13,7 @@ import (
 )
 
 func TestResolveQueue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("web-search")
 	gone := f.queue("old-queue")
@@ -54,6 +55,7 @@ func TestResolveQueue(t *testing.T) {
 }
 
 func TestOverview(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	ov, err := f.svc.Overview(f.ctx)
@@ -144,6 +146,7 @@ func TestOverview(t *testing.T) {
 }
 
 func TestQueuesFilter(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	tests := []struct {
@@ -176,6 +179,7 @@ func TestQueuesFilter(t *testing.T) {
 }
 
 func TestQueueDetail(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	d, err := f.svc.Queue(f.ctx, f.idOf("tool-calls.fifo"))
@@ -236,6 +240,7 @@ func TestQueueDetail(t *testing.T) {
 // TestQueueDetailMatchesOverview: a queue page reads only its own queue's depth series, and must
 // still say of the queue exactly what the overview says (sparkline, growth, health).
 func TestQueueDetailMatchesOverview(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	// A sample taken at the very instant of the view ends the overview's sparkline: the queue
@@ -261,6 +266,7 @@ func TestQueueDetailMatchesOverview(t *testing.T) {
 // TestJSONListsAreNeverNull checks the API contract on an empty store and on the scenario: lists
 // marshal as [] and maps as {}, never null.
 func TestJSONListsAreNeverNull(t *testing.T) {
+	t.Parallel()
 	for _, filled := range []bool{false, true} {
 		f := newFixture(t)
 		f.queue("lonely")
@@ -302,6 +308,7 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 }
 
 func TestFreshness(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	fr, err := f.svc.Freshness(f.ctx)
 	if err != nil || !fr.Stale || !fr.UpdatedAt.IsZero() {
@@ -327,6 +334,7 @@ func TestFreshness(t *testing.T) {
 // received three times or more, so it reads 0 for a DLQ full of old messages: a DLQ's age comes
 // from its newest sample alone (the age at the sample's time), while the queue holds messages.
 func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		sampleAt   time.Time
@@ -370,6 +378,7 @@ func TestOldestAgeOfDeadLetterQueue(t *testing.T) {
 // TestOldestAgeOfWorkingQueue: a working queue's age is CloudWatch's alone, with its minute; an
 // old sample does not override it, and an empty queue has none.
 func TestOldestAgeOfWorkingQueue(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		visible int64

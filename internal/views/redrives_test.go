@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedriveOf(t *testing.T) {
+	t.Parallel()
 	f64 := func(v float64) *float64 { return &v }
 	tests := []struct {
 		name        string
@@ -47,6 +48,7 @@ func TestRedriveOf(t *testing.T) {
 }
 
 func TestRedrives(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	dlq := f.queue("web-search-dlq")
 	f.queue("web-search")
@@ -76,6 +78,7 @@ func TestRedrives(t *testing.T) {
 // and any other, comes with a sentence saying what to do; the reason the simulator gives a
 // redrive of messages sent straight to the DLQ names the fix (choose the source queue).
 func TestEveryMoveTaskFailureSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	reasons := []string{
 		"CouldNotDetermineMessageSource", "AWS.SimpleQueueService.NonExistentQueue",
 		"The source and destination queues must be of the same type.", "KMS.AccessDeniedException",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSeries(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.queue("web-search")
 	f.queue("other")

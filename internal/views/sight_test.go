@@ -35,6 +35,7 @@ func (f *fixture) cloudWatchFailing(region string) {
 // TestBlindIsNeverGreen: with no queue seen because listing is denied, an attribute cycle over
 // nothing "succeeds", yet the summary, the overview and the status say toolq cannot see.
 func TestBlindIsNeverGreen(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.finishedRun(now.Add(-5 * time.Second))
 	f.blindRegion("us-east-1")
@@ -83,6 +84,7 @@ func TestBlindIsNeverGreen(t *testing.T) {
 // TestSomeQueueReadsFailed: a cycle that read some queues but not all is no blindness, but the
 // summary never calls it healthy either.
 func TestSomeQueueReadsFailed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.finishedRun(now.Add(-5 * time.Second))
 	f.must(f.store.SaveOperationStatuses(f.ctx, []store.OperationStatus{{
@@ -107,6 +109,7 @@ func TestSomeQueueReadsFailed(t *testing.T) {
 // stored without a queue; it must still reach each queue of the region, and the oldest-age rule
 // says unknown.
 func TestCloudWatchFailureShowsOnEveryQueueOfTheRegion(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.finishedRun(now.Add(-5 * time.Second))
 	f.queue("jobs")
@@ -135,6 +138,7 @@ func TestCloudWatchFailureShowsOnEveryQueueOfTheRegion(t *testing.T) {
 }
 
 func TestReady(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var nr *NotReadyError
 	if err := f.svc.Ready(f.ctx); !errors.As(err, &nr) || nr.Reason != "the first discovery has not ended yet" {
@@ -150,6 +154,7 @@ func TestReady(t *testing.T) {
 }
 
 func TestDeadLetterChainAndTier(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.queue("tool-calls")
 	f.queue("tool-calls-dlq")

@@ -20,6 +20,7 @@ import (
 // window, ages whose datapoints age, growing dead-letter queues, queues just emptied and just
 // found, and samples taken long ago.
 func TestSnapshotReadsAsComputedFromScratch(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 42))

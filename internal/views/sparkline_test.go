@@ -18,6 +18,7 @@ type depth struct {
 // without samples; with the clock on the minute, a sample an hour old is out and one taken now is
 // the current minute's.
 func TestSparkline(t *testing.T) {
+	t.Parallel()
 	everyMinute := func(last int64) []depth {
 		var ds []depth
 		for k := range 60 {
@@ -81,6 +82,7 @@ func seq(n int) []float64 {
 // TestGrowth: a dead-letter queue is growing when it is deeper now than at its newest sample at
 // least GrowthWindow (15 min) old, looking back no further than the sparkline's hour.
 func TestGrowth(t *testing.T) {
+	t.Parallel()
 	const deep = "5 messages in the dead-letter queue"
 	tests := []struct {
 		name    string

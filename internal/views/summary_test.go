@@ -9,6 +9,7 @@ import (
 )
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, e := range []store.AuditEntry{
 		{At: now.Add(-time.Minute), Actor: "ops-bot", ActorKind: "token", Role: "operator", Action: "redrive.start",
@@ -36,6 +37,7 @@ func TestAudit(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.scenario()
 	_, err := f.store.UpsertMoveTask(f.ctx, store.MoveTask{QueueID: f.ids["exports-dlq"], TaskHandle: "h", Status: store.MoveTaskRunning,
@@ -99,6 +101,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestSummaryTextQuietAndStale(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		sum  Summary

@@ -39,6 +39,7 @@ func triageFixture(t *testing.T) (*fixture, int64) {
 }
 
 func TestMessageReasons(t *testing.T) {
+	t.Parallel()
 	f, dlq := triageFixture(t)
 	page, err := f.svc.Messages(f.ctx, dlq, MessageQuery{})
 	if err != nil {
@@ -76,6 +77,7 @@ func TestMessageReasons(t *testing.T) {
 }
 
 func TestMessagesGroupAndFilterByDimension(t *testing.T) {
+	t.Parallel()
 	f, dlq := triageFixture(t)
 	tests := []struct {
 		name    string
@@ -122,6 +124,7 @@ func TestMessagesGroupAndFilterByDimension(t *testing.T) {
 }
 
 func TestTriage(t *testing.T) {
+	t.Parallel()
 	f, dlq := triageFixture(t)
 	tr, err := f.svc.Triage(f.ctx, dlq)
 	if err != nil {
