@@ -94,9 +94,13 @@ func TestFreshnessCountsWhileTheServerIsDown(t *testing.T) {
 	})
 }
 
-// TestFocusSurvivesPushes: the overview's pushes replace the rows that changed (or the whole
-// table body, when the order changed) every few seconds; a keyboard user on a row's link, or
-// typing in the filter, keeps their place.
+// TestFocusSurvivesPushes: the overview's pushes replace the rows that changed or moved (or the
+// whole table body) every few seconds; a keyboard user on a row's link, or typing in the filter,
+// keeps their place. Each case makes the push it waits for: the overview sorted by delayed
+// messages, it sends a queue more delayed messages than any other holds (due in 15 minutes, so
+// no consumer takes them while the tests run), and that queue's row moves to the top. (A row
+// whose values drift, as a queue with traffic does, may change a cell at a time for a minute,
+// and a cell's push leaves its row in place.)
 func TestFocusSurvivesPushes(t *testing.T) {
 	t.Parallel()
 	d := needDemo(t)
@@ -105,19 +109,23 @@ func TestFocusSurvivesPushes(t *testing.T) {
 		path  string
 		focus string // JavaScript that focuses the element and returns what identifies it
 		check string // JavaScript that returns the same of document.activeElement
+		queue string // the queue sent delayed messages, whose row moves
+		n     int    // how many: more than any queue holds before
 	}{
 		{
-			name: "a row's link",
-			path: "/",
-			// web-search has traffic: its row changes within seconds.
+			name:  "a row's link",
+			path:  "/?sort=delayed&dir=desc",
 			focus: `(() => { const a = [...document.querySelectorAll('#overview-rows tr th a')].find(a => a.textContent === 'web-search'); a.focus(); return a.getAttribute('href'); })()`,
 			check: `document.activeElement?.tagName === 'A' ? document.activeElement.getAttribute('href') : String(document.activeElement?.tagName)`,
+			// The other tests send notifications 55 delayed messages at most.
+			queue: "web-search", n: 200,
 		},
 		{
 			name:  "the filter, with a selection",
-			path:  "/?q=s",
+			path:  "/?q=s&sort=delayed&dir=desc",
 			focus: `(() => { const q = document.getElementById('q'); q.value = 'web-search'; q.focus(); q.setSelectionRange(4, 7); return 'q 4-7'; })()`,
 			check: `(() => { const e = document.activeElement; return e?.id === 'q' ? 'q ' + e.selectionStart + '-' + e.selectionEnd : String(e?.tagName); })()`,
+			queue: "exports", n: 400, // more than web-search got above
 		},
 	}
 	for _, tt := range tests {
@@ -127,8 +135,13 @@ func TestFocusSurvivesPushes(t *testing.T) {
 			waitJS(p, 30*time.Second, "the overview's websocket", `document.querySelector('#overview-rows tr th a') !== null && !document.documentElement.classList.contains('ws-down') && document.getElementById('overview-table').hasAttribute('ws-connect')`,
 				func(ok bool) bool { return ok })
 			want := mustEval[string](p, tt.focus)
-			mustEval[bool](p, `(window.__toolqRow = [...document.querySelectorAll('#overview-rows tr')].find(tr => tr.querySelector('th a')?.textContent === 'web-search')) !== undefined`)
-			waitJS(p, 60*time.Second, "a push to replace web-search's row", `!document.body.contains(window.__toolqRow)`,
+			mustEval[bool](p, `(window.__toolqRow = [...document.querySelectorAll('#overview-rows tr')].find(tr => tr.querySelector('th a')?.textContent === `+jsString(tt.queue)+`)) !== undefined`)
+			msgs := toolCalls("focus-"+tt.queue, "web_search", tt.n, false)
+			for i := range msgs {
+				msgs[i].DelaySeconds = 900
+			}
+			d.send(t, tt.queue, msgs...)
+			waitJS(p, 30*time.Second, "a push to move "+tt.queue+"'s row to the top", `!document.body.contains(window.__toolqRow)`,
 				func(replaced bool) bool { return replaced })
 			if got := mustEval[string](p, tt.check); got != want {
 				t.Errorf("after a push the focus is on %q, want %q", got, want)
