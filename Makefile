@@ -28,8 +28,9 @@ help: ## list the targets
 run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no AWS account
 	$(GO) run -ldflags "$(STAMP)" ./cmd/dashboard demo
 
-# Every test once, with the race detector; a test that fails fails the run. make test runs five
-# parts, each one go test run that a developer can start alone:
+# Every test once, with the race detector but for the browser tests (see test-browser); a test
+# that fails fails the run. make test runs five parts, each one go test run that a developer can
+# start alone:
 #   test-unit      every package not named below; needs Go and nothing else
 #   test-clients   the simulator and the traffic, with the third-party clients (JavaScript SDK,
 #                  boto3, aws CLI, moto, kumo), and the tests elsewhere whose names say Moto,
@@ -42,7 +43,7 @@ run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no 
 # -race also turns on checkptr, which checks every unsafe.Pointer conversion as it runs.
 # modernc.org/sqlite is SQLite's C translated into Go, pointer arithmetic by design: checkptr
 # over it checks none of toolq's code and took 40% of the CPU of the tests that write to the
-# store. It is off for modernc.org's packages alone; the race detector stays on everywhere.
+# store. It is off for modernc.org's packages alone; the race detector stays on for them.
 #
 # -vet=off: go test would run a few of go vet's checks on each package before its tests; make
 # lint runs all of them on the same packages, test files included, and CI runs make lint first.

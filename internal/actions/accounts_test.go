@@ -44,11 +44,7 @@ func TestRedriveInItsOwnAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, storetest.Path(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Open(t)
 
 	type account struct {
 		name, id string

@@ -60,10 +60,7 @@ func newTwoAccounts(t testing.TB) *twoAccounts {
 	if a.brokenClient, err = awsconf.LoadAssumed(ctx, opts, brokenRole, ""); err != nil {
 		t.Fatal(err)
 	}
-	if a.store, err = store.Open(ctx, storetest.Path(t)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.store.Close() })
+	a.store = storetest.Open(t)
 	return a
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/sivchari/kumo"
 
 	"github.com/toolq/toolq/internal/awsconf"
-	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/store/storetest"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -203,9 +202,7 @@ func TestMissingOperationSkipsExpire(t *testing.T) {
 		Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 2, MaxBackoff: time.Millisecond,
 	})
 	must(t, err)
-	st, err := store.Open(ctx, storetest.Path(t))
-	must(t, err)
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	// kumo's queues are shared by every server of the process: name them apart.
 	run := "s" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	dlq, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(run + "web-search-dlq")})
