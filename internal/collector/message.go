@@ -30,14 +30,21 @@ const (
 	maxParsedBody = 4 << 20
 )
 
+// ReadMessage reads a received message of a queue as a sample keeps it: its ids, attributes,
+// tool fields and dimensions, its body up to the body cap. The selection engine decides with it
+// which messages a selection holds, so that the pages' groups and its matches agree.
+func (c *Collector) ReadMessage(queueID int64, m types.Message) store.SampledMessage {
+	return c.sampledMessage(queueID, m, 1, 0)
+}
+
 // sampledMessage converts one received message. ownReceives is how many of its receives the
 // dashboard made since it arrived in the queue (this pass included); nearMax is the queue's maxReceiveCount when the queue is
 // a source (0 otherwise).
-func (c *Collector) sampledMessage(q *watchedQueue, m types.Message, ownReceives, nearMax int) store.SampledMessage {
+func (c *Collector) sampledMessage(queueID int64, m types.Message, ownReceives, nearMax int) store.SampledMessage {
 	sys := m.Attributes
 	body := aws.ToString(m.Body)
 	sm := store.SampledMessage{
-		QueueID:             q.id,
+		QueueID:             queueID,
 		MessageID:           safetext.Store(aws.ToString(m.MessageId), maxIDField),
 		GroupID:             safetext.Store(sys[string(types.MessageSystemAttributeNameMessageGroupId)], maxIDField),
 		DeduplicationID:     safetext.Store(sys[string(types.MessageSystemAttributeNameMessageDeduplicationId)], maxIDField),

@@ -295,7 +295,7 @@ func (c *Collector) peek(ctx context.Context, cy *cycle, q *watchedQueue, kind s
 	}
 	msgs := make([]store.SampledMessage, 0, len(pass.messages))
 	for _, m := range pass.messages {
-		msgs = append(msgs, c.sampledMessage(q, m, own[aws.ToString(m.MessageId)], nearMax))
+		msgs = append(msgs, c.sampledMessage(q.id, m, own[aws.ToString(m.MessageId)], nearMax))
 	}
 	if kind == store.SampleDeadLetter {
 		c.forgetMoved(msgs)

@@ -90,6 +90,14 @@ func (d dialect) idTable(param string) string {
 	return "json_each(" + param + ")"
 }
 
+// textTable is a table of one column, value, holding the strings of a JSON array given as param.
+func (d dialect) textTable(param string) string {
+	if d == postgresDialect {
+		return "(SELECT e.value AS value FROM jsonb_array_elements_text(" + param + "::jsonb) AS e(value))"
+	}
+	return "json_each(" + param + ")"
+}
+
 // caseFreeLike is LIKE ignoring case: SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE any.
 func (d dialect) caseFreeLike() string {
 	if d == postgresDialect {

@@ -6,13 +6,13 @@ import (
 )
 
 const moveTaskColumns = `id, queue_id, task_handle, status, source_arn, destination_arn, max_per_second,
-	moved, to_move, failure_reason, started_at, updated_at`
+	moved, to_move, failure_reason, started_at, updated_at, kind`
 
 func scanMoveTask(r rowScanner) (MoveTask, error) {
 	var t MoveTask
 	var started, updated int64
 	err := r.Scan(&t.ID, &t.QueueID, &t.TaskHandle, &t.Status, &t.SourceARN, &t.DestinationARN,
-		&t.MaxPerSecond, &t.Moved, &t.ToMove, &t.FailureReason, &started, &updated)
+		&t.MaxPerSecond, &t.Moved, &t.ToMove, &t.FailureReason, &started, &updated, &t.Kind)
 	if err != nil {
 		return MoveTask{}, err
 	}
@@ -92,10 +92,11 @@ func (s *Store) GetMoveTask(ctx context.Context, id int64) (MoveTask, error) {
 	return t, nil
 }
 
-// RunningMoveTasks returns every task still RUNNING or CANCELLING.
+// RunningMoveTasks returns every SQS move task still RUNNING or CANCELLING (toolq's own selection
+// jobs are not among them: SQS does not list those).
 func (s *Store) RunningMoveTasks(ctx context.Context) ([]MoveTask, error) {
 	ts, err := s.queryMoveTasks(ctx, "SELECT "+moveTaskColumns+
-		" FROM move_tasks WHERE status IN (?, ?) ORDER BY started_at, id", MoveTaskRunning, MoveTaskCancelling)
+		" FROM move_tasks WHERE status IN (?, ?) AND kind = ? ORDER BY started_at, id", MoveTaskRunning, MoveTaskCancelling, KindMoveTask)
 	if err != nil {
 		return nil, fmt.Errorf("store: running move tasks: %w", err)
 	}

@@ -210,7 +210,16 @@ type MoveTask struct {
 	FailureReason  string
 	StartedAt      time.Time
 	UpdatedAt      time.Time
+	// Kind is KindMoveTask for SQS's move tasks, KindSelection for toolq's selective redrives
+	// (SelectionJob), which the redrive list shows beside them.
+	Kind string
 }
+
+// Kinds of redrive in the move_tasks table.
+const (
+	KindMoveTask  = "move_task"
+	KindSelection = "selection"
+)
 
 // Running reports whether the task is still moving messages.
 func (t MoveTask) Running() bool {

@@ -1,0 +1,42 @@
+-- See ../00015_selection_jobs.sql.
+-- +goose Up
+ALTER TABLE move_tasks ADD COLUMN kind TEXT NOT NULL DEFAULT 'move_task';
+
+CREATE TABLE selection_jobs (
+    move_task_id BIGINT  PRIMARY KEY REFERENCES move_tasks (id) ON DELETE CASCADE,
+    queue_id     BIGINT  NOT NULL,
+    selection    TEXT    NOT NULL,
+    actor        TEXT    NOT NULL DEFAULT '',
+    matched      BIGINT  NOT NULL DEFAULT 0,
+    held         BIGINT  NOT NULL DEFAULT 0,
+    released     BIGINT  NOT NULL DEFAULT 0,
+    failed       BIGINT  NOT NULL DEFAULT 0,
+    not_reached  BIGINT  NOT NULL DEFAULT 0,
+    ended_at     BIGINT  NOT NULL DEFAULT 0
+);
+CREATE INDEX selection_jobs_queue ON selection_jobs (queue_id);
+
+CREATE TABLE selection_journal (
+    move_task_id    BIGINT  NOT NULL REFERENCES selection_jobs (move_task_id) ON DELETE CASCADE,
+    message_id      TEXT    NOT NULL,
+    state           TEXT    NOT NULL,
+    destination_arn TEXT    NOT NULL DEFAULT '',
+    group_id        TEXT    NOT NULL DEFAULT '',
+    receipt_handle  TEXT    NOT NULL DEFAULT '',
+    new_message_id  TEXT    NOT NULL DEFAULT '',
+    body_hash       TEXT    NOT NULL DEFAULT '',
+    tool_call_id    TEXT    NOT NULL DEFAULT '',
+    tool_name       TEXT    NOT NULL DEFAULT '',
+    dimensions      TEXT    NOT NULL DEFAULT '{}',
+    error           TEXT    NOT NULL DEFAULT '',
+    updated_at      BIGINT  NOT NULL,
+    PRIMARY KEY (move_task_id, message_id)
+);
+CREATE INDEX selection_journal_state ON selection_journal (move_task_id, state);
+
+-- +goose Down
+DROP INDEX selection_journal_state;
+DROP TABLE selection_journal;
+DROP INDEX selection_jobs_queue;
+DROP TABLE selection_jobs;
+ALTER TABLE move_tasks DROP COLUMN kind;
