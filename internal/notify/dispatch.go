@@ -108,7 +108,7 @@ func (s *Service) batch(ctx context.Context) error {
 		if !ok {
 			continue // a target no longer configured: its alerts wait for it to come back
 		}
-		toldIDs, err := s.opts.Store.ToldAfter(ctx, k.target, k.group, now.Add(-s.opts.Interval))
+		told, err := s.opts.Store.ToldAfter(ctx, k.target, k.group, now.Add(-s.opts.Interval))
 		if err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
@@ -119,12 +119,12 @@ func (s *Service) batch(ctx context.Context) error {
 		if len(alerts) == 0 {
 			continue
 		}
-		if len(toldIDs) > 0 {
-			told, err := s.opts.Views.AlertsByID(ctx, toldIDs)
+		if len(told.AlertIDs) > 0 {
+			toldAlerts, err := s.opts.Views.AlertsByID(ctx, told.AlertIDs)
 			if err != nil {
 				return fmt.Errorf("notify: %w", err)
 			}
-			if !news(alerts, told) {
+			if !news(alerts, toldAlerts) {
 				continue
 			}
 		}

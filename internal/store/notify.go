@@ -140,9 +140,11 @@ func (s *Store) RouteAlerts(ctx context.Context, entries []OutboxEntry, cursor i
 	return nil
 }
 
+const waitingOutboxQuery = "SELECT alert_id, target, group_key, created_at FROM notify_outbox WHERE message_id = 0 ORDER BY alert_id"
+
 // WaitingOutbox returns the routed alerts no message has taken yet, oldest first.
 func (s *Store) WaitingOutbox(ctx context.Context) ([]OutboxEntry, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT alert_id, target, group_key, created_at FROM notify_outbox WHERE message_id = 0 ORDER BY alert_id")
+	rows, err := s.db.QueryContext(ctx, waitingOutboxQuery)
 	if err != nil {
 		return nil, fmt.Errorf("store: waiting outbox: %w", err)
 	}
@@ -160,28 +162,46 @@ func (s *Store) WaitingOutbox(ctx context.Context) ([]OutboxEntry, error) {
 	return out, rows.Err()
 }
 
-// ToldAfter returns the ids of the alerts that a target's messages of a group made after a time
-// summarise, in id order: what the target was told of the group lately, by which the notifier
-// tells news from repeats.
-func (s *Store) ToldAfter(ctx context.Context, target, group string, after time.Time) ([]int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT o.alert_id FROM notify_messages m
-		JOIN notify_outbox o ON o.message_id = m.id AND o.target = m.target
-		WHERE m.target = ? AND m.group_key = ? AND m.created_at > ?
-		ORDER BY o.alert_id`, target, group, ms(after))
+// Told is what a target was told of a group lately: the alerts its messages summarised, and
+// when the oldest of those messages was made (zero when there was none), after which the told
+// alerts can only be fewer.
+type Told struct {
+	AlertIDs []int64 // in id order
+	Oldest   time.Time
+}
+
+// ToldAfter returns what a target's messages of a group made after a time summarise: what the
+// target was told of the group lately, by which the notifier tells news from repeats. It reads
+// those messages by (target, group, time) and their alerts by message, never the whole outbox.
+func (s *Store) ToldAfter(ctx context.Context, target, group string, after time.Time) (Told, error) {
+	rows, err := s.db.QueryContext(ctx, toldAfterQuery, target, group, ms(after))
 	if err != nil {
-		return nil, fmt.Errorf("store: told %s of %s: %w", target, group, err)
+		return Told{}, fmt.Errorf("store: told %s of %s: %w", target, group, err)
 	}
 	defer rows.Close()
-	out := []int64{}
+	out := Told{AlertIDs: []int64{}}
+	oldest := int64(0)
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: told %s of %s: %w", target, group, err)
+		var id, created int64
+		if err := rows.Scan(&id, &created); err != nil {
+			return Told{}, fmt.Errorf("store: told %s of %s: %w", target, group, err)
 		}
-		out = append(out, id)
+		out.AlertIDs = append(out.AlertIDs, id)
+		if oldest == 0 || created < oldest {
+			oldest = created
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return Told{}, fmt.Errorf("store: told %s of %s: %w", target, group, err)
+	}
+	out.Oldest = fromMS(oldest)
+	return out, nil
 }
+
+const toldAfterQuery = `SELECT o.alert_id, m.created_at FROM notify_messages m
+	JOIN notify_outbox o ON o.message_id = m.id AND o.target = m.target
+	WHERE m.target = ? AND m.group_key = ? AND m.created_at > ?
+	ORDER BY o.alert_id`
 
 // CreateMessage stores a message to send and marks the alerts it summarises as taken, in one
 // transaction. It returns the message's id.
@@ -218,10 +238,12 @@ func scanMessage(r rowScanner) (NotifyMessage, error) {
 	return m, err
 }
 
+const dueMessagesQuery = "SELECT " + messageColumns + ` FROM notify_messages
+	WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`
+
 // DueMessages returns the pending messages whose next attempt is due at now, oldest first.
 func (s *Store) DueMessages(ctx context.Context, now time.Time, limit int) ([]NotifyMessage, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+messageColumns+` FROM notify_messages
-		WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`, MessagePending, ms(now), limit)
+	rows, err := s.db.QueryContext(ctx, dueMessagesQuery, MessagePending, ms(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: due messages: %w", err)
 	}
@@ -289,12 +311,18 @@ func (s *Store) RecentDeliveries(ctx context.Context, limit int) ([]NotifyDelive
 	return out, rows.Err()
 }
 
+const notifyStatsQuery = `SELECT target, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+		count(*) FILTER (WHERE status = 'pending'), coalesce(max(sent_at), 0)
+	FROM notify_messages GROUP BY target`
+
+// lastFailureQuery reads a target's newest attempt that did not succeed; its outcome <> 'sent'
+// is the partial index notify_deliveries_failures's condition, word for word.
+const lastFailureQuery = `SELECT id, message_id, target, at, attempt, outcome, http_status, error, duration_ms
+	FROM notify_deliveries WHERE target = ? AND outcome <> 'sent' ORDER BY at DESC, id DESC LIMIT 1`
+
 // NotifyTargetStats sums each target's messages, by target name.
 func (s *Store) NotifyTargetStats(ctx context.Context) (map[string]NotifyStats, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT target, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
-			count(*) FILTER (WHERE status = 'pending'), coalesce(max(sent_at), 0)
-		FROM notify_messages GROUP BY target`)
+	rows, err := s.db.QueryContext(ctx, notifyStatsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("store: notify stats: %w", err)
 	}
@@ -317,8 +345,7 @@ func (s *Store) NotifyTargetStats(ctx context.Context) (map[string]NotifyStats, 
 	for name, st := range out {
 		var d NotifyDelivery
 		var at, dur int64
-		err := s.db.QueryRowContext(ctx, `SELECT id, message_id, target, at, attempt, outcome, http_status, error, duration_ms
-			FROM notify_deliveries WHERE target = ? AND outcome <> 'sent' ORDER BY at DESC, id DESC LIMIT 1`, name).
+		err := s.db.QueryRowContext(ctx, lastFailureQuery, name).
 			Scan(&d.ID, &d.MessageID, &d.Target, &at, &d.Attempt, &d.Outcome, &d.HTTPStatus, &d.Error, &dur)
 		switch {
 		case err == nil:
@@ -341,9 +368,11 @@ func (s *Store) SetMessagePayload(ctx context.Context, id int64, payload string)
 	return nil
 }
 
+const messageAlertIDsQuery = "SELECT alert_id FROM notify_outbox WHERE message_id = ? ORDER BY alert_id"
+
 // MessageAlertIDs returns the alerts a message summarises, oldest first.
 func (s *Store) MessageAlertIDs(ctx context.Context, messageID int64) ([]int64, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT alert_id FROM notify_outbox WHERE message_id = ? ORDER BY alert_id", messageID)
+	rows, err := s.db.QueryContext(ctx, messageAlertIDsQuery, messageID)
 	if err != nil {
 		return nil, fmt.Errorf("store: alerts of message %d: %w", messageID, err)
 	}

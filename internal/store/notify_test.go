@@ -60,8 +60,8 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 			t.Fatalf("WaitingOutbox = %+v, %v; want the three alerts, oldest first", waiting, err)
 		}
 
-		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || len(told) != 0 {
-			t.Errorf("ToldAfter before any message = %v, %v; want none", told, err)
+		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || len(told.AlertIDs) != 0 || !told.Oldest.IsZero() {
+			t.Errorf("ToldAfter before any message = %+v, %v; want none", told, err)
 		}
 		m := NotifyMessage{Target: "ops", GroupKey: "queue:1", CreatedAt: t0.Add(time.Second), Title: "2 arrivals", NextAttemptAt: t0.Add(time.Second)}
 		id, err := s.CreateMessage(ctx, m, []int64{alerts[0].ID, alerts[1].ID})
@@ -74,8 +74,8 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 		if err := s.SetMessagePayload(ctx, 404, "x"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("SetMessagePayload(404) = %v; want ErrNotFound", err)
 		}
-		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || !slices.Equal(told, []int64{alerts[0].ID, alerts[1].ID}) {
-			t.Errorf("ToldAfter = %v, %v; want the message's alerts", told, err)
+		if told, err := s.ToldAfter(ctx, "ops", "queue:1", t0); err != nil || !slices.Equal(told.AlertIDs, []int64{alerts[0].ID, alerts[1].ID}) {
+			t.Errorf("ToldAfter = %+v, %v; want the message's alerts", told, err)
 		}
 		if ids, err := s.MessageAlertIDs(ctx, id); err != nil || !slices.Equal(ids, []int64{alerts[0].ID, alerts[1].ID}) {
 			t.Errorf("MessageAlertIDs = %v, %v", ids, err)
@@ -140,7 +140,7 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 
 // TestToldAfter: what a target was told of a group is the alerts its messages of that group
 // made after the time summarise; other targets', other groups' and older messages' are not, nor
-// alerts still waiting for a message. On both engines.
+// alerts still waiting for a message; Oldest is the oldest of those messages. On both engines.
 func TestToldAfter(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
@@ -152,6 +152,7 @@ func TestToldAfter(t *testing.T) {
 			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
 			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:2", Body: "{}"},
 			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
+			{At: t0, Kind: "dlq.arrival", GroupKey: "queue:1", Body: "{}"},
 		}, AlertDetectorKey, "{}")
 		if err != nil {
 			t.Fatal(err)
@@ -160,10 +161,10 @@ func TestToldAfter(t *testing.T) {
 		var entries []OutboxEntry
 		for i, a := range alerts {
 			for _, target := range []string{"oncall", "bot"} {
-				entries = append(entries, OutboxEntry{AlertID: a.ID, Target: target, GroupKey: []string{"queue:1", "queue:1", "queue:1", "queue:2", "queue:1"}[i], CreatedAt: t0})
+				entries = append(entries, OutboxEntry{AlertID: a.ID, Target: target, GroupKey: []string{"queue:1", "queue:1", "queue:1", "queue:2", "queue:1", "queue:1"}[i], CreatedAt: t0})
 			}
 		}
-		if err := s.RouteAlerts(ctx, entries, id(4)); err != nil {
+		if err := s.RouteAlerts(ctx, entries, id(5)); err != nil {
 			t.Fatal(err)
 		}
 		message := func(target, group string, at time.Time, ids ...int64) {
@@ -173,16 +174,17 @@ func TestToldAfter(t *testing.T) {
 			}
 		}
 		message("oncall", "queue:1", t0, id(0))                               // before the window
-		message("oncall", "queue:1", t0.Add(2*time.Minute), id(1), id(2))     // within it
+		message("oncall", "queue:1", t0.Add(4*time.Minute), id(5))            // within it
+		message("oncall", "queue:1", t0.Add(2*time.Minute), id(1), id(2))     // within it, the oldest
 		message("bot", "queue:1", t0.Add(3*time.Minute), id(0), id(1), id(2)) // another target's
 		message("oncall", "queue:2", t0.Add(3*time.Minute), id(3))            // another group's
 		// id(4) waits for oncall: routed, in no message yet.
 		got, err := s.ToldAfter(ctx, "oncall", "queue:1", t0.Add(time.Minute))
-		if err != nil || !slices.Equal(got, []int64{id(1), id(2)}) {
-			t.Errorf("ToldAfter = %v, %v; want %v", got, err, []int64{id(1), id(2)})
+		if want := []int64{id(1), id(2), id(5)}; err != nil || !slices.Equal(got.AlertIDs, want) || !got.Oldest.Equal(t0.Add(2*time.Minute)) {
+			t.Errorf("ToldAfter = %+v, %v; want %v, the oldest message at t0+2m", got, err, want)
 		}
-		if got, err := s.ToldAfter(ctx, "oncall", "queue:1", t0.Add(2*time.Minute)); err != nil || len(got) != 0 {
-			t.Errorf("ToldAfter the newest message = %v, %v; want none (the bound is exclusive)", got, err)
+		if got, err := s.ToldAfter(ctx, "oncall", "queue:1", t0.Add(4*time.Minute)); err != nil || len(got.AlertIDs) != 0 || !got.Oldest.IsZero() {
+			t.Errorf("ToldAfter the newest message = %+v, %v; want none (the bound is exclusive)", got, err)
 		}
 	})
 }
