@@ -62,6 +62,9 @@ func (s *Service) route(ctx context.Context) error {
 		if err := s.opts.Store.RouteAlerts(ctx, entries, cursor); err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
+		if len(entries) > 0 {
+			s.settled = false
+		}
 		if len(alerts) < routePage {
 			return nil
 		}
@@ -84,35 +87,63 @@ func (s *Service) cursor(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// groupKey is one target's group: what one message is about.
+type groupKey struct{ target, group string }
+
+// heldGroup is why a group's waiting alerts were held back: they repeated what its messages of
+// the last Interval told. That holds until an alert newer than newest waits too, or until the
+// oldest of those messages leaves the interval (until), since what was told only shrinks as
+// time passes; before either, looking again would read the same and decide the same.
+type heldGroup struct {
+	newest int64
+	until  time.Time
+}
+
 // batch makes one message of the waiting alerts of each target's group that may have one: at
 // most one a group every Interval, summarising what came meanwhile, unless a waiting alert is
-// news (see news).
+// news (see news). A group held back is not read again before its heldGroup says something may
+// have changed, and once a batch has decided every group, none is read before an alert is
+// routed or a held group's time comes: an idle notifier reads nothing here, whatever the number
+// of groups and the history.
 func (s *Service) batch(ctx context.Context) error {
+	now := s.opts.Now().UTC()
+	if s.settled && (s.wake.IsZero() || now.Before(s.wake)) {
+		return nil
+	}
+	s.settled = false
 	waiting, err := s.opts.Store.WaitingOutbox(ctx)
 	if err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
-	type key struct{ target, group string }
-	groups := map[key][]int64{}
-	var order []key
+	groups := map[groupKey][]int64{}
+	var order []groupKey
 	for _, e := range waiting {
-		k := key{e.Target, e.GroupKey}
+		k := groupKey{e.Target, e.GroupKey}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
-		groups[k] = append(groups[k], e.AlertID)
+		groups[k] = append(groups[k], e.AlertID) // in id order: the newest last
 	}
-	now := s.opts.Now().UTC()
+	for k := range s.held {
+		if _, ok := groups[k]; !ok {
+			delete(s.held, k) // its alerts went out
+		}
+	}
 	for _, k := range order {
 		t, ok := s.target(k.target)
 		if !ok {
 			continue // a target no longer configured: its alerts wait for it to come back
 		}
+		ids := groups[k]
+		if h, ok := s.held[k]; ok && h.newest == ids[len(ids)-1] && now.Before(h.until) {
+			continue
+		}
+		delete(s.held, k)
 		told, err := s.opts.Store.ToldAfter(ctx, k.target, k.group, now.Add(-s.opts.Interval))
 		if err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
-		alerts, err := s.opts.Views.AlertsByID(ctx, groups[k])
+		alerts, err := s.opts.Views.AlertsByID(ctx, ids)
 		if err != nil {
 			return fmt.Errorf("notify: %w", err)
 		}
@@ -125,12 +156,20 @@ func (s *Service) batch(ctx context.Context) error {
 				return fmt.Errorf("notify: %w", err)
 			}
 			if !news(alerts, toldAlerts) {
+				s.held[k] = heldGroup{newest: ids[len(ids)-1], until: told.Oldest.Add(s.opts.Interval)}
 				continue
 			}
 		}
 		m := message{Target: t.Name, Group: k.group, CreatedAt: now, Alerts: alerts}
-		if err := s.enqueue(ctx, t, m, groups[k]); err != nil {
+		if err := s.enqueue(ctx, t, m, ids); err != nil {
 			return err
+		}
+	}
+	// Every group is decided: sent, held, or waiting for a target that is not configured.
+	s.settled, s.wake = true, time.Time{}
+	for _, h := range s.held {
+		if s.wake.IsZero() || h.until.Before(s.wake) {
+			s.wake = h.until
 		}
 	}
 	return nil

@@ -78,9 +78,15 @@ type Service struct {
 	log       *slog.Logger
 	tel       *telemetry
 	startedAt time.Time
-	checkMu   sync.Mutex  // one Check at a time
-	sendMu    sync.Mutex  // one Dispatch at a time
-	pending   atomic.Bool // an arrival waits for its sample: check again at the next tick
+	checkMu   sync.Mutex             // one Check at a time
+	sendMu    sync.Mutex             // one Dispatch at a time
+	held      map[groupKey]heldGroup // the groups whose waiting alerts repeat what was told; under sendMu
+	// settled: the last batch decided every waiting group and no alert was routed since, so that
+	// nothing can change before wake, the first held group's until (zero: none is held). Under
+	// sendMu.
+	settled bool
+	wake    time.Time
+	pending atomic.Bool // an arrival waits for its sample: check again at the next tick
 }
 
 // New checks opts and returns a Service.
@@ -117,7 +123,7 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{opts: opts, log: log, tel: tel, startedAt: opts.Now().UTC()}, nil
+	return &Service{opts: opts, log: log, tel: tel, startedAt: opts.Now().UTC(), held: map[groupKey]heldGroup{}}, nil
 }
 
 // StartedAt is when the Service was made: the status page lists the targets recorded since.
@@ -127,6 +133,10 @@ func (s *Service) StartedAt() time.Time { return s.startedAt }
 // alert, starts routing from the newest one: alerts raised before any target was configured are
 // history, not news. Run calls it; tests that drive Check and Dispatch themselves call it first.
 func (s *Service) Start(ctx context.Context) error {
+	// Another replica may have led, and sent, since this one last did: forget what was held.
+	s.sendMu.Lock()
+	s.held, s.settled = map[groupKey]heldGroup{}, false
+	s.sendMu.Unlock()
 	ts := make([]store.NotifyTarget, 0, len(s.opts.Targets))
 	for _, t := range s.opts.Targets {
 		ts = append(ts, store.NotifyTarget{Name: t.Name, Kind: string(t.Kind), Endpoint: t.endpoint(), Filter: t.Filter.String(), SeenAt: s.startedAt})
