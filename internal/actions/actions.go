@@ -7,10 +7,12 @@
 // ListMessageMoveTasks (Reconcile). A start may carry an idempotency key: a repeat with the same
 // key is answered as the first attempt was.
 //
-// toolq never re-sends dead-letter messages itself: there is no SendMessage anywhere in this
-// package (nor in toolq). A re-send would give each message a new id and lose its attributes,
-// deduplication id and group membership; SQS's move tasks keep them. Moved messages leave the
-// dead-letter queue for good, which is why the pages confirm before they call StartRedrive.
+// A start may instead name a Selection: a selective redrive, run by the engine (package engine),
+// which sends the chosen messages back with their attributes, trace header and FIFO group and
+// deletes them only after the send, each step journaled. The actions validate and audit it as
+// they do a move task, and never let the two kinds run on one queue at once. Moved messages
+// leave the dead-letter queue for good, which is why the pages confirm before they call
+// StartRedrive.
 package actions
 
 import (
@@ -30,6 +32,7 @@ import (
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awscalls"
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/store"
@@ -70,6 +73,9 @@ type StartRedriveRequest struct {
 	// confirmation_used, saying what the first did). It stands for the idempotency key.
 	// Empty: a start in one step.
 	Confirmation string
+	// Selection, when set, makes the start a selective redrive of the messages it names (a job
+	// of the engine), instead of a move task of the whole queue.
+	Selection *engine.Selection
 }
 
 // StartedRedrive is what a start answers: the move task, and whether the answer is a repeat of
@@ -152,6 +158,12 @@ type Store interface {
 	GetMoveTask(ctx context.Context, id int64) (store.MoveTask, error)
 	ListMoveTasks(ctx context.Context, queueID int64, limit int) ([]store.MoveTask, error)
 	RememberRedrive(ctx context.Context, taskID int64, now time.Time) (bool, error)
+	// The selective redrives: the newest sample they are previewed on, their jobs.
+	LatestSample(ctx context.Context, queueID int64) (store.Sample, error)
+	SampleMessages(ctx context.Context, sampleID int64, f store.MessageFilter) ([]store.SampledMessage, error)
+	CreateSelectionJob(ctx context.Context, j store.SelectionJob) (store.SelectionJob, error)
+	RunningSelectionJob(ctx context.Context, queueID int64) (store.SelectionJob, error)
+	CancelSelectionJob(ctx context.Context, id int64, now time.Time) (bool, error)
 	// LockQueue serialises actions on a queue across replicas sharing the database.
 	LockQueue(ctx context.Context, arn string) (unlock func(), err error)
 }
@@ -178,6 +190,16 @@ type Options struct {
 	// once ListMessageMoveTasks has shown that the call did not land (default 200ms, doubled
 	// each time).
 	RetryWait time.Duration
+	// Engine runs the selective redrives the actions create; nil: they wait for the engine of
+	// the replica that leads.
+	Engine *engine.Engine
+	// Dimensions are the configured dimensions' names, and ErrorDimension the one that says why
+	// a call failed, for the selections.
+	Dimensions     []string
+	ErrorDimension string
+	// OptedIn reports whether a queue is opted in to sampling as a source (--peek-source): a
+	// dead-letter queue with a RedrivePolicy of its own is redriven selectively only then.
+	OptedIn func(name string) bool
 }
 
 // Service runs the actions. It is the only code that changes anything in AWS.
@@ -191,6 +213,10 @@ type Service struct {
 	outcomes  *prometheus.CounterVec
 	retryWait time.Duration
 	signer    Signer
+	engine    *engine.Engine
+	dims      []string
+	errorDim  string
+	optedIn   func(name string) bool
 
 	mu       sync.Mutex
 	locks    map[string]chan struct{} // one per DLQ ARN: starts and cancels of a queue never overlap
@@ -211,6 +237,10 @@ func New(opts Options) *Service {
 		log:       opts.Logger,
 		retryWait: cmp.Or(max(opts.RetryWait, 0), 200*time.Millisecond),
 		signer:    opts.Confirmations,
+		engine:    opts.Engine,
+		dims:      opts.Dimensions,
+		errorDim:  opts.ErrorDimension,
+		optedIn:   opts.OptedIn,
 		locks:     make(map[string]chan struct{}),
 		inflight:  make(map[int64]bool),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -54,6 +55,10 @@ type RedrivePreview struct {
 	MaxPerSecond   int
 	Token          string
 	ExpiresAt      time.Time
+	// Selection is the selective redrive's selection, nil for a move task; InSample what it holds
+	// in the queue's newest sample.
+	Selection *engine.Selection
+	InSample  SelectionInSample
 }
 
 // confirmation is what a token says, signed.
@@ -62,7 +67,8 @@ type confirmation struct {
 	QueueARN    string `json:"q"`
 	Destination string `json:"d,omitempty"` // as the caller wrote it
 	Rate        int    `json:"r,omitempty"`
-	Expires     int64  `json:"e"` // unix seconds
+	Selection   string `json:"s,omitempty"` // selectionDigest of a selective redrive
+	Expires     int64  `json:"e"`           // unix seconds
 	Nonce       string `json:"n"`
 }
 
@@ -110,7 +116,7 @@ func openConfirmation(signer Signer, token string) (confirmation, error) {
 // as a refusal and a confirmation given as accepted, the token itself never.
 func (s *Service) PreviewRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (RedrivePreview, error) {
 	a := attempt{actor: actor, action: ActionPreviewRedrive, ref: req.Queue, params: startParams(req)}
-	p, err := s.previewRedrive(ctx, actor, req, &a)
+	p, err := s.previewRedrive(ctx, actor, req, &a, true)
 	if err == nil {
 		a.note = fmt.Sprintf("confirmation given, good until %s", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
@@ -118,11 +124,24 @@ func (s *Service) PreviewRedrive(ctx context.Context, actor Actor, req StartRedr
 	return p, err
 }
 
-func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt) (RedrivePreview, error) {
+// ReviewRedrive checks a start as PreviewRedrive does, for a page's confirmation step, which
+// needs no token: its form carries an idempotency key, and the start checks everything again.
+// It is audited as a preview.
+func (s *Service) ReviewRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (RedrivePreview, error) {
+	a := attempt{actor: actor, action: ActionPreviewRedrive, ref: req.Queue, params: startParams(req)}
+	p, err := s.previewRedrive(ctx, actor, req, &a, false)
+	if err == nil {
+		a.note = "reviewed on a page, no confirmation token given"
+	}
+	s.record(ctx, a, err)
+	return p, err
+}
+
+func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedriveRequest, a *attempt, sign bool) (RedrivePreview, error) {
 	if err := s.checkActor(actor); err != nil {
 		return RedrivePreview{}, err
 	}
-	if s.signer == nil {
+	if sign && s.signer == nil {
 		return RedrivePreview{}, refuse(Unavailable, "confirmation_unavailable", "this dashboard has no key to sign confirmations with")
 	}
 	rate, err := parseRate(req.MaxPerSecond)
@@ -135,6 +154,15 @@ func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedr
 		return RedrivePreview{}, err
 	}
 	if err := checkRedriveAllowed(q); err != nil {
+		return RedrivePreview{}, err
+	}
+	var inSample SelectionInSample
+	if req.Selection != nil {
+		if inSample, err = s.checkSelection(ctx, q, *req.Selection); err != nil {
+			return RedrivePreview{}, err
+		}
+	}
+	if err := s.runningJob(ctx, q); err != nil {
 		return RedrivePreview{}, err
 	}
 	// The store's tasks, as the collector and the actions last saw them: the start itself asks
@@ -152,12 +180,17 @@ func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedr
 	if err != nil {
 		return RedrivePreview{}, err
 	}
-	expires := s.now().Add(ConfirmationTTL).Truncate(time.Second)
-	c := confirmation{Actor: actorKey(actor), QueueARN: q.ARN, Destination: req.Destination, Rate: rate, Expires: expires.Unix(), Nonce: rand.Text()}
-	return RedrivePreview{
+	p := RedrivePreview{
 		QueueID: q.ID, Queue: q.Name, QueueARN: q.ARN, FIFO: q.FIFO, SourceARNs: q.SourceARNs,
-		DestinationARN: destARN, MaxPerSecond: rate, Token: c.seal(s.signer), ExpiresAt: expires,
-	}, nil
+		DestinationARN: destARN, MaxPerSecond: rate, Selection: req.Selection, InSample: inSample,
+	}
+	if sign {
+		p.ExpiresAt = s.now().Add(ConfirmationTTL).Truncate(time.Second)
+		c := confirmation{Actor: actorKey(actor), QueueARN: q.ARN, Destination: req.Destination, Rate: rate,
+			Selection: selectionDigest(req.Selection), Expires: p.ExpiresAt.Unix(), Nonce: rand.Text()}
+		p.Token = c.seal(s.signer)
+	}
+	return p, nil
 }
 
 // checkConfirmation reads a confirmed start's token, before its queue is resolved: it must be
@@ -181,10 +214,10 @@ func (s *Service) checkConfirmation(actor Actor, token string) (confirmation, er
 }
 
 // matches refuses a confirmed start that is not the start the token confirms.
-func (c confirmation) matches(q store.Queue, destination string, rate int) error {
-	if c.QueueARN != q.ARN || c.Destination != destination || c.Rate != rate {
+func (c confirmation) matches(q store.Queue, destination string, rate int, sel *engine.Selection) error {
+	if c.QueueARN != q.ARN || c.Destination != destination || c.Rate != rate || c.Selection != selectionDigest(sel) {
 		return refuse(Unprocessable, "confirmation_mismatch",
-			"this confirmation is for another redrive (its queue, destination or rate differ): preview this one")
+			"this confirmation is for another redrive (its queue, destination, rate or selection differ): preview this one")
 	}
 	return nil
 }

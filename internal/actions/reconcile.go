@@ -92,7 +92,11 @@ func (s *Service) reconcileQueue(ctx context.Context, client SQSAPI, q store.Que
 		var found bool
 		switch intent.Action {
 		case ActionStartRedrive:
-			t, found, err = s.startedAfter(ctx, intent, live, claimed)
+			if selective(intent) {
+				t, found, err = s.jobStartedAfter(ctx, q, intent, claimed)
+			} else {
+				t, found, err = s.startedAfter(ctx, intent, live, claimed)
+			}
 			if err != nil {
 				return err
 			}

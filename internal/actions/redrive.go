@@ -52,6 +52,9 @@ func startParams(req StartRedriveRequest) map[string]any {
 	if req.Destination != "" {
 		params["destination"] = safetext.Line(req.Destination, 256)
 	}
+	if req.Selection != nil {
+		params["selection"] = req.Selection
+	}
 	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
 		if n, err := strconv.Atoi(raw); err == nil {
 			params["maxMessagesPerSecond"] = n
@@ -86,12 +89,17 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return store.MoveTask{}, err
 	}
 	if a.confirmed {
-		if err := confirmed.matches(q, req.Destination, rate); err != nil {
+		if err := confirmed.matches(q, req.Destination, rate, req.Selection); err != nil {
 			return store.MoveTask{}, err
 		}
 	}
 	if err := checkRedriveAllowed(q); err != nil {
 		return store.MoveTask{}, err
+	}
+	if req.Selection != nil {
+		if _, err := s.checkSelection(ctx, q, *req.Selection); err != nil {
+			return store.MoveTask{}, err
+		}
 	}
 	client, unlock, err := s.lockQueue(ctx, q)
 	if err != nil {
@@ -114,9 +122,15 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if tasks.isRunning {
 		return store.MoveTask{}, errTaskRunning(q, tasks.running)
 	}
+	if err := s.runningJob(ctx, q); err != nil {
+		return store.MoveTask{}, err
+	}
 	destARN, err := s.destination(ctx, q, req.Destination)
 	if err != nil {
 		return store.MoveTask{}, err
+	}
+	if req.Selection != nil {
+		return s.startSelection(ctx, q, *req.Selection, destARN, rate, actor)
 	}
 
 	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(q.ARN)}
@@ -269,6 +283,11 @@ func (s *Service) cancelRedrive(ctx context.Context, actor Actor, queue string, 
 	defer s.recordLocked(ctx, a, &task, &err)
 	if err := s.writeIntent(ctx, a); err != nil {
 		return store.MoveTask{}, err
+	}
+	if j, err := s.store.RunningSelectionJob(ctx, q.ID); err == nil {
+		return s.cancelSelection(ctx, q, j)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.MoveTask{}, fmt.Errorf("actions: selection jobs of %s: %w", q.Name, err)
 	}
 	tasks, err := s.readTasks(ctx, client, q)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awsconf"
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/replicas"
@@ -87,12 +88,14 @@ type Config struct {
 
 // Dashboard is an assembled, not yet running dashboard.
 type Dashboard struct {
-	cfg       Config
-	log       *slog.Logger
-	Store     *store.Store
-	Bus       *events.Bus
-	Views     *views.Service
-	Actions   *actions.Service
+	cfg     Config
+	log     *slog.Logger
+	Store   *store.Store
+	Bus     *events.Bus
+	Views   *views.Service
+	Actions *actions.Service
+	// Engine runs the selective redrives, on the replica that leads.
+	Engine    *engine.Engine
 	Collector *collector.Collector
 	Notifier  *notify.Service
 	Server    *server.Server
@@ -147,12 +150,14 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 		Dimensions: dims, ErrorDimension: cfg.ErrorDimension, Changes: bus, Logger: log.With("part", "views")})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
+	engineClients := make(map[string]engine.SQSAPI, len(cfg.Regions))
 	regions := make([]collector.Region, 0, len(cfg.Regions))
 	for _, r := range cfg.Regions {
 		if r.SQS == nil || r.ActionsSQS == nil {
 			return nil, fmt.Errorf("app: region %q: the collector's and the actions' SQS clients are required", r.Name)
 		}
 		clients[store.Scope(r.Account, r.Name)] = r.ActionsSQS
+		engineClients[store.Scope(r.Account, r.Name)] = r.ActionsSQS
 		cr := collector.Region{Name: r.Name, SQS: r.SQS, Account: r.Account, AccountID: r.AccountID}
 		if r.Account != "" && r.STS != nil {
 			cr.STS = r.STS
@@ -176,13 +181,6 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	// The actions sign the confirmations of two-step starts (the MCP tool's) with the key that
-	// signs sessions, so that replicas sharing --session-key accept each other's.
-	acts := actions.New(actions.Options{
-		Clients: clients, Store: st, Publisher: rep, Confirmations: authn,
-		ReadOnly: cfg.ReadOnly, Logger: log.With("part", "actions"), Registerer: reg,
-	})
-
 	copts := cfg.Collector
 	copts.Regions = regions
 	copts.Store = st
@@ -193,6 +191,19 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
+	// The engine reads a message as the collector's samples do, so that a selection matches
+	// what the pages group; it runs on the replica that leads, as the collector does.
+	eng := engine.New(engine.Options{
+		Clients: engineClients, Store: st, Read: coll.ReadMessage, ErrorDimension: cfg.ErrorDimension,
+		Publisher: rep, Logger: log.With("part", "engine"),
+	})
+	// The actions sign the confirmations of two-step starts (the MCP tool's) with the key that
+	// signs sessions, so that replicas sharing --session-key accept each other's.
+	acts := actions.New(actions.Options{
+		Clients: clients, Store: st, Publisher: rep, Confirmations: authn,
+		ReadOnly: cfg.ReadOnly, Logger: log.With("part", "actions"), Registerer: reg,
+		Engine: eng, Dimensions: dims, ErrorDimension: cfg.ErrorDimension, OptedIn: coll.OptedIn,
+	})
 
 	nopts := cfg.Notify
 	nopts.Views, nopts.Store, nopts.Bus, nopts.Publisher = vs, st, bus, rep
@@ -216,7 +227,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Collector: coll, Notifier: nt, Server: srv, Replica: rep}, nil
+	return &Dashboard{cfg: cfg, log: log, Store: st, Bus: bus, Views: vs, Actions: acts, Engine: eng, Collector: coll, Notifier: nt, Server: srv, Replica: rep}, nil
 }
 
 // listenURL is the dashboard's address from its listener, for the links of notifications when
@@ -270,16 +281,18 @@ func (d *Dashboard) Run(ctx context.Context, ln net.Listener) (err error) {
 	var wg sync.WaitGroup
 	// Every replica keeps its own snapshot of what the pages, the API and the notifier show.
 	wg.Go(func() { _ = d.Views.Run(loops) })
-	// The collector and the notifier run while this dashboard leads (always, on SQLite): one
-	// replica reads AWS and sends notifications. Neither stops on a failure (each cycle records
-	// its own and the next tries again) and each returns nil once its context ends, so they are
-	// only waited for below: the dashboard stops on ctx or a failed listener, never on them.
+	// The collector, the notifier and the engine run while this dashboard leads (always, on
+	// SQLite): one replica reads AWS, sends notifications and runs the selective redrives (a new
+	// leader resumes them from their journals). None stops on a failure (each cycle records its
+	// own and the next tries again) and each returns nil once its context ends, so they are only
+	// waited for below: the dashboard stops on ctx or a failed listener, never on them.
 	wg.Go(func() {
 		d.Replica.Run(loops, func(lead context.Context) {
-			var both sync.WaitGroup
-			both.Go(func() { _ = d.Collector.Run(lead) })
-			both.Go(func() { _ = d.Notifier.Run(lead) })
-			both.Wait()
+			var all sync.WaitGroup
+			all.Go(func() { _ = d.Collector.Run(lead) })
+			all.Go(func() { _ = d.Notifier.Run(lead) })
+			all.Go(func() { _ = d.Engine.Run(lead) })
+			all.Wait()
 		})
 	})
 

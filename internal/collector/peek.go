@@ -36,9 +36,10 @@ const (
 // PeekDue samples the messages of every queue whose peek is due: dead-letter queues (those of
 // SQS redrive policies and those of EventBridge targets alike) every PeekDeadLetterInterval,
 // opted-in source queues every PeekSourceInterval, and either at once when its last sample
-// found it empty and it has messages now. It does nothing with Peek.Disabled. A dead-letter queue with a
-// RUNNING or CANCELLING move task is skipped: messages held by a peek would dodge the move. A
-// queue whose receive could cost a message its last delivery is paused (see receiveGuard).
+// found it empty and it has messages now. It does nothing with Peek.Disabled. A dead-letter
+// queue with a RUNNING or CANCELLING move task or selective redrive is skipped: messages held by
+// a peek would dodge the move. A queue whose receive could cost a message its last delivery is
+// paused (see receiveGuard).
 func (c *Collector) PeekDue(ctx context.Context) error {
 	dlqs := c.sampledDeadLetterARNs()
 	moving := make(map[int64]bool)
@@ -52,6 +53,16 @@ func (c *Collector) PeekDue(ctx context.Context) error {
 		}
 		for _, t := range running {
 			moving[t.QueueID] = true
+		}
+		// A selective redrive holds the messages it does not move until its scan ends: a sample
+		// would see a part of the queue, and its receives would race the job's.
+		jobs, err := c.store.RunnableSelectionJobs(ctx)
+		if err != nil {
+			c.warn(ctx, "collector: running selection jobs", "err", err)
+			return err
+		}
+		for _, j := range jobs {
+			moving[j.QueueID] = true
 		}
 	}
 	now := c.now()
@@ -116,9 +127,12 @@ func (c *Collector) peekKind(q *watchedQueue, deadLetter bool) (store.SampleKind
 	return "", false
 }
 
-// optedIn reports whether the operator opted the source queue in: an exact name, or a prefix
-// written with a trailing "*". A bare word is not a prefix, so that no queue is received from
-// by accident.
+// OptedIn reports whether the operator opted the source queue in (--peek-source): an exact
+// name, or a prefix written with a trailing "*". A bare word is not a prefix, so that no queue
+// is received from by accident. The actions ask it too: a selective redrive receives from a
+// tier dead-letter queue only where sampling may.
+func (c *Collector) OptedIn(name string) bool { return c.optedIn(name) }
+
 func (c *Collector) optedIn(name string) bool {
 	for _, s := range c.opts.Peek.Sources {
 		if p, ok := strings.CutSuffix(s, "*"); ok {

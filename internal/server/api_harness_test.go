@@ -117,7 +117,8 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	if err := auth.RevokeToken(ctx, w.Store, "old-bot"); err != nil {
 		t.Fatal(err)
 	}
-	act := w.Actions(actions.Options{ReadOnly: cfg.readOnly, Registerer: h.registry, Confirmations: h.auth})
+	act := w.Actions(actions.Options{ReadOnly: cfg.readOnly, Registerer: h.registry, Confirmations: h.auth,
+		Dimensions: harnessDimensions, ErrorDimension: "error"})
 	if cfg.rateLimit == 0 {
 		cfg.rateLimit = -1 // off unless a test is about it
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -18,10 +19,12 @@ type redriveList struct {
 	Redrives []views.Redrive `json:"redrives"`
 }
 
-// startRedriveRequest is the body of POST /api/v1/queues/{queue}/redrives; both fields are
-// optional (an empty body moves every message back to its original source at SQS's pace).
+// startRedriveRequest is the body of POST /api/v1/queues/{queue}/redrives; every field is
+// optional (an empty body moves every message back to its original source at SQS's pace). A
+// selection makes it a selective redrive of the messages it names.
 type startRedriveRequest struct {
-	Destination string `json:"destination"`
+	Destination string            `json:"destination"`
+	Selection   *engine.Selection `json:"selection"`
 	// MaxMessagesPerSecond stays the JSON value as written, handed to the action as text: the
 	// action refuses anything but a whole number from 1 to 500 (an explicit 0, 2.5, "fast") after
 	// its role check, and audits it, as it does the form's field. Leaving the field out, or null,
@@ -118,6 +121,7 @@ func (s *Server) startRedrive(c echo.Context) error {
 		Queue:        ref,
 		Destination:  body.Destination,
 		MaxPerSecond: rawRate(body.MaxMessagesPerSecond), // the action checks 1..500 and audits a refusal
+		Selection:    body.Selection,
 		// A repeat with the same key is answered as the first start was; the action checks it.
 		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/arn"
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -25,6 +26,8 @@ type startRedriveArgs struct {
 	Destination          string `json:"destination,omitempty"`
 	MaxMessagesPerSecond int    `json:"maxMessagesPerSecond,omitempty"`
 	ConfirmationToken    string `json:"confirmationToken,omitempty"`
+	// Selection makes it a selective redrive of the messages it names.
+	Selection *engine.Selection `json:"selection,omitempty"`
 }
 
 // startRedriveAnswer is start_redrive's answer: a preview (the first step) or the started task
@@ -55,7 +58,25 @@ type redrivePreview struct {
 	// ConfirmationToken starts exactly this redrive, once, until ExpiresAt.
 	ConfirmationToken string    `json:"confirmationToken"`
 	ExpiresAt         time.Time `json:"expiresAt"`
+	// Selection is, for a selective redrive, what it holds in toolq's newest sample of the
+	// queue; the job itself scans the whole queue.
+	Selection *selectionPreview `json:"selection,omitempty"`
 }
+
+// selectionPreview is what a selection holds in the newest sample: how many of the sampled
+// messages it matches, by tool and by the queue each goes back to, and on FIFO the sessions
+// chosen. Tool and queue names come from the messages: data, not instructions.
+type selectionPreview struct {
+	Sampled        int            `json:"sampled"`
+	SampleComplete bool           `json:"sampleComplete"`
+	Matched        int            `json:"matched"`
+	ByTool         map[string]int `json:"byTool"`
+	ByDestination  map[string]int `json:"byDestination"`
+	Groups         []string       `json:"groups,omitempty"`
+}
+
+// selectionWarning is what a person must know before agreeing to a selective redrive.
+const selectionWarning = "A move cannot be undone: moved messages leave the dead-letter queue for good, each sent to its source with its attributes and FIFO group (on a FIFO queue whole sessions move, in order). The messages the selection does not name stay in the dead-letter queue."
 
 // moveWarning is what a person must know before agreeing.
 const moveWarning = "A move cannot be undone: moved messages leave the dead-letter queue for good. A move task moves the whole queue, not chosen messages; fix the cause first, or they fail again."
@@ -74,6 +95,7 @@ func (s *Server) addRedriveTools(srv *mcp.Server) {
 		describe(in, "maxMessagesPerSecond", "The move's rate, 1 to 500 messages a second. Leave it out to let SQS choose.")
 		bounded(in, "maxMessagesPerSecond", 1, actions.MaxRate)
 		describe(in, "confirmationToken", "The preview's confirmationToken: give it only once the person agreed to the preview.")
+		describe(in, "selection", "Leave it out to move the whole queue. Given, only the messages it names move and the rest stay: tools, dimensions (name to values), reasons, q (a search text), messageIds, groups (FIFO sessions; on FIFO queues whole sessions move). Fields are ANDed, values within a field ORed. Take the values from list_dlq_messages' triage, never from a message's content.")
 	}, s.toolStartRedrive)
 
 	addTool(s, srv, &mcp.Tool{
@@ -90,7 +112,7 @@ func (s *Server) toolStartRedrive(ctx context.Context, c mcpCaller, in startRedr
 	if _, err := validQueueRef(in.Queue); err != nil {
 		return startRedriveAnswer{}, "", err
 	}
-	req := actions.StartRedriveRequest{Queue: in.Queue, Destination: in.Destination, Confirmation: in.ConfirmationToken}
+	req := actions.StartRedriveRequest{Queue: in.Queue, Destination: in.Destination, Confirmation: in.ConfirmationToken, Selection: in.Selection}
 	if in.MaxMessagesPerSecond != 0 {
 		req.MaxPerSecond = strconv.Itoa(in.MaxMessagesPerSecond) // the action checks 1..500 and audits a refusal
 	}
@@ -104,6 +126,9 @@ func (s *Server) toolStartRedrive(ctx context.Context, c mcpCaller, in startRedr
 	// A confirmation's second use is refused, not repeated: no Repeat to tell here.
 	r := s.opts.Views.Redrive(task.MoveTask)
 	text := fmt.Sprintf("Started the redrive of %s: a move task with %d messages to move. Follow it with list_redrives; cancel_redrive stops it (what moved stays moved).", named(in.Queue), r.ToMove)
+	if in.Selection != nil {
+		text = fmt.Sprintf("Started the selective redrive of %s: it scans the whole queue and moves the messages the selection names. Follow it with list_redrives; cancel_redrive stops it (what moved stays moved, the rest stays in the dead-letter queue).", named(in.Queue))
+	}
 	return startRedriveAnswer{Step: "started", Redrive: &r}, text, nil
 }
 
@@ -135,6 +160,14 @@ func (s *Server) previewRedrive(ctx context.Context, c mcpCaller, req actions.St
 	}
 	text := fmt.Sprintf("Preview, nothing started: a redrive of %s would move about %d messages %s, %s. %s Show this to the person; to start it, call start_redrive again with the same arguments and confirmationToken before %s.",
 		named(p.Queue), d.Visible, to, rate, moveWarning, out.ExpiresAt.Format(time.RFC3339))
+	if p.Selection != nil {
+		in := p.InSample
+		out.Warning = selectionWarning
+		out.Selection = &selectionPreview{Sampled: in.Sampled, SampleComplete: in.Complete, Matched: in.Matched,
+			ByTool: in.ByTool, ByDestination: in.ByDestination, Groups: in.Groups}
+		text = fmt.Sprintf("Preview, nothing started: a selective redrive of %s would move the messages the selection names, %s: %d of the %d messages in toolq's newest sample (counted by tool and destination in preview.selection), and whatever else of the queue matches, since the job scans all of it. %s Show this to the person; to start it, call start_redrive again with the same arguments and confirmationToken before %s.",
+			named(p.Queue), rate, in.Matched, in.Sampled, selectionWarning, out.ExpiresAt.Format(time.RFC3339))
+	}
 	return startRedriveAnswer{Step: "preview", Preview: out}, text, nil
 }
 

@@ -127,7 +127,7 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 			Changes: pw.bus, Lag: cmp.Or(o.SnapshotLag, -1)})
 	}
 	opts := Options{
-		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly}), Bus: pw.bus,
+		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly, Dimensions: harnessDimensions, ErrorDimension: "error"}), Bus: pw.bus,
 		ReadOnly: o.ReadOnly, Now: w.Now,
 	}
 	if o.Notifier != nil {

@@ -39,6 +39,14 @@ func (s *Server) messagesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d, err := s.opts.Views.Queue(c.Request().Context(), key.ID)
+	if err != nil {
+		return err
+	}
+	sel, err := s.selectionForm(c.Request().Context(), d, identity(c))
+	if err != nil {
+		return err
+	}
 	p := templates.MessagesProps{
 		Page:      s.page(c, "Messages of "+key.Name, "", ""),
 		Ref:       key.Ref,
@@ -47,6 +55,7 @@ func (s *Server) messagesPage(c echo.Context) error {
 		Tool:      q.ToolName,
 		Cursor:    q.Cursor,
 		Query:     q,
+		Selection: sel,
 	}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, templates.MessageList(p))
@@ -69,12 +78,21 @@ func (s *Server) messagePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d, err := s.opts.Views.Queue(c.Request().Context(), key.ID)
+	if err != nil {
+		return err
+	}
+	sel, err := s.selectionForm(c.Request().Context(), d, identity(c))
+	if err != nil {
+		return err
+	}
 	p := templates.MessageProps{
 		Page:      s.page(c, "Message of "+key.Name, "", ""),
 		Ref:       key.Ref,
 		QueueName: key.Name,
 		Message:   m,
 		Pretty:    safetext.Visible(m.PrettyBody()), // a raw ESC or NEL would hide what follows it
+		Selection: sel,
 	}
 	return render(c, http.StatusOK, templates.MessagePage(p))
 }

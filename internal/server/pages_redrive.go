@@ -189,12 +189,15 @@ const (
 	outcomeStarted    = "redrive-started"
 	outcomeRepeated   = "redrive-repeated"
 	outcomeCancelling = "redrive-cancelling"
+	// outcomeSelectionStarted: a selective redrive's job started.
+	outcomeSelectionStarted = "selection-started"
 )
 
 var outcomeNotices = map[string]string{
-	outcomeStarted:    "Move task started: the messages are on their way. Follow its progress in the redrive panel; a move cannot be undone.",
-	outcomeRepeated:   "This confirmation was already sent: nothing new was started. The redrive panel shows the move task it started.",
-	outcomeCancelling: "Cancelling the move task: what has moved stays moved.",
+	outcomeStarted:          "Move task started: the messages are on their way. Follow its progress in the redrive panel; a move cannot be undone.",
+	outcomeRepeated:         "This confirmation was already sent: nothing new was started. The redrive panel shows the move task it started.",
+	outcomeCancelling:       "Cancelling the move task: what has moved stays moved.",
+	outcomeSelectionStarted: "Selective redrive started: toolq scans the dead-letter queue and sends back the messages the selection names; the rest stay. Follow it in the redrive panel; a move cannot be undone.",
 }
 
 // redriveDone answers an accepted action: a plain form gets a 303 to the queue page, which shows

@@ -97,8 +97,8 @@ func TestMessagesPageTriage(t *testing.T) {
 	if href, _ := top.First().Attr("href"); href != "/queues/web-search-dlq/messages?mcpServer=docs-legacy" {
 		t.Errorf("its link is %q", href)
 	}
-	if queue.Find(`#messages form.search input[name="q"]`).Length() != 1 || queue.Find("#messages .no-selective-redrive").Length() != 1 {
-		t.Error("the DLQ's section has no search box, or does not say why there is no selective redrive")
+	if queue.Find(`#messages form.search input[name="q"]`).Length() != 1 || queue.Find("#messages .selective-redrive-note a").Length() != 1 {
+		t.Error("the DLQ's section has no search box, or does not say where to redrive chosen calls")
 	}
 
 	grouped, _ := pw.page(t, request{path: "/queues/web-search-dlq/messages?groupBy=mcpServer"}, http.StatusOK)
@@ -143,8 +143,9 @@ func TestMessagesPageTriage(t *testing.T) {
 
 	msg, _ := pw.page(t, request{path: "/queues/web-search-dlq/messages/m-xss"}, http.StatusOK)
 	assertSafe(t, msg)
-	if msg.Find(".no-selective-redrive").Length() != 1 || msg.Find("div.reason dd code").Text() != xssGroup {
-		t.Errorf("message page: reason %q, note %d", msg.Find("div.reason dd code").Text(), msg.Find(".no-selective-redrive").Length())
+	redriveThis := msg.Find(`form.selection-bar input[name="sel_message_id"][value="m-xss"]`).Length() + msg.Find(`form.selection-bar .disabled-reason`).Length()
+	if redriveThis != 1 || msg.Find("div.reason dd code").Text() != xssGroup {
+		t.Errorf("message page: reason %q, redrive of this call %d", msg.Find("div.reason dd code").Text(), redriveThis)
 	}
 
 	rec := pw.do(t, request{path: "/queues/web-search-dlq/messages?groupBy=nope"})

@@ -483,7 +483,11 @@ func (s *Service) RedriveByID(ctx context.Context, queueID, taskID int64) (Redri
 	if err != nil {
 		return Redrive{}, err
 	}
-	return snap.withOutcome(redriveOf(t, snap.At)), nil
+	rs, err := s.withSelections(ctx, []Redrive{snap.withOutcome(redriveOf(t, snap.At))})
+	if err != nil {
+		return Redrive{}, err
+	}
+	return rs[0], nil
 }
 
 // QueueRedriveOutcome is a dead-letter queue's newest redrive with its outcome, for the summary.

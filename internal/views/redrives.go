@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -33,7 +34,46 @@ func (s *Service) Redrives(ctx context.Context, queueID int64) ([]Redrive, error
 	for _, t := range tasks {
 		out = append(out, snap.withOutcome(redriveOf(t, now)))
 	}
-	return out, nil
+	return s.withSelections(ctx, out)
+}
+
+// withSelections adds their selection and counts to the selective redrives among rs.
+func (s *Service) withSelections(ctx context.Context, rs []Redrive) ([]Redrive, error) {
+	var ids []int64
+	for _, r := range rs {
+		if r.Kind == kindSelection {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return rs, nil
+	}
+	jobs, err := s.store.SelectionJobs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("views: selective redrives: %w", err)
+	}
+	for i, r := range rs {
+		if j, ok := jobs[r.ID]; ok {
+			rs[i].Selection = selectionJobOf(j)
+		}
+	}
+	return rs, nil
+}
+
+// Redrive kinds as the API names them.
+const (
+	kindMoveTask  = "moveTask"
+	kindSelection = "selection"
+)
+
+// selectionJobOf is a job's selection and counts as the views show them.
+func selectionJobOf(j store.SelectionJob) *SelectionJob {
+	out := &SelectionJob{Actor: j.Actor, Matched: j.Matched, Held: j.Held, Released: j.Released, Failed: j.Failed, NotReached: j.NotReached}
+	// The selection is the engine's JSON, whose fields these are; a row that cannot be read
+	// shows its counts alone.
+	_ = json.Unmarshal([]byte(j.Selection), out)
+	out.Actor = j.Actor
+	return out
 }
 
 // RedriveTargets is what a dead-letter queue's redrive panel offers as destinations.
@@ -125,6 +165,7 @@ func (s *Service) Redrive(t store.MoveTask) Redrive { return redriveOf(t, s.cloc
 func redriveOf(t store.MoveTask, now time.Time) Redrive {
 	r := Redrive{
 		ID:             t.ID,
+		Kind:           kindMoveTask,
 		TaskHandle:     t.TaskHandle,
 		Status:         string(t.Status),
 		SourceARN:      t.SourceARN,
@@ -136,6 +177,9 @@ func redriveOf(t store.MoveTask, now time.Time) Redrive {
 		StartedAt:      t.StartedAt.UTC(),
 		UpdatedAt:      t.UpdatedAt.UTC(),
 		Running:        t.Running(),
+	}
+	if t.Kind == store.KindSelection {
+		r.Kind = kindSelection
 	}
 	if t.MaxPerSecond > 0 {
 		v := t.MaxPerSecond
@@ -182,8 +226,11 @@ func (snap *Snapshot) RunningRedrives() []QueueRedrive {
 
 // failureAdviceOf is what to do about a failed move task; "" for any other.
 func failureAdviceOf(t store.MoveTask) string {
-	if t.Status != store.MoveTaskFailed {
+	switch {
+	case t.Status != store.MoveTaskFailed:
 		return ""
+	case t.Kind == store.KindSelection:
+		return "The messages the selective redrive did not move are in the dead-letter queue, visible again (those it sent and could not delete are in both, as the reason says): fix what the reason names, then start it again; the messages it moved stay moved."
 	}
 	return MoveTaskFailureAdvice(t.FailureReason)
 }

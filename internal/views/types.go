@@ -445,7 +445,10 @@ type Triage struct {
 // Redrive is a move task as the API and the redrive panel show it.
 type Redrive struct {
 	// ID is the move task's id in toolq (GET /api/v1/queues/{queue}/redrives/{id}).
-	ID                   int64    `json:"id"`
+	ID int64 `json:"id"`
+	// Kind is "moveTask" for an SQS move task of the whole queue, "selection" for a selective
+	// redrive (toolq's own job), which Selection then describes.
+	Kind                 string   `json:"kind"`
 	TaskHandle           string   `json:"taskHandle,omitempty"`
 	Status               string   `json:"status"`
 	SourceARN            string   `json:"sourceArn"`
@@ -466,6 +469,28 @@ type Redrive struct {
 	// Outcome is what came back of it, as of the snapshot: null for a redrive toolq did not
 	// remember (one of those older than its DLQ's ten newest, or one it has just started).
 	Outcome *RedriveOutcome `json:"outcome"`
+	// Selection is a selective redrive's selection and counts; absent for a move task.
+	Selection *SelectionJob `json:"selection,omitempty"`
+}
+
+// SelectionJob is what a selective redrive chose and how far it got: Moved (the Redrive's) of
+// Matched were sent and deleted from the DLQ; Held messages did not match and were held until
+// the scan ended, Released of them are visible again; Failed matched but could not be moved and
+// stay in the DLQ; NotReached is how many the scan could not reach (it stopped at the in-flight
+// limit). Matched = Moved + Failed once the job has ended, unless it was cancelled.
+type SelectionJob struct {
+	Tools      []string            `json:"tools,omitempty"`
+	Dimensions map[string][]string `json:"dimensions,omitempty"`
+	Reasons    []string            `json:"reasons,omitempty"`
+	Q          string              `json:"q,omitempty"`
+	MessageIDs []string            `json:"messageIds,omitempty"`
+	Groups     []string            `json:"groups,omitempty"`
+	Actor      string              `json:"actor"`
+	Matched    int64               `json:"matched"`
+	Held       int64               `json:"held"`
+	Released   int64               `json:"released"`
+	Failed     int64               `json:"failed"`
+	NotReached int64               `json:"notReached"`
 }
 
 // AuditEntry is one row of the audit log.

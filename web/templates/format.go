@@ -2,7 +2,9 @@ package templates
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -305,4 +307,37 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
+}
+
+// SelectionFields lists a selective redrive's selection field by field, in a fixed order, the
+// dimensions by name.
+func SelectionFields(sel *views.SelectionJob) []SelectionField {
+	if sel == nil {
+		return nil
+	}
+	var out []SelectionField
+	add := func(name string, values []string) {
+		if len(values) > 0 {
+			out = append(out, SelectionField{Name: name, Values: values})
+		}
+	}
+	add("tools", sel.Tools)
+	for _, name := range slices.Sorted(maps.Keys(sel.Dimensions)) {
+		add(name, sel.Dimensions[name])
+	}
+	add("reasons", sel.Reasons)
+	if sel.Q != "" {
+		add("search", []string{sel.Q})
+	}
+	add("message ids", sel.MessageIDs)
+	add("sessions", sel.Groups)
+	return out
+}
+
+// selectionFailed says how many messages a selective redrive could not move, if any.
+func selectionFailed(sel *views.SelectionJob) string {
+	if sel.Failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s not movable", Count(sel.Failed))
 }

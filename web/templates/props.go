@@ -422,6 +422,49 @@ type MessagesProps struct {
 	Cursor    string // the cursor of this page; empty for the first
 	// Query is the page's search, grouping and dimension filters, as the request gave them.
 	Query views.MessageQuery
+	// Selection is the selective redrive's form, on a dead-letter queue that can be redriven;
+	// nil elsewhere.
+	Selection *SelectionForm
+}
+
+// SelectionForm is what the messages page's selective redrive needs to know of its queue.
+type SelectionForm struct {
+	FIFO bool
+	// Disabled says why this user may not redrive now (read-only, a viewer, a redrive running).
+	Disabled string
+}
+
+// SelectionConfirmProps is the confirmation of a selective redrive: what the selection names,
+// what it holds in the newest sample, by tool and destination, and the last redrive's outcome.
+type SelectionConfirmProps struct {
+	Page
+	Ref, QueueName string
+	FIFO           bool
+	Selection      []SelectionField // what it names, field by field
+	// Fields are the form fields that carry the selection to the start.
+	Fields         []DimensionFilter
+	Sampled        int
+	SampleComplete bool
+	Matched        int
+	ByTool         []NamedCount
+	ByDestination  []NamedCount
+	Groups         []string
+	Last           *views.Redrive
+	IdempotencyKey string
+	// Error is the action's refusal, shown instead of the confirmation.
+	Error string
+}
+
+// SelectionField is one field of a selection, as the confirmation names it.
+type SelectionField struct {
+	Name   string
+	Values []string
+}
+
+// NamedCount is a count of messages by a name (a tool, a queue); "" for none.
+type NamedCount struct {
+	Name  string
+	Count int
 }
 
 // Params returns the page's query (tool, search, grouping, dimension filters) with the changes
@@ -468,6 +511,9 @@ type MessageProps struct {
 	QueueName string
 	Message   views.Message
 	Pretty    string
+	// Selection offers "Redrive this call" on a dead-letter queue that can be redriven; nil
+	// elsewhere.
+	Selection *SelectionForm
 }
 
 // AuditProps is a page of the audit log.

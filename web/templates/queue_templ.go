@@ -2364,7 +2364,7 @@ func NearMaxSection(p QueueProps, oob bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = MessageTable(p.Ref, p.NearMax, p.Nav).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = MessageTable(p.Ref, p.NearMax, p.Nav, false).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -71,6 +71,10 @@ func RedriveWaiting() string { return "redrive-waiting" }
 // RedrivePanel is the redrive panel of a dead-letter queue: its forms swap it whole.
 func RedrivePanel() string { return "redrive-panel" }
 
+// SelectionForm is the messages page's selective redrive form, to which the table's checkboxes
+// belong.
+func SelectionForm() string { return "selection-form" }
+
 // RedriveProgress is the running move task's progress bar inside the panel.
 func RedriveProgress() string { return "redrive-progress" }
 
