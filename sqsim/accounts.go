@@ -70,8 +70,9 @@ func NewAccounts(def *Simulator, others ...*Simulator) *Accounts {
 	return a
 }
 
-// AddRole lets AssumeRole assume roleARN (arn:aws:iam::ACCOUNT:role/NAME, ACCOUNT one of the
-// simulators'), demanding externalID when it is not "".
+// AddRole lets AssumeRole assume roleARN (arn:aws:iam::ACCOUNT:role/NAME, or the ARN of
+// another partition: arn:aws-cn:iam::…; ACCOUNT one of the simulators'), demanding externalID
+// when it is not "".
 func (a *Accounts) AddRole(roleARN, externalID string) error {
 	account, name, ok := parseRoleARN(roleARN)
 	if !ok {
@@ -90,8 +91,15 @@ func (a *Accounts) AddRole(roleARN, externalID string) error {
 func (a *Accounts) Account(id string) *Simulator { return a.byID[id] }
 
 func parseRoleARN(s string) (account, name string, ok bool) {
-	rest, ok := strings.CutPrefix(s, "arn:aws:iam::")
+	rest, ok := strings.CutPrefix(s, "arn:")
 	if !ok {
+		return "", "", false
+	}
+	part, rest, ok := strings.Cut(rest, ":")
+	if !ok || !knownPartition(part) {
+		return "", "", false
+	}
+	if rest, ok = strings.CutPrefix(rest, "iam::"); !ok {
 		return "", "", false
 	}
 	account, name, ok = strings.Cut(rest, ":role/")
@@ -106,9 +114,9 @@ func parseRoleARN(s string) (account, name string, ok bool) {
 
 func (a *Accounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setRequestID(w)
-	key, _, service := credentialScope(r)
+	key, region, service := credentialScope(r)
 	if service == "sts" {
-		a.serveSTS(w, r, key)
+		a.serveSTS(w, r, key, region)
 		return
 	}
 	a.simulatorFor(key).ServeHTTP(w, r)
@@ -128,7 +136,9 @@ func (a *Accounts) simulatorFor(key string) *Simulator {
 const stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
 
 // serveSTS answers the Query protocol's AssumeRole and GetCallerIdentity.
-func (a *Accounts) serveSTS(w http.ResponseWriter, r *http.Request, key string) {
+// The ARNs it gives are of the partition of the region the request is signed for
+// (arn:aws-cn:sts::… in cn-north-1), that of the default account's home region when unsigned.
+func (a *Accounts) serveSTS(w http.ResponseWriter, r *http.Request, key, region string) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
 	if err != nil {
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MalformedInput", "reading the body: %v", err))
@@ -139,11 +149,15 @@ func (a *Accounts) serveSTS(w http.ResponseWriter, r *http.Request, key string) 
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MalformedInput", "the body is not a form: %v", err))
 		return
 	}
+	part := a.def.partition
+	if region != "" {
+		part = partition(region)
+	}
 	switch form.Get("Action") {
 	case "AssumeRole":
-		a.assumeRole(w, form)
+		a.assumeRole(w, form, part)
 	case "GetCallerIdentity":
-		a.callerIdentity(w, key)
+		a.callerIdentity(w, key, part)
 	default:
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "InvalidAction",
 			"Could not find operation %s for version %s", safeName(form.Get("Action")), safeName(form.Get("Version"))))
@@ -165,7 +179,7 @@ const (
 	roleMaxSession = time.Hour
 )
 
-func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
+func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values, part string) {
 	roleARN, session := form.Get("RoleArn"), form.Get("RoleSessionName")
 	if roleARN == "" || session == "" {
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MissingParameter",
@@ -200,7 +214,7 @@ func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values) {
 	keyID := "ASIA" + randomBase32(16)
 	sess := stsSession{
 		account: role.account,
-		arn:     "arn:aws:sts::" + role.account + ":assumed-role/" + role.name + "/" + session,
+		arn:     "arn:" + part + ":sts::" + role.account + ":assumed-role/" + role.name + "/" + session,
 		userID:  roleID(roleARN) + ":" + session,
 		expires: now.Add(duration).UTC().Truncate(time.Second),
 	}
@@ -304,11 +318,11 @@ func roleID(roleARN string) string {
 	return "AROA" + base32.StdEncoding.EncodeToString(sum[:])[:17]
 }
 
-func (a *Accounts) callerIdentity(w http.ResponseWriter, key string) {
+func (a *Accounts) callerIdentity(w http.ResponseWriter, key, part string) {
 	a.mu.Lock()
 	sess, ok := a.sessions[key]
 	a.mu.Unlock()
-	account, arn, userID := a.def.accountID, "arn:aws:iam::"+a.def.accountID+":root", a.def.accountID
+	account, arn, userID := a.def.accountID, "arn:"+part+":iam::"+a.def.accountID+":root", a.def.accountID
 	if ok {
 		account, arn, userID = sess.account, sess.arn, sess.userID
 	}

@@ -174,3 +174,34 @@ func TestAssumedRoleInAnotherRegion(t *testing.T) {
 		t.Error("the queue is in the role's account's home region too")
 	}
 }
+
+// TestSTSPartitions: the ARNs STS gives are of the partition of the region the request is
+// signed for, and a role of another partition can be assumed.
+func TestSTSPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := sqsim.New(sqsim.Options{Region: "cn-north-1"})
+	prod := sqsim.New(sqsim.Options{AccountID: "222222222222", Region: "cn-north-1"})
+	accounts := sqsim.NewAccounts(home, prod)
+	const role = "arn:aws-cn:iam::222222222222:role/toolq"
+	if err := accounts.AddRole(role, ""); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(accounts)
+	defer srv.Close()
+	for _, tt := range []struct{ region, partition string }{{"cn-north-1", "aws-cn"}, {"cn-northwest-1", "aws-cn"}, {"us-east-1", "aws"}} {
+		stsClient := sts.New(sts.Options{Region: tt.region, BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+			Credentials: credentials.NewStaticCredentialsProvider("AKIDHOME", "secret", "")})
+		who, err := stsClient.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if want := "arn:" + tt.partition + ":iam::000000000000:root"; err != nil || aws.ToString(who.Arn) != want {
+			t.Errorf("%s: GetCallerIdentity = %v, %v; want %s", tt.region, who, err, want)
+		}
+		if tt.partition == "aws" {
+			continue // the role is China's
+		}
+		out, err := stsClient.AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("ci")})
+		if want := "arn:" + tt.partition + ":sts::222222222222:assumed-role/toolq/ci"; err != nil || aws.ToString(out.AssumedRoleUser.Arn) != want {
+			t.Errorf("%s: AssumeRole = %v, %v; want %s", tt.region, out, err, want)
+		}
+	}
+}

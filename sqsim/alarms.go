@@ -84,7 +84,7 @@ var comparisonPhrases = map[string]string{
 var treatMissingDataValues = []string{"breaching", "notBreaching", "ignore", "missing"}
 
 func (s *Simulator) alarmARN(name string) string {
-	return "arn:aws:cloudwatch:" + s.region + ":" + s.accountID + ":alarm:" + name
+	return s.arn("cloudwatch", "alarm:"+name)
 }
 
 func (s *Simulator) putMetricAlarm(in *cborInput) (cbor.Map, *apiError) {

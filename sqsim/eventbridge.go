@@ -202,7 +202,7 @@ var (
 )
 
 func (s *Simulator) eventBusARN(name string) string {
-	return "arn:aws:events:" + s.region + ":" + s.accountID + ":event-bus/" + name
+	return s.arn("events", "event-bus/"+name)
 }
 
 // newEventBus returns an empty bus called name.
@@ -217,7 +217,7 @@ func (s *Simulator) eventBus(nameOrARN string) (*eventBus, *apiError) {
 	if name == "" {
 		name = defaultEventBus
 	}
-	if rest, ok := strings.CutPrefix(name, "arn:aws:events:"+s.region+":"+s.accountID+":event-bus/"); ok {
+	if rest, ok := strings.CutPrefix(name, s.arn("events", "event-bus/")); ok {
 		name = rest
 	}
 	b := s.buses[name]
@@ -346,9 +346,9 @@ func pageByName(names []string, limit *int32, token string) ([]string, string, *
 
 func (s *Simulator) ruleARN(bus, name string) string {
 	if bus == defaultEventBus {
-		return "arn:aws:events:" + s.region + ":" + s.accountID + ":rule/" + name
+		return s.arn("events", "rule/"+name)
 	}
-	return "arn:aws:events:" + s.region + ":" + s.accountID + ":rule/" + bus + "/" + name
+	return s.arn("events", "rule/"+bus+"/"+name)
 }
 
 type putRuleInput struct {
@@ -538,11 +538,11 @@ func (s *Simulator) validateTarget(t eventTarget) *apiError {
 	case t.Input != "" && !json.Valid([]byte(t.Input)):
 		return errEBValidation("Input for target %s is not valid JSON.", t.Id)
 	}
-	if strings.HasPrefix(t.Arn, "arn:aws:sqs:") && strings.HasSuffix(t.Arn, ".fifo") && (t.SqsParameters == nil || t.SqsParameters.MessageGroupId == "") {
+	if strings.HasPrefix(t.Arn, s.servicePrefix("sqs")) && strings.HasSuffix(t.Arn, ".fifo") && (t.SqsParameters == nil || t.SqsParameters.MessageGroupId == "") {
 		return errEBValidation("Parameter(s) SqsParameters must be specified for target: %s.", t.Id)
 	}
 	if d := t.DeadLetterConfig; d != nil && d.Arn != "" {
-		if !strings.HasPrefix(d.Arn, "arn:aws:sqs:") || strings.HasSuffix(d.Arn, ".fifo") {
+		if !strings.HasPrefix(d.Arn, s.servicePrefix("sqs")) || strings.HasSuffix(d.Arn, ".fifo") {
 			return errEBValidation("The dead-letter queue of target %s must be a standard SQS queue: %s.", t.Id, truncate(d.Arn, 200))
 		}
 	}

@@ -154,7 +154,7 @@ var eventBridgeSender = PrincipalID("events.amazonaws.com")
 // the failures it can meet (a missing queue, an event larger than the
 // queue's MaximumMessageSize) are those EventBridge does not retry.
 func (s *Simulator) deliver(r *eventRule, t eventTarget, eventID string, event []byte, matchable map[string]any, now time.Time) {
-	if !strings.HasPrefix(t.Arn, "arn:aws:sqs:") {
+	if !strings.HasPrefix(t.Arn, s.servicePrefix("sqs")) {
 		return
 	}
 	body := string(event)

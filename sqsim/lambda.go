@@ -268,7 +268,7 @@ func errLambdaService() *apiError {
 var functionNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (s *Simulator) functionARN(name string) string {
-	return "arn:aws:lambda:" + s.region + ":" + s.accountID + ":function:" + name
+	return s.arn("lambda", "function:"+name)
 }
 
 // lambdaTime is how Lambda writes a function's LastModified.
@@ -385,7 +385,7 @@ func (s *Simulator) function(ref, qualifier string) (*lambdaFunction, *apiError)
 	if i := strings.Index(ref, "function:"); i >= 0 {
 		name = ref[i+len("function:"):]
 		prefix := ref[:i]
-		if prefix != "" && prefix != s.accountID+":" && prefix != "arn:aws:lambda:"+s.region+":"+s.accountID+":" {
+		if prefix != "" && prefix != s.accountID+":" && prefix != s.arn("lambda", "") {
 			return nil, errLambdaNotFound("Function not found: %s", truncate(ref, 200))
 		}
 	}
@@ -465,7 +465,7 @@ func (s *Simulator) createEventSourceMapping(in *eventSourceMappingInput) (*even
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(in.EventSourceArn, "arn:aws:sqs:") {
+	if !strings.HasPrefix(in.EventSourceArn, s.servicePrefix("sqs")) {
 		return nil, errLambdaInvalidParameter("Unrecognized event source, must be kinesis, dynamodb stream or sqs; the simulator serves sqs only.")
 	}
 	q := s.queueByARN(in.EventSourceArn)
@@ -487,7 +487,7 @@ func (s *Simulator) createEventSourceMapping(in *eventSourceMappingInput) (*even
 		return nil, err
 	}
 	m.UUID = s.newMessageID()
-	m.EventSourceMappingArn = "arn:aws:lambda:" + s.region + ":" + s.accountID + ":event-source-mapping:" + m.UUID
+	m.EventSourceMappingArn = s.arn("lambda", "event-source-mapping:"+m.UUID)
 	m.LastModified = epochSeconds(s.clock.Now())
 	m.State = "Enabled"
 	if in.Enabled != nil && !*in.Enabled {

@@ -178,7 +178,8 @@ func lowerFirst(s string) string {
 
 // TestMisaddressedRequestsChangeNothing sends every mutating SQS operation, in AWS JSON 1.0 and
 // in the Query protocol, malformed or addressed in a way that names no queue (or task) exactly:
-// another endpoint, account or region, a queue URL with more than a queue's path, a path and a
+// another account, or another region's (or partition's) AWS host, a queue URL with more or
+// less than a queue's path (a trailing slash, an empty segment), a path and a
 // parameter that disagree, a member or parameter given twice or in another case. Each is refused
 // with a 4xx and changes nothing; the same request well addressed changes the simulator, so each
 // refusal is of a request that would have acted.
@@ -205,6 +206,12 @@ func TestMisaddressedRequestsChangeNothing(t *testing.T) {
 				if op.queue {
 					v.Set("QueueUrl", qurl)
 				}
+				return v
+			}
+
+			withoutQueueURL := func(w *misaddressWorld) url.Values {
+				v := op.params(w)
+				v.Set("Action", op.name)
 				return v
 			}
 
@@ -246,9 +253,17 @@ func TestMisaddressedRequestsChangeNothing(t *testing.T) {
 				}
 				if op.queue {
 					for _, bad := range []struct{ name, url string }{
-						{"another endpoint's queue URL", "http://elsewhere.example/000000000000/q"},
+						{"another region's AWS queue URL", "https://sqs.us-west-2.amazonaws.com/000000000000/q"},
+						{"another region's legacy AWS queue URL", "https://eu-west-1.queue.amazonaws.com/000000000000/q"},
+						{"another partition's AWS queue URL", "https://sqs.us-east-1.amazonaws.com.cn/000000000000/q"},
+						{"another region's LocalStack queue URL", "http://sqs.eu-west-1.localhost.localstack.cloud:4566/000000000000/q"},
 						{"another account's queue URL", "http://" + w.ownHost + "/111111111111/q"},
+						{"another account's queue URL on AWS's host", "https://sqs.us-east-1.amazonaws.com/111111111111/q"},
 						{"a queue URL with a path below the queue", ownAccount + "q/x"},
+						{"a queue URL with a trailing slash", ownAccount + "q/"},
+						{"an AWS queue URL with a trailing slash", "https://sqs.us-east-1.amazonaws.com/000000000000/q/"},
+						{"a queue URL with a doubled slash", "http://" + w.ownHost + "//000000000000/q"},
+						{"a queue URL with a slash in the middle doubled", "http://" + w.ownHost + "/000000000000//q"},
 						{"a queue URL without a scheme", w.ownHost + "/000000000000/q"},
 						{"a queue URL with a query", ownAccount + "q?Action=PurgeQueue"},
 						{"a queue URL with a fragment", ownAccount + "q#q2"},
@@ -275,6 +290,10 @@ func TestMisaddressedRequestsChangeNothing(t *testing.T) {
 						variant{"Query with QueueUrl twice", "/", "", twice.Encode()},
 						variant{"Query with another account's queue URL", "/", "", queryForm(w, "http://"+w.ownHost+"/111111111111/q").Encode()},
 						variant{"Query with a queue URL with a query", "/", "", queryForm(w, ownAccount+"q?x=1").Encode()},
+						variant{"Query with a queue URL with a trailing slash", "/", "", queryForm(w, ownAccount+"q/").Encode()},
+						variant{"Query posted to the queue's URL with a trailing slash", "/000000000000/q/", "", queryForm(w, w.q).Encode()},
+						variant{"Query without QueueUrl posted to a URL with a trailing slash", "/000000000000/q/", "", withoutQueueURL(w).Encode()},
+						variant{"Query with another region's AWS queue URL", "/", "", queryForm(w, "https://sqs.eu-west-1.amazonaws.com/000000000000/q").Encode()},
 					)
 				} else {
 					v := queryForm(w, "")

@@ -110,13 +110,13 @@ func (s *Simulator) serveSQSQuery(w http.ResponseWriter, r *http.Request, rc *re
 	// naming it in a parameter. Any other path is no address of SQS's, and a
 	// path and a parameter must name the same queue: either could be the
 	// wrong one.
-	if path := strings.Trim(r.URL.Path, "/"); path != "" {
-		if strings.Count(path, "/") != 1 {
-			writeQueryError(w, errInvalidAddress(truncate(r.URL.Path, 200)))
+	if r.URL.Path != "/" {
+		own := rc.baseURL + r.URL.EscapedPath()
+		if _, _, err := s.parseQueueURL(own); err != nil {
+			writeQueryError(w, err)
 			return
 		}
-		own := rc.baseURL + "/" + path
-		if params.Has("QueueUrl") && !sameQueueURL(params.Get("QueueUrl"), own) {
+		if params.Has("QueueUrl") && !s.sameQueue(params.Get("QueueUrl"), own) {
 			writeQueryError(w, errInvalidAddress(truncate(params.Get("QueueUrl"), 200)+" posted to "+truncate(r.URL.Path, 200)))
 			return
 		}

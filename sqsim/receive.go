@@ -111,7 +111,7 @@ func (s *Simulator) parseReceive(q *queue, in *receiveMessageInput) (receiveRequ
 func (s *Simulator) receiveMessage(rc *request, in *receiveMessageInput) (any, *apiError) {
 	s.mu.Lock()
 	s.tick()
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err

@@ -115,3 +115,85 @@ func errInvalidRegion(region string) *apiError {
 	return newAPIError(http.StatusForbidden, "SignatureDoesNotMatch", "SignatureDoesNotMatch",
 		"Credential should be scoped to a valid region, not '%s'.", safeName(truncate(region, 64)))
 }
+
+// partition returns the ARN partition of a region: aws-cn in China,
+// aws-us-gov in GovCloud, the isolated partitions by their prefixes, aws
+// elsewhere.
+func partition(region string) string {
+	for _, p := range partitionPrefixes {
+		if strings.HasPrefix(region, p[0]) {
+			return p[1]
+		}
+	}
+	return "aws"
+}
+
+// knownPartition reports whether name is an AWS partition's.
+func knownPartition(name string) bool {
+	if name == "aws" {
+		return true
+	}
+	for _, p := range partitionPrefixes {
+		if p[1] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionPrefixes are the partitions other than aws, by the prefix of
+// their regions' names (us-isob- before us-iso-, which it starts with).
+var partitionPrefixes = [][2]string{
+	{"cn-", "aws-cn"}, {"us-gov-", "aws-us-gov"},
+	{"us-isob-", "aws-iso-b"}, {"us-isof-", "aws-iso-f"}, {"eu-isoe-", "aws-iso-e"}, {"us-iso-", "aws-iso"},
+}
+
+// endpointDomains are the domains whose hosts name a region, with the
+// partitions whose endpoints they serve: AWS's sqs.<region>.amazonaws.com,
+// the legacy <region>.queue.amazonaws.com, the dual-stack sqs.<region>.api.aws,
+// China's amazonaws.com.cn, and LocalStack's
+// sqs.<region>.localhost.localstack.cloud, which serves any.
+var endpointDomains = []struct {
+	domain     string
+	partitions []string // nil: any
+}{
+	{"amazonaws.com", []string{"aws", "aws-us-gov"}},
+	{"api.aws", []string{"aws", "aws-us-gov"}},
+	{"amazonaws.com.cn", []string{"aws-cn"}},
+	{"api.amazonwebservices.com.cn", []string{"aws-cn"}},
+	{"localhost.localstack.cloud", nil},
+}
+
+// hostRegion returns the region a queue URL's host names, when it is an AWS
+// endpoint's or LocalStack's: eu-west-1 for sqs.eu-west-1.amazonaws.com,
+// eu-west-1.queue.amazonaws.com or sqs.eu-west-1.localhost.localstack.cloud;
+// us-east-1, AWS's first region, for AWS's hosts without one
+// (queue.amazonaws.com). An AWS host whose region is of another partition
+// (sqs.us-east-1.amazonaws.com.cn) names no region that exists: "". ok is
+// false for any other host (127.0.0.1, localhost, a docker service's name,
+// LocalStack's localhost.localstack.cloud), which names no region.
+func hostRegion(host string) (region string, ok bool) {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, d := range endpointDomains {
+		sub, found := strings.CutSuffix(host, "."+d.domain)
+		if !found {
+			continue
+		}
+		for _, label := range strings.Split(sub, ".") {
+			if regionPattern.MatchString(label) {
+				region = label
+			}
+		}
+		switch {
+		case region == "" && d.partitions == nil:
+			return "", false
+		case region == "":
+			region = "us-east-1"
+		}
+		if d.partitions != nil && !slices.Contains(d.partitions, partition(region)) {
+			return "", true
+		}
+		return region, true
+	}
+	return "", false
+}

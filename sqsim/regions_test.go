@@ -113,3 +113,47 @@ func TestRegions(t *testing.T) {
 		t.Errorf("%d regions made beside the two in use, want %d", made, maxRegions-2)
 	}
 }
+
+// TestPartitions: ARNs name the partition of their region (aws-cn in China, aws-us-gov in
+// GovCloud), and the simulator finds its resources by them: a RedrivePolicy's target, an
+// event source mapping's queue.
+func TestPartitions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx := context.Background()
+	for region, partition := range map[string]string{"cn-north-1": "aws-cn", "us-gov-west-1": "aws-us-gov", "eu-west-1": "aws"} {
+		t.Run(region, func(t *testing.T) {
+			c, cw, lam := h.regionClients(region)
+			out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("dlq")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dlqARN := "arn:" + partition + ":sqs:" + region + ":000000000000:dlq"
+			attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{"QueueArn"}})
+			if err != nil || attrs.Attributes["QueueArn"] != dlqARN {
+				t.Errorf("QueueArn = %v, %v; want %s", attrs, err, dlqARN)
+			}
+			if _, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("calls"),
+				Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":3}`}}); err != nil {
+				t.Errorf("a RedrivePolicy naming the DLQ by its ARN: %v", err)
+			}
+			if _, err := cw.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("dlq"), Namespace: aws.String("AWS/SQS"),
+				MetricName: aws.String("ApproximateNumberOfMessagesVisible"), Statistic: cwtypes.StatisticMaximum, Period: aws.Int32(60),
+				EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1), ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanOrEqualToThreshold}); err != nil {
+				t.Fatal(err)
+			}
+			alarms, err := cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
+			if want := "arn:" + partition + ":cloudwatch:" + region + ":000000000000:alarm:dlq"; err != nil || len(alarms.MetricAlarms) != 1 || aws.ToString(alarms.MetricAlarms[0].AlarmArn) != want {
+				t.Errorf("DescribeAlarms = %v, %v; want %s", alarms, err, want)
+			}
+			fn, err := lam.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("worker"), Role: aws.String("arn:" + partition + ":iam::000000000000:role/w"),
+				Runtime: lambdatypes.RuntimeNodejs20x, Handler: aws.String("index.handler"), Code: &lambdatypes.FunctionCode{ZipFile: []byte("PK")}})
+			if want := "arn:" + partition + ":lambda:" + region + ":000000000000:function:worker"; err != nil || aws.ToString(fn.FunctionArn) != want {
+				t.Errorf("CreateFunction = %v, %v; want %s", fn, err, want)
+			}
+			if _, err := lam.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{FunctionName: aws.String("worker"), EventSourceArn: aws.String(dlqARN)}); err != nil {
+				t.Errorf("an event source mapping of the DLQ by its ARN: %v", err)
+			}
+		})
+	}
+}

@@ -26,10 +26,8 @@ const maxRequestBody = 8 << 20
 // request carries what the handlers need from the HTTP request.
 type request struct {
 	ctx context.Context
-	// baseURL is the scheme and host the client called, for queue URLs;
-	// host is the host alone (with its port), which a QueueUrl must name.
+	// baseURL is the scheme and host the client called, for queue URLs.
 	baseURL string
-	host    string
 	// senderID is the SenderId of messages sent in this request: a
 	// principal id derived from the access key id of the signature (see
 	// senderID).
@@ -50,7 +48,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	rc := &request{ctx: r.Context(), baseURL: baseURL(r), host: r.Host, senderID: region.senderID(r)}
+	rc := &request{ctx: r.Context(), baseURL: baseURL(r), senderID: region.senderID(r)}
 	serve(region, w, r, rc)
 }
 

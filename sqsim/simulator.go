@@ -37,6 +37,7 @@ type Options struct {
 // httptest.NewServer.
 type Simulator struct {
 	region      string
+	partition   string // of region: aws, aws-cn, aws-us-gov, ...
 	accountID   string
 	clock       Clock
 	realTime    bool
@@ -116,6 +117,7 @@ func newRegion(opts Options, st *stats) *Simulator {
 	if s.region == "" {
 		s.region = "us-east-1"
 	}
+	s.partition = partition(s.region)
 	if s.accountID == "" {
 		s.accountID = "000000000000"
 	}
@@ -242,7 +244,18 @@ func (s *Simulator) newMessageID() string {
 		hi>>32, (hi>>16)&0xffff, hi&0x0fff, 0x8000|(lo>>48)&0x3fff, lo&0xffffffffffff)
 }
 
+// arn returns the ARN of a resource of service in this region and account.
+func (s *Simulator) arn(service, resource string) string {
+	return s.servicePrefix(service) + s.region + ":" + s.accountID + ":" + resource
+}
+
+// servicePrefix starts the ARN of every resource of service in this
+// region's partition: arn:aws:sqs:, arn:aws-cn:sqs:.
+func (s *Simulator) servicePrefix(service string) string {
+	return "arn:" + s.partition + ":" + service + ":"
+}
+
 // queueARN returns the ARN of the queue called name in this account.
 func (s *Simulator) queueARN(name string) string {
-	return "arn:aws:sqs:" + s.region + ":" + s.accountID + ":" + name
+	return s.arn("sqs", name)
 }

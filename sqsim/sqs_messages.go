@@ -205,7 +205,7 @@ func deref(p *string) string {
 }
 
 func (s *Simulator) sendMessage(rc *request, in *sendEntry) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ type sendMessageBatchOutput struct {
 }
 
 func (s *Simulator) sendMessageBatch(rc *request, in *sendMessageBatchInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func (s *Simulator) deleteByReceipt(q *queue, handle string, now time.Time) *api
 }
 
 func (s *Simulator) deleteMessage(rc *request, in *deleteMessageInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ type changeVisibilityBatchOutput struct {
 }
 
 func (s *Simulator) deleteMessageBatch(rc *request, in *deleteMessageBatchInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +441,7 @@ func (s *Simulator) changeVisibility(q *queue, handle string, timeout *int32, no
 }
 
 func (s *Simulator) changeMessageVisibility(rc *request, in *changeVisibilityInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +457,7 @@ type changeVisibilityBatchInput struct {
 }
 
 func (s *Simulator) changeMessageVisibilityBatch(rc *request, in *changeVisibilityBatchInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

@@ -493,45 +493,94 @@ func TestMissingQueueIsTyped(t *testing.T) {
 	}
 }
 
-// TestQueueURLForms: SQS takes a queue's URL on the endpoint's host, or its
-// bare name; a URL on another host (another region's endpoint) names no
-// queue of this one, and what is no queue URL at all is InvalidAddress.
+// TestQueueURLForms: SQS takes a queue's URL, or its bare name. The simulator is one endpoint
+// that clients reach by several names (127.0.0.1 or localhost, a docker service's name,
+// LocalStack's), and some clients (watermill-aws) build AWS's own URL of the queue, so a URL
+// on any host names the queue, but an AWS (or LocalStack) host of another region or partition,
+// whose queues this region does not have, as on AWS; so does another account. What is no
+// queue URL at all (no /account/name path, a trailing slash) is InvalidAddress. Each region's
+// client is checked with its own region's AWS hosts.
 func TestQueueURLForms(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.createQueue(t, "calls", nil)
-	localhost := strings.Replace(h.url, "127.0.0.1", "localhost", 1)
-	tests := []struct {
+	ctx := context.Background()
+	_, port, _ := strings.Cut(strings.TrimPrefix(h.url, "http://"), ":")
+	type form struct {
 		name, queueURL string
 		want           any // nil: found
-	}{
-		{"the queue's URL", h.url + "/000000000000/calls", nil},
-		{"its name", "calls", nil},
-		{"localhost for 127.0.0.1", localhost + "/000000000000/calls", nil},
-		{"another region's host", "https://sqs.eu-west-1.amazonaws.com/000000000000/calls", new(*types.QueueDoesNotExist)},
-		{"another port", "http://127.0.0.1:1/000000000000/calls", new(*types.QueueDoesNotExist)},
-		{"another account", h.url + "/111111111111/calls", new(*types.QueueDoesNotExist)},
-		{"the name of no queue", "nope", new(*types.QueueDoesNotExist)},
-		{"no queue in the path", h.url + "/calls", new(*types.InvalidAddress)},
-		{"no host", "http:///000000000000/calls", new(*types.InvalidAddress)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(tt.queueURL), MessageBody: aws.String("x")})
-			switch {
-			case tt.want == nil && err != nil:
-				t.Errorf("SendMessage to %q: %v", tt.queueURL, err)
-			case tt.want != nil && !errors.As(err, tt.want):
-				t.Errorf("SendMessage to %q: err = %v, want %T", tt.queueURL, err, tt.want)
+	// forms are the six URL forms of issue 37 and the refused ones, for a client of region
+	// (whose partition's domain is domain, another's otherDomain) and the queue's URL as
+	// CreateQueue gave it.
+	forms := func(region, domain, otherDomain, own string) []form {
+		path := "/000000000000/calls"
+		return []form{
+			{"the queue's URL", own, nil},
+			{"localhost for 127.0.0.1", "http://localhost:" + port + path, nil},
+			{"AWS's host", "https://sqs." + region + "." + domain + path, nil},
+			{"AWS's legacy host", "https://" + region + ".queue." + domain + path, nil},
+			{"AWS's dual-stack host", "https://sqs." + region + ".api.aws" + path, region != "cn-north-1"},
+			{"LocalStack's host", "http://sqs." + region + ".localhost.localstack.cloud:4566" + path, nil},
+			{"a docker service's name", "http://sqs-sim:4566" + path, nil},
+			{"its name", "calls", nil},
+			{"another region's AWS host", "https://sqs.ap-south-1." + domain + path, new(*types.QueueDoesNotExist)},
+			{"another region's legacy AWS host", "https://ap-south-1.queue." + domain + path, new(*types.QueueDoesNotExist)},
+			{"another region's LocalStack host", "http://sqs.ap-south-1.localhost.localstack.cloud:4566" + path, new(*types.QueueDoesNotExist)},
+			{"another partition's AWS host", "https://sqs." + region + "." + otherDomain + path, new(*types.QueueDoesNotExist)},
+			{"another account", "http://localhost:" + port + "/111111111111/calls", new(*types.QueueDoesNotExist)},
+			{"another account on AWS's host", "https://sqs." + region + "." + domain + "/111111111111/calls", new(*types.QueueDoesNotExist)},
+			{"the name of no queue", "nope", new(*types.QueueDoesNotExist)},
+			{"a trailing slash", own + "/", new(*types.InvalidAddress)},
+			{"a trailing slash on AWS's host", "https://sqs." + region + "." + domain + path + "/", new(*types.InvalidAddress)},
+			{"no queue in the path", h.url + "/calls", new(*types.InvalidAddress)},
+			{"no host", "http:///000000000000/calls", new(*types.InvalidAddress)},
+		}
+	}
+	for _, rt := range []struct{ region, domain, otherDomain string }{
+		{"us-east-1", "amazonaws.com", "amazonaws.com.cn"}, {"us-west-2", "amazonaws.com", "amazonaws.com.cn"}, {"cn-north-1", "amazonaws.com.cn", "amazonaws.com"},
+	} {
+		t.Run(rt.region, func(t *testing.T) {
+			client, _, _ := h.regionClients(rt.region)
+			out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("calls")})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, ok := errors.AsType[*types.QueueDoesNotExist](err); ok {
-				if re, _ := errors.AsType[*awshttp.ResponseError](err); re == nil || re.HTTPStatusCode() != http.StatusBadRequest {
-					t.Errorf("NonExistentQueue with status %v, want 400", re)
+			sent := 0
+			for _, f := range forms(rt.region, rt.domain, rt.otherDomain, aws.ToString(out.QueueUrl)) {
+				// A bool is whether the form is found, where that depends on the region.
+				if found, ok := f.want.(bool); ok {
+					f.want = map[bool]any{true: nil, false: new(*types.QueueDoesNotExist)}[found]
 				}
+				t.Run(f.name, func(t *testing.T) {
+					_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.queueURL), MessageBody: aws.String("x")})
+					switch {
+					case f.want == nil && err != nil:
+						t.Errorf("SendMessage to %q: %v", f.queueURL, err)
+					case f.want != nil && !errors.As(err, f.want):
+						t.Errorf("SendMessage to %q: err = %v, want %T", f.queueURL, err, f.want)
+					}
+					if _, ok := errors.AsType[*types.QueueDoesNotExist](err); ok {
+						if re, _ := errors.AsType[*awshttp.ResponseError](err); re == nil || re.HTTPStatusCode() != http.StatusBadRequest {
+							t.Errorf("NonExistentQueue with status %v, want 400", re)
+						}
+					}
+				})
+				if f.want == nil {
+					sent++
+				}
+			}
+			if snap, _ := h.sim.Region(rt.region).Snapshot("calls"); len(snap) != sent {
+				t.Errorf("calls holds %d messages, want the %d sent to it", len(snap), sent)
 			}
 		})
 	}
-	if snap, _ := h.sim.Snapshot("calls"); len(snap) != 3 {
-		t.Errorf("calls holds %d messages, want the 3 sent to it", len(snap))
+	// queue.amazonaws.com, AWS's first host, is us-east-1's.
+	us, _, _ := h.regionClients("us-east-1")
+	west, _, _ := h.regionClients("us-west-2")
+	for client, want := range map[*sqs.Client]bool{us: true, west: false} {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String("https://queue.amazonaws.com/000000000000/calls"), MessageBody: aws.String("x")})
+		if (err == nil) != want {
+			t.Errorf("queue.amazonaws.com from %s: %v, want found %v", client.Options().Region, err, want)
+		}
 	}
 }

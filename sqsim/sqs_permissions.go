@@ -61,7 +61,7 @@ type permissionStatement struct {
 }
 
 func (s *Simulator) addPermission(rc *request, in *addPermissionInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (s *Simulator) addPermission(rc *request, in *addPermissionInput) (any, *ap
 		if !accountIDPattern.MatchString(id) {
 			return nil, errInvalidParameterValue("Value [%s] for parameter PrincipalId is invalid. Reason: Unable to verify.", truncate(id, 100))
 		}
-		principals[i] = "arn:aws:iam::" + id + ":root"
+		principals[i] = "arn:" + s.partition + ":iam::" + id + ":root"
 	}
 	doc := q.policyDocument()
 	if doc.index(in.Label) >= 0 {
@@ -102,7 +102,7 @@ func (s *Simulator) addPermission(rc *request, in *addPermissionInput) (any, *ap
 }
 
 func (s *Simulator) removePermission(rc *request, in *removePermissionInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

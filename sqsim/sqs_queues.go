@@ -3,7 +3,6 @@ package sqsim
 import (
 	"encoding/base64"
 	"maps"
-	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -179,67 +178,68 @@ func (s *Simulator) queueURL(rc *request, q *queue) string {
 	return rc.baseURL + "/" + s.accountID + "/" + q.name
 }
 
-// queueByURL resolves a QueueUrl as SQS does: the queue's URL, on the host
-// the request was sent to, with the path /<account>/<name>; or the queue's
-// bare name, which SQS takes too. A URL on another host names a queue this
-// endpoint does not have (one of another region, say), as on AWS.
-func (s *Simulator) queueByURL(rc *request, raw string) (*queue, *apiError) {
+// queueByURL resolves a QueueUrl as SQS does: the queue's URL, with the path
+// /<account>/<name> and nothing more; or the queue's bare name, which SQS
+// takes too. An account other than this one's names a queue this endpoint
+// does not have.
+func (s *Simulator) queueByURL(raw string) (*queue, *apiError) {
 	if raw == "" {
 		return nil, errMissingParameter("QueueUrl")
 	}
-	if !strings.Contains(raw, "/") {
-		return s.queueNamed(raw)
+	account, name, err := s.parseQueueURL(raw)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(raw)
-	// A queue URL is a scheme, a host and the queue's path, nothing more: a query or a
-	// fragment could hide another address, and an escaped path spells the name another way.
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawPath != "" {
-		return nil, errInvalidAddress(truncate(raw, 200))
-	}
-	if !sameEndpoint(u.Host, rc.host) {
+	if account != "" && account != s.accountID {
 		return nil, errQueueDoesNotExist()
 	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 2 || parts[1] == "" {
-		return nil, errInvalidAddress(truncate(raw, 200))
-	}
-	if parts[0] != s.accountID {
-		return nil, errQueueDoesNotExist()
-	}
-	return s.queueNamed(parts[1])
+	return s.queueNamed(name)
 }
 
-// sameQueueURL reports whether two queue URLs (or a URL and a queue name) name one queue of
-// this endpoint: the same account and name, at the same endpoint.
-func sameQueueURL(a, b string) bool {
-	account, name, host, ok := splitQueueURL(a)
-	account2, name2, host2, ok2 := splitQueueURL(b)
+// parseQueueURL reads a QueueUrl: the account and name of its path, or a bare
+// queue name (account ""). The host is not the simulator's business beyond
+// the region it names: one simulator is reached as 127.0.0.1 from its machine,
+// as a docker service's name from a container and through LocalStack's names,
+// and clients such as watermill-aws build AWS's own URL
+// (https://sqs.<region>.amazonaws.com/<account>/<name>) themselves, so any
+// host is taken but an AWS (or LocalStack) host of another region, whose
+// queues this region does not have, as on AWS.
+func (s *Simulator) parseQueueURL(raw string) (account, name string, err *apiError) {
+	if !strings.Contains(raw, "/") {
+		return "", raw, nil
+	}
+	u, perr := url.Parse(raw)
+	// A queue URL is a scheme, a host and the queue's path, nothing more: a query or a
+	// fragment could hide another address, and an escaped path spells the name another way.
+	if perr != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawPath != "" {
+		return "", "", errInvalidAddress(truncate(raw, 200))
+	}
+	if region, ok := hostRegion(u.Hostname()); ok && region != s.region {
+		return "", "", errQueueDoesNotExist()
+	}
+	// Exactly /<account>/<name>: a trailing slash, an empty segment or a path below the
+	// queue is another address, which SQS refuses.
+	account, name, ok := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if !strings.HasPrefix(u.Path, "/") || !ok || account == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", errInvalidAddress(truncate(raw, 200))
+	}
+	return account, name, nil
+}
+
+// sameQueue reports whether two queue URLs (or a URL and a queue name) name one queue of
+// this endpoint: the same name, and the same account when both give one.
+func (s *Simulator) sameQueue(a, b string) bool {
+	account, name, err := s.parseQueueURL(a)
+	account2, name2, err2 := s.parseQueueURL(b)
 	switch {
-	case !ok || !ok2:
+	case err != nil || err2 != nil:
 		return false
-	case host == "" || host2 == "":
+	case account == "" || account2 == "":
 		// A bare name names the queue of that name of the endpoint's own account.
 		return name == name2
 	}
-	return account == account2 && name == name2 && sameEndpoint(host, host2)
-}
-
-// splitQueueURL reads a queue URL (or a bare queue name: no host, no account) as queueByURL
-// does.
-func splitQueueURL(raw string) (account, name, host string, ok bool) {
-	if !strings.Contains(raw, "/") {
-		return "", raw, "", raw != ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.RawPath != "" {
-		return "", "", "", false
-	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 2 || parts[1] == "" {
-		return "", "", "", false
-	}
-	return parts[0], parts[1], u.Host, true
+	return account == account2 && name == name2
 }
 
 func (s *Simulator) queueNamed(name string) (*queue, *apiError) {
@@ -250,31 +250,10 @@ func (s *Simulator) queueNamed(name string) (*queue, *apiError) {
 	return q, nil
 }
 
-// sameEndpoint reports whether two hosts (with their ports) reach this
-// endpoint alike: the same host, or two loopback names of one port
-// (localhost and 127.0.0.1), since a local client may use either for the
-// simulator on its machine.
-func sameEndpoint(a, b string) bool {
-	if strings.EqualFold(a, b) {
-		return true
-	}
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	return errA == nil && errB == nil && pa == pb && isLoopback(ha) && isLoopback(hb)
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // queueByARN returns the queue an ARN names in this region and account, or
 // nil.
 func (s *Simulator) queueByARN(arn string) *queue {
-	prefix := "arn:aws:sqs:" + s.region + ":" + s.accountID + ":"
+	prefix := s.arn("sqs", "")
 	name, ok := strings.CutPrefix(arn, prefix)
 	if !ok {
 		return nil
@@ -375,7 +354,7 @@ type queueURLInput struct {
 }
 
 func (s *Simulator) deleteQueue(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +438,7 @@ type listDeadLetterSourceQueuesOutput struct {
 }
 
 func (s *Simulator) listDeadLetterSourceQueues(rc *request, in *listDeadLetterSourceQueuesInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +499,7 @@ type attributesOutput struct {
 }
 
 func (s *Simulator) getQueueAttributes(rc *request, in *getQueueAttributesInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -551,7 +530,7 @@ type setQueueAttributesInput struct {
 }
 
 func (s *Simulator) setQueueAttributes(rc *request, in *setQueueAttributesInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +553,7 @@ type tagQueueInput struct {
 }
 
 func (s *Simulator) tagQueue(rc *request, in *tagQueueInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +575,7 @@ type untagQueueInput struct {
 }
 
 func (s *Simulator) untagQueue(rc *request, in *untagQueueInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -614,7 +593,7 @@ type listQueueTagsOutput struct {
 }
 
 func (s *Simulator) listQueueTags(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -639,7 +618,7 @@ func validateTags(tags map[string]string) *apiError {
 }
 
 func (s *Simulator) purgeQueue(rc *request, in *queueURLInput) (any, *apiError) {
-	q, err := s.queueByURL(rc, in.QueueUrl)
+	q, err := s.queueByURL(in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

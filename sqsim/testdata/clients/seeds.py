@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import boto3
@@ -264,6 +265,31 @@ def _():
         expect(err.response["ResponseMetadata"]["HTTPStatusCode"] == 400, err.response)
         return
     raise AssertionError("sent to another region's queue URL")
+
+
+@check("the queue's URL on every host that reaches the simulator and AWS's own of its region; another region's, a trailing slash refused")
+def _():
+    queue_name = name("url-forms")
+    own = sqs.create_queue(QueueName=queue_name)["QueueUrl"]
+    port = urllib.parse.urlsplit(endpoint).port
+    path = "/000000000000/" + queue_name
+    forms = [own, "http://localhost:%d%s" % (port, path), "https://sqs.us-east-1.amazonaws.com" + path,
+             "https://us-east-1.queue.amazonaws.com" + path, "https://queue.amazonaws.com" + path,
+             "http://sqs.us-east-1.localhost.localstack.cloud:4566" + path, "http://sqs-sim:4566" + path]
+    for url in forms:
+        expect(sqs.send_message(QueueUrl=url, MessageBody=url)["MessageId"], url)
+    missing = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")  # the Query code, the JSON one
+    refused = {"https://sqs.us-west-2.amazonaws.com" + path: missing, "https://us-west-2.queue.amazonaws.com" + path: missing,
+               "http://localhost:%d/111111111111/%s" % (port, queue_name): missing, own + "/": ("InvalidAddress",)}
+    for url, codes in refused.items():
+        try:
+            sqs.purge_queue(QueueUrl=url)
+        except botocore.exceptions.ClientError as err:
+            expect(err.response["Error"]["Code"] in codes, (url, err.response["Error"]))
+            continue
+        raise AssertionError("purged through " + url)
+    n = sqs.get_queue_attributes(QueueUrl=own, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"]
+    expect(n == str(len(forms)), n)
 
 
 @check("an MCP server's own metrics: PutMetricData read back by GetMetricStatistics, GetMetricData and ListMetrics")
