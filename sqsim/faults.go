@@ -26,8 +26,8 @@ type Fault struct {
 
 // SetFault injects f into operation ("ReceiveMessage", "GetMetricData", ...,
 // or "*" for every operation without its own fault). The zero Fault clears
-// it. Which calls fail is drawn from Options.Seed, so a sequence of calls
-// fails the same way every run.
+// it. Which calls fail is drawn from Options.Seed, so that with a seed a
+// sequence of calls fails the same way every run.
 func (s *Simulator) SetFault(operation string, f Fault) {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
@@ -100,10 +100,10 @@ type stats struct {
 	rng           *rand.Rand
 }
 
-func (st *stats) init(seed int64) {
+func (st *stats) init(src rand.Source) {
 	st.calls = make(map[string]int)
 	st.faults = make(map[string]Fault)
-	st.rng = rand.New(rand.NewPCG(uint64(seed), 0x6661756c74))
+	st.rng = rand.New(src)
 }
 
 func (st *stats) count(op string) {

@@ -51,10 +51,13 @@ func (rs *regionSet) region(name string) (*Simulator, *apiError) {
 	opts := rs.opts
 	opts.Region = name
 	// Each region draws its ids from a seed of its own, so that one
-	// region's traffic does not change another's ids.
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	opts.Seed ^= int64(h.Sum64())
+	// region's traffic does not change another's ids (a random source is
+	// each region's own already).
+	if opts.Seed != 0 {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		opts.Seed ^= int64(h.Sum64())
+	}
 	s := newRegion(opts, rs.stats)
 	s.regions = rs
 	rs.byName[name] = s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,42 @@ func TestPartitions(t *testing.T) {
 				t.Errorf("an event source mapping of the DLQ by its ARN: %v", err)
 			}
 		})
+	}
+}
+
+// TestIDsFromSeed: without a seed, every simulator hands out ids of its own, as AWS's are
+// unique (a consumer that remembers processed ids must not take a fresh simulator's messages
+// for old ones); with one, the same ids every run, for tests.
+func TestIDsFromSeed(t *testing.T) {
+	t.Parallel()
+	// firstIDs are the message id, receipt handle and move task handle a fresh simulator
+	// gives first.
+	firstIDs := func(seed int64) [3]string {
+		sim := New(Options{Seed: seed})
+		srv := httptest.NewServer(sim)
+		defer srv.Close()
+		h := &harness{sim: sim, url: srv.URL}
+		h.sqs, h.cw = newClients(srv.URL)
+		q := h.createQueue(t, "dlq", nil)
+		h.createQueue(t, "calls", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + h.queueARN(t, q) + `","maxReceiveCount":3}`})
+		id := aws.ToString(h.send(t, q, "x").MessageId)
+		receipt := aws.ToString(h.receive(t, q, 1)[0].ReceiptHandle)
+		task, err := h.sqs.StartMessageMoveTask(context.Background(), &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(h.queueARN(t, q))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [3]string{id, receipt, aws.ToString(task.TaskHandle)}
+	}
+	a, b := firstIDs(0), firstIDs(0)
+	for i, what := range []string{"message id", "receipt handle", "task handle"} {
+		if a[i] == b[i] {
+			t.Errorf("two unseeded simulators gave the same first %s %s", what, a[i])
+		}
+	}
+	if a[0] == "21e73364-d554-4975-939c-ea13e54d7dfa" {
+		t.Errorf("an unseeded simulator gave seed 1's first message id")
+	}
+	if x, y := firstIDs(7), firstIDs(7); x != y {
+		t.Errorf("two simulators of seed 7 gave %v and %v", x, y)
 	}
 }

@@ -2,6 +2,7 @@ package sqsim
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,7 +25,12 @@ type Options struct {
 	// Logger receives one debug record per request and the recovered
 	// panics. Default discard.
 	Logger *slog.Logger
-	// Seed makes fault injection and generated ids deterministic.
+	// Seed, when not zero, makes fault injection and generated ids (message
+	// ids, receipt handles, move task handles, event and mapping ids)
+	// reproducible, for tests. Zero, the default, draws them from a random
+	// source: AWS's ids are unique across accounts and time, and a consumer
+	// that remembers the ids it processed would take a fresh simulator's
+	// messages for old ones if every run handed out the same.
 	Seed int64
 	// MaxRealWait bounds a long poll in real time when Clock is not the
 	// real clock. Default one second.
@@ -59,7 +65,7 @@ type Simulator struct {
 	functions    map[string]*lambdaFunction
 	mappings     map[string]*eventSourceMapping
 	mappingOrder []string
-	ids          *rand.Rand // message ids, receipt handles
+	ids          *rand.Rand // message ids, receipt handles, task handles
 	nextID       uint64
 	// changed is closed, and replaced, whenever a message may have become
 	// receivable, so that waiting long polls look again.
@@ -85,7 +91,7 @@ type Simulator struct {
 // account, which serves the other regions too.
 func New(opts Options) *Simulator {
 	st := &stats{}
-	st.init(opts.Seed)
+	st.init(newSource(opts.Seed, 0x6661756c74))
 	s := newRegion(opts, st)
 	opts.Region, opts.AccountID, opts.Clock, opts.Logger = s.region, s.accountID, s.clock, s.log
 	s.regions = &regionSet{opts: opts, stats: st, byName: map[string]*Simulator{s.region: s}}
@@ -109,7 +115,7 @@ func newRegion(opts Options, st *stats) *Simulator {
 		buses:         make(map[string]*eventBus),
 		functions:     make(map[string]*lambdaFunction),
 		mappings:      make(map[string]*eventSourceMapping),
-		ids:           rand.New(rand.NewPCG(uint64(opts.Seed), 0x5157_5349_4d)),
+		ids:           rand.New(newSource(opts.Seed, 0x5157_5349_4d)),
 		changed:       make(chan struct{}),
 		ticked:        make(chan struct{}),
 		sched:         schedule{compact: make(map[*queue]bool), moving: make(map[*moveTask]bool)},
@@ -242,6 +248,17 @@ func (s *Simulator) newMessageID() string {
 	hi, lo := s.ids.Uint64(), s.ids.Uint64()
 	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x",
 		hi>>32, (hi>>16)&0xffff, hi&0x0fff, 0x8000|(lo>>48)&0x3fff, lo&0xffffffffffff)
+}
+
+// newSource returns the random source of a seed: PCG on the seed and stream
+// when the seed is not zero, reproducible; ChaCha8 on a random key otherwise.
+func newSource(seed int64, stream uint64) rand.Source {
+	if seed != 0 {
+		return rand.NewPCG(uint64(seed), stream)
+	}
+	var key [32]byte
+	crand.Read(key[:])
+	return rand.NewChaCha8(key)
 }
 
 // arn returns the ARN of a resource of service in this region and account.

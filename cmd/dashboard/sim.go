@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,8 +27,11 @@ type simConfig struct {
 	// with credentials the simulator's STS issued.
 	account string
 	// roles are the --accounts items: ROLE_ARN, each optionally followed by external-id=ID.
-	roles   []string
+	roles []string
+	// seed is the traffic's; the simulator's ids and faults are drawn from it only when
+	// seeded (--seed or its variable given), at random otherwise.
 	seed    int64
+	seeded  bool
 	faults  string
 	traffic bool
 }
@@ -53,6 +57,7 @@ func runSimCommand(ctx context.Context, env *environment, args []string) error {
 	if err := fl.Parse(args, env.lookupEnv); err != nil {
 		return err
 	}
+	cfg.seeded = fl.given("seed", env.lookupEnv)
 	log, err := lf.logger(env.stderr)
 	if err != nil {
 		return err
@@ -93,7 +98,7 @@ func newSimAccounts(cfg simConfig, log *slog.Logger) (*simAccounts, error) {
 	if err != nil {
 		return nil, &usageError{err: err}
 	}
-	home, err := newAccountSimulator(cfg.account, cfg.region, cfg.seed, cfg.faults, log)
+	home, err := newAccountSimulator(cfg.account, cfg.region, cfg.simulatorSeed(0), cfg.faults, log)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +109,7 @@ func newSimAccounts(cfg simConfig, log *slog.Logger) (*simAccounts, error) {
 			continue
 		}
 		byID[r.account] = true
-		sim, err := newAccountSimulator(r.account, cfg.region, cfg.seed+int64(i)+1, cfg.faults, log)
+		sim, err := newAccountSimulator(r.account, cfg.region, cfg.simulatorSeed(i+1), cfg.faults, log)
 		if err != nil {
 			return nil, err
 		}
@@ -120,6 +125,17 @@ func newSimAccounts(cfg simConfig, log *slog.Logger) (*simAccounts, error) {
 		log.Info("simulated accounts", "ambient", cfg.account, "roles", strings.Join(cfg.roles, ","))
 	}
 	return accts, nil
+}
+
+// simulatorSeed is the seed of the simulator of the nth account: 0, drawing ids and faults at
+// random, unless the command was seeded. A fresh simulator hands out fresh ids, as AWS's are
+// unique: a consumer that keeps the ids it processed across runs would otherwise take a new
+// run's messages for old ones.
+func (cfg simConfig) simulatorSeed(n int) int64 {
+	if !cfg.seeded {
+		return 0
+	}
+	return cfg.seed + int64(n)
 }
 
 // accountIDPattern is what an AWS account id is: twelve digits.
@@ -194,9 +210,17 @@ func serveSim(ctx context.Context, cfg simConfig, accts *simAccounts, ln net.Lis
 // registerSimulatorFlags declares the flags sim and demo share: the simulated account's home
 // region, the seed of the simulator and the traffic, and the faults to inject.
 func registerSimulatorFlags(f *envFlags, region *string, seed *int64, faults *string) {
-	f.Int64(seed, "seed", 1, "`seed` of the simulator and the traffic: the same seed replays the same traffic")
+	f.Int64(seed, "seed", 1, "`seed` of the traffic: the same seed replays the same traffic. Given to sim, it also makes the simulator's message ids, receipt and task handles and injected faults reproducible, for tests; without it sim draws them at random, unique across runs as AWS's ids are")
 	f.String(faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
 	f.String(region, "region", "us-east-1", "home `region`: of unsigned requests and the traffic; a client signing for another region gets that region's queues")
+}
+
+// given reports whether flag name was set, on the command line or by its variable.
+func (f *envFlags) given(name string, lookupEnv lookupEnvFunc) bool {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	_, inEnv := lookupEnv(envName(name))
+	return set || inEnv
 }
 
 // newSimulator builds the simulator of the default account with the faults of spec injected.

@@ -7,6 +7,10 @@
 // says was sent, sends again with the same deduplication id what was being sent, and lets what
 // it held come back by itself when the hold ends.
 //
+// A discard is the same job with the archive in place of the send: each matched message is
+// stored whole in toolq's archive, that committed, and only then deleted from the DLQ. A restore
+// sends archived messages to a queue again, journaled the same way.
+//
 // The actions create jobs (validated, audited, one per queue, never beside a move task); the
 // engine runs them on the replica that leads, and nothing else in toolq receives, sends or
 // deletes to move a message.
@@ -50,6 +54,10 @@ type Store interface {
 	JournalOf(ctx context.Context, jobID int64, messageIDs []string) (map[string]store.JournalEntry, error)
 	JournalInState(ctx context.Context, jobID int64, state, after string, limit int) ([]store.JournalEntry, error)
 	RememberSelection(ctx context.Context, jobID int64, now time.Time) error
+	// The archive, for discards and restores.
+	Archive(ctx context.Context, jobID int64, msgs []store.ArchivedMessage, entries []store.JournalEntry) error
+	ArchivedMessages(ctx context.Context, f store.ArchiveFilter) ([]store.ArchivedMessage, error)
+	MarkRestored(ctx context.Context, jobID int64, ids []int64, restoredTo string, at time.Time, entries []store.JournalEntry) error
 }
 
 // MessageReader reads a received message as the triage does (collector.ReadMessage), so that a

@@ -67,7 +67,11 @@ func (e *Engine) runJob(ctx context.Context, j store.SelectionJob) {
 	if r.ended == "" && j.Status == store.MoveTaskCancelling {
 		r.stop(store.MoveTaskCancelled, "")
 	}
-	if r.ended == "" {
+	switch {
+	case r.ended != "":
+	case j.Kind == store.KindRestore:
+		r.restore(ctx)
+	default:
 		r.scan(ctx)
 	}
 	if ctx.Err() != nil {
@@ -204,11 +208,15 @@ func (r *jobRun) process(ctx context.Context, msgs []types.Message) error {
 	if err != nil {
 		return err
 	}
-	sent, err := r.send(ctx, sending)
+	move := r.send
+	if r.job.Kind == store.KindDiscard {
+		move = r.archive
+	}
+	moved, err := move(ctx, sending)
 	if err != nil {
 		return err
 	}
-	return r.delete(ctx, append(deleting, sent...))
+	return r.delete(ctx, append(deleting, moved...))
 }
 
 // decide reads each message, finds what the journal says of it and what is to be done, and
@@ -252,6 +260,9 @@ func (r *jobRun) decide(ctx context.Context, msgs []types.Message) (sending, del
 		case seen && p.State == store.JournalFailed:
 			// It failed earlier in this job: kept with the handle to release it, not tried again.
 			e.State, e.DestinationARN, e.Error = store.JournalFailed, p.DestinationARN, p.Error
+		case r.chosen(it.read) && r.job.Kind == store.KindDiscard:
+			e.State = store.JournalSending // to the archive
+			r.job.Matched++
 		case r.chosen(it.read):
 			d := r.destinationFor(ctx, it.read)
 			e.DestinationARN = d.arn
@@ -575,8 +586,12 @@ func (r *jobRun) finish(ctx context.Context) {
 	if r.ended != string(store.MoveTaskFailed) {
 		r.failure = ""
 	}
-	if err := r.e.opts.Store.RememberSelection(ctx, r.job.ID, r.e.now()); err != nil {
-		r.e.log.Warn("engine: remember what the job moved", "job", r.job.ID, "err", err)
+	if r.job.Kind == store.KindSelection {
+		// What comes back of a redrive is counted; a discard sent nothing anywhere, and a
+		// restore's messages are the archive's, which toolq keeps.
+		if err := r.e.opts.Store.RememberSelection(ctx, r.job.ID, r.e.now()); err != nil {
+			r.e.log.Warn("engine: remember what the job moved", "job", r.job.ID, "err", err)
+		}
 	}
 	r.mu.Lock()
 	r.job.Status, r.job.FailureReason = store.MoveTaskStatus(r.ended), r.failure

@@ -10,7 +10,9 @@ import (
 // SelectionJob is a selective redrive: toolq receives the chosen messages of a dead-letter queue,
 // sends each to its destination and deletes it from the DLQ, step by step in its journal
 // (JournalEntry). It is listed with the move tasks as the MoveTask of Kind KindSelection, whose
-// Moved counts the messages deleted from the DLQ after their send and ToMove those matched.
+// Moved counts the messages deleted from the DLQ after their send and ToMove those matched. A
+// discard (KindDiscard) is the same job with the archive in place of the send; a restore
+// (KindRestore) sends archived messages of the queue to a queue again.
 type SelectionJob struct {
 	MoveTask
 	// Selection is what the job moves, as JSON (engine.Selection).
@@ -83,7 +85,10 @@ func (s *Store) CreateSelectionJob(ctx context.Context, j SelectionJob) (Selecti
 	if j.SourceARN == "" || j.StartedAt.IsZero() || j.Selection == "" {
 		return SelectionJob{}, fmt.Errorf("store: create selection job: source ARN, start time and selection are required")
 	}
-	j.Kind, j.Status = KindSelection, MoveTaskRunning
+	if j.Kind != KindDiscard && j.Kind != KindRestore {
+		j.Kind = KindSelection
+	}
+	j.Status = MoveTaskRunning
 	j.UpdatedAt = j.StartedAt
 	err := s.inTx(ctx, func(tx *dbTx) error {
 		if err := tx.QueryRowContext(ctx, `
@@ -203,8 +208,8 @@ func (s *Store) CancelSelectionJob(ctx context.Context, id int64, now time.Time)
 	var n int64
 	err := s.inTx(ctx, func(tx *dbTx) error {
 		var err error
-		n, err = execCount(ctx, tx, `UPDATE move_tasks SET status = ?, updated_at = ? WHERE id = ? AND kind = ? AND status = ?`,
-			MoveTaskCancelling, ms(now), id, KindSelection, MoveTaskRunning)
+		n, err = execCount(ctx, tx, `UPDATE move_tasks SET status = ?, updated_at = ? WHERE id = ? AND kind <> ? AND status = ?`,
+			MoveTaskCancelling, ms(now), id, KindMoveTask, MoveTaskRunning)
 		return err
 	})
 	if err != nil {
@@ -219,16 +224,24 @@ func (s *Store) WriteJournal(ctx context.Context, jobID int64, entries []Journal
 	if len(entries) == 0 {
 		return nil
 	}
-	err := s.inTx(ctx, func(tx *dbTx) error {
-		for _, e := range entries {
-			dims, err := json.Marshal(e.Dimensions)
-			if err != nil {
-				return err
-			}
-			if e.Dimensions == nil {
-				dims = []byte("{}")
-			}
-			if _, err := tx.ExecContext(ctx, `
+	err := s.inTx(ctx, func(tx *dbTx) error { return writeJournal(ctx, tx, jobID, entries) })
+	if err != nil {
+		return fmt.Errorf("store: journal of job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// writeJournal writes journal entries within a transaction.
+func writeJournal(ctx context.Context, tx *dbTx, jobID int64, entries []JournalEntry) error {
+	for _, e := range entries {
+		dims, err := json.Marshal(e.Dimensions)
+		if err != nil {
+			return err
+		}
+		if e.Dimensions == nil {
+			dims = []byte("{}")
+		}
+		if _, err := tx.ExecContext(ctx, `
 				INSERT INTO selection_journal (move_task_id, message_id, state, destination_arn, group_id,
 					receipt_handle, new_message_id, body_hash, tool_call_id, tool_name, dimensions, error, updated_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -238,15 +251,10 @@ func (s *Store) WriteJournal(ctx context.Context, jobID int64, entries []Journal
 					body_hash = excluded.body_hash, tool_call_id = excluded.tool_call_id,
 					tool_name = excluded.tool_name, dimensions = excluded.dimensions, error = excluded.error,
 					updated_at = excluded.updated_at`,
-				jobID, e.MessageID, e.State, e.DestinationARN, e.GroupID, e.ReceiptHandle, e.NewMessageID,
-				e.BodyHash, e.ToolCallID, e.ToolName, string(dims), e.Error, ms(e.UpdatedAt)); err != nil {
-				return err
-			}
+			jobID, e.MessageID, e.State, e.DestinationARN, e.GroupID, e.ReceiptHandle, e.NewMessageID,
+			e.BodyHash, e.ToolCallID, e.ToolName, string(dims), e.Error, ms(e.UpdatedAt)); err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: journal of job %d: %w", jobID, err)
 	}
 	return nil
 }

@@ -219,6 +219,11 @@ type MoveTask struct {
 const (
 	KindMoveTask  = "move_task"
 	KindSelection = "selection"
+	// KindDiscard is a job that archives the messages of a selection, then deletes them from
+	// the dead-letter queue (ArchivedMessage); KindRestore one that sends archived messages to a
+	// queue again.
+	KindDiscard = "discard"
+	KindRestore = "restore"
 )
 
 // Running reports whether the task is still moving messages.
