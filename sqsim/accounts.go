@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -195,6 +196,13 @@ func (a *Accounts) assumeRole(w http.ResponseWriter, form url.Values, part strin
 		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "ValidationError", "%s is invalid", safeName(roleARN)))
 		return
 	}
+	if policy, ok := form["Policy"]; ok && !wellFormedPolicy(policy[0]) {
+		// A session policy narrows the credentials; taking one that cannot be read would hand
+		// out credentials the caller meant to restrict.
+		writeSTSError(w, newAPIError(http.StatusBadRequest, "", "MalformedPolicyDocument",
+			"The policy is not in the valid JSON format."))
+		return
+	}
 	a.mu.Lock()
 	role, ok := a.roles[roleARN]
 	a.mu.Unlock()
@@ -251,6 +259,9 @@ func checkAssumeRole(form url.Values) (time.Duration, *apiError) {
 	}
 	v.length(session, "roleSessionName", 2, 64)
 	v.length(form.Get("RoleArn"), "roleArn", 20, 2048)
+	if policy, ok := form["Policy"]; ok {
+		v.length(policy[0], "policy", 1, 2048)
+	}
 	if id, ok := form["ExternalId"]; ok {
 		if !externalIDPattern.MatchString(id[0]) {
 			v.add(id[0], "externalId", `Member must satisfy regular expression pattern: [\w+=,.@:\/-]*`)
@@ -308,6 +319,20 @@ func (v validation) err() *apiError {
 func wellFormedARN(s string) bool {
 	parts := strings.SplitN(s, ":", 6)
 	return len(parts) == 6 && parts[0] == "arn" && parts[1] != "" && parts[2] != "" && parts[5] != ""
+}
+
+// wellFormedPolicy reports whether a session policy is an IAM policy document as far as STS
+// reads one before evaluating it: a JSON object with a Statement, one statement or a list.
+func wellFormedPolicy(s string) bool {
+	var doc struct {
+		Statement json.RawMessage
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		return false
+	}
+	st := bytes.TrimSpace(doc.Statement)
+	return len(st) > 0 && (st[0] == '{' || st[0] == '[')
 }
 
 // roleID is the unique id of a role, as IAM gives one ("AROA" and 17

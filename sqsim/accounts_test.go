@@ -128,6 +128,18 @@ func TestAssumeRoleValidation(t *testing.T) {
 			code: "ValidationError", message: "arn::b:::something/test-role is invalid"},
 		{name: "a role of no account", in: sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::333333333333:role/x"), RoleSessionName: aws.String("Session1")},
 			code: "AccessDenied", message: "User is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::333333333333:role/x"},
+		{name: "a session policy that is not JSON", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), Policy: aws.String(`{"Version":"2012-10-17",`)},
+			code: "MalformedPolicyDocument", message: "The policy is not in the valid JSON format."},
+		{name: "a session policy that is a list", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), Policy: aws.String(`["sqs:*"]`)},
+			code: "MalformedPolicyDocument", message: "The policy is not in the valid JSON format."},
+		{name: "a session policy without statements", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), Policy: aws.String(`{"Version":"2012-10-17"}`)},
+			code: "MalformedPolicyDocument", message: "The policy is not in the valid JSON format."},
+		{name: "a session policy with more after it", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), Policy: aws.String(`{"Statement":[]} {}`)},
+			code: "MalformedPolicyDocument", message: "The policy is not in the valid JSON format."},
+		{name: "a session policy over 2048 characters", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq"), Policy: aws.String(`{"Statement":[` + strings.Repeat(" ", 2048) + `]}`)},
+			code: "ValidationError", message: `1 validation error detected: Value '{"Statement":[` + strings.Repeat(" ", 256-len(`{"Statement":[`)) + `' at 'policy' failed to satisfy constraint: Member must have length less than or equal to 2048`},
+		{name: "a session policy, well formed", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq+ci=1,a.b@c-d"),
+			Policy: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"sqs:ReceiveMessage","Resource":"*"}]}`)}, accepted: true},
 		{name: "an hour, by the rules", in: sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("toolq+ci=1,a.b@c-d"), DurationSeconds: aws.Int32(3600)}, accepted: true},
 	}
 	for _, tt := range tests {

@@ -617,6 +617,11 @@ func (s *Simulator) setAlarmState(in *cborInput) (cbor.Map, *apiError) {
 }
 
 func (s *Simulator) deleteAlarms(in *cborInput) (cbor.Map, *apiError) {
+	// AlarmNames is required: a request without it (an empty map) is a mistake, not a
+	// deletion of nothing.
+	if _, ok := present(in.m, "AlarmNames"); !ok {
+		return nil, errCWMissingParameter("AlarmNames")
+	}
 	names := in.strings(in.m, "AlarmNames")
 	if in.err != nil {
 		return nil, in.err

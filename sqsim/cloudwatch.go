@@ -88,11 +88,14 @@ func (s *Simulator) runCloudWatch(rc *request, protocol, op string, in *cborInpu
 }
 
 func writeCBORError(w http.ResponseWriter, e *apiError) {
+	// A CBOR text string is UTF-8: a message quoting the caller's bytes (an operation
+	// named %FF in the path) would otherwise be an answer no client can decode.
+	message := cbor.String(strings.ToValidUTF8(e.message, "\uFFFD"))
 	body := cbor.Encode(cbor.Map{
 		"__type":  cbor.String("com.amazonaws.cloudwatch#" + e.shape),
-		"message": cbor.String(e.message),
+		"message": message,
 		// Some CloudWatch error shapes spell their member Message.
-		"Message": cbor.String(e.message),
+		"Message": message,
 	})
 	w.Header().Set("Content-Type", "application/cbor")
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")

@@ -163,6 +163,9 @@ func TestMalformedRequestsChangeNothing(t *testing.T) {
 		{"CBOR as JSON", cborReq("DeleteAlarms", "application/json"), "cbor"},
 		{"CBOR without content type", cborReq("DeleteAlarms", ""), "cbor"},
 		{"CBOR with GET", request{"GET", "/service/GraniteServiceVersion20100801/operation/DeleteAlarms", "", "application/cbor", ""}, "cbor"},
+		{"CBOR DeleteAlarms with an empty map", request{"POST", "/service/GraniteServiceVersion20100801/operation/DeleteAlarms", "", "application/cbor", string(cbor.Encode(cbor.Map{}))}, "cbor"},
+		{"CBOR with a junk target", request{"POST", "/", "Junk.DeleteAlarms", "application/cbor", string(cbor.Encode(cbor.Map{"AlarmNames": cbor.List{cbor.String("a")}}))}, "cbor"},
+		{"CBOR at the root without a target", request{"POST", "/", "", "application/cbor", string(cbor.Encode(cbor.Map{"AlarmNames": cbor.List{cbor.String("a")}}))}, "cbor"},
 	}
 	before := h.sim.fingerprint()
 	for _, tt := range tests {

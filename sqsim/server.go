@@ -2,6 +2,7 @@ package sqsim
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -70,6 +71,11 @@ func route(r *http.Request) (handler, func(http.ResponseWriter, *apiError)) {
 		return (*Simulator).serveEventBridge, writeEventBridgeError
 	case strings.HasPrefix(r.URL.Path, lambdaPathPrefix):
 		return (*Simulator).serveLambda, writeLambdaError
+	case r.Header.Get("Smithy-Protocol") == "rpc-v2-cbor" || (r.Header.Get("Content-Type") != "" && hasMediaType(r, "application/cbor")):
+		// RPC v2 CBOR names its operation in the path alone: a CBOR request elsewhere (with
+		// a junk X-Amz-Target, say) names no operation, and is answered in the CBOR its
+		// client reads rather than in a JSON or XML shape it cannot.
+		return refuse(writeCBORError, errInvalidAction(cmp.Or(target, r.Method+" "+r.URL.Path))), writeCBORError
 	case target != "" || r.Header.Get("Content-Type") == "application/x-amz-json-1.0":
 		// A JSON request for no service here (or without its target): in
 		// the shape of the protocol the client chose, and no operation
