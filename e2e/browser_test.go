@@ -73,6 +73,8 @@ type tab struct {
 	t   *testing.T
 	ctx context.Context
 
+	acts int // actions taken with act, which names each in the page
+
 	mu         sync.Mutex
 	dialogs    []string // messages of the dialogs that opened
 	exceptions []string // uncaught exceptions and console errors, logged on failure
@@ -229,6 +231,25 @@ func (p *tab) waitSelector(timeout time.Duration, selector string) {
 	p.t.Helper()
 	waitJS(p, timeout, "element "+selector, fmt.Sprintf("document.querySelector(%s) !== null", jsString(selector)),
 		func(found bool) bool { return found })
+}
+
+// act waits until the page is in the state an action needs and takes it there, in one turn of
+// the page's event loop, so that no live push can swap an element out between the check and the
+// act (as between a chromedp lookup and its use). action is the body of a JavaScript function
+// that returns false while the page is not ready and otherwise acts and returns true. A page busy
+// with pushes may answer an evaluation after eval's bound, and the action then still runs: the
+// page remembers the actions it took, so that the next try does not take one twice.
+func (p *tab) act(timeout time.Duration, what, action string) {
+	p.t.Helper()
+	p.acts++
+	expr := fmt.Sprintf(`(() => {
+		const taken = (window.__e2eActs ??= new Set());
+		if (taken.has(%[1]d)) return true;
+		if (!(() => { %[2]s })()) return false;
+		taken.add(%[1]d);
+		return true;
+	})()`, p.acts, action)
+	waitJS(p, timeout, what, expr, func(done bool) bool { return done })
 }
 
 // jsString quotes s as a JavaScript string literal.

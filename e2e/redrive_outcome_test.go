@@ -72,7 +72,9 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 	if done[1] != "COMPLETED" {
 		t.Fatalf("the move task ended %q (row %q)", done[1], done)
 	}
-	href := mustEval[string](p, `document.querySelector('#redrive-panel table.history tbody tr a[href*="/redrives/"]')?.getAttribute('href') ?? ''`)
+	href := waitJS(p, dlqPageWait, "the redrive's link in its row",
+		`document.querySelector('#redrive-panel table.history tbody tr a[href*="/redrives/"]')?.getAttribute('href') ?? ''`,
+		func(href string) bool { return href != "" })
 	if !strings.HasPrefix(href, "/queues/"+dlq+"/redrives/") {
 		t.Fatalf("the redrive's row links to %q", href)
 	}

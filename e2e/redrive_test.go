@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // historyJS reads the redrive panel's past move tasks, newest first, each as its cells' text
@@ -77,7 +75,7 @@ func TestRedriveFromDeadLetterQueuePage(t *testing.T) {
 	d.send(t, dlq, toolCalls("redrive-cancel", "web_search", 30, false)...)
 	startRedrive(p, source, "1")
 	waitRunning(p)
-	p.click(`#redrive-panel form[action$="/redrive/cancel"] button[type=submit]`)
+	clickWhenShown(p, "cancel the move task", `#redrive-panel form[action$="/redrive/cancel"] button[type=submit]`)
 	cancelled := waitTaskEnd(p, 60*time.Second, "1/s")
 	if cancelled[1] != "CANCELLED" {
 		t.Fatalf("second move task ended %q, want CANCELLED (row %q)", cancelled[1], cancelled)
@@ -89,42 +87,64 @@ func TestRedriveFromDeadLetterQueuePage(t *testing.T) {
 	p.waitSelector(30*time.Second, `form.redrive-start fieldset:not([disabled])`)
 }
 
+// dlqPageWait bounds each wait on the state of a dead-letter queue's page. Such a page swaps its
+// sections at every push, every second or two with the suite's intervals, and beside the other
+// browser tests on two cores its main thread was seen busy for seconds at a time: one evaluation
+// took 6 s to answer, and a form filled with chromedp (ten round trips, each behind the page's
+// work) over 10 s. Each wait returns as soon as the page shows what it waits for.
+const dlqPageWait = 2 * time.Minute
+
 // startRedrive fills the start form of the DLQ page open in p (destination by queue name, rate
 // per second), reviews and confirms.
 func startRedrive(p *tab, destination, rate string) {
 	p.t.Helper()
-	// Enabled once no task runs; the panel is swapped in place when a task ends.
-	p.waitSelector(60*time.Second, `form.redrive-start fieldset:not([disabled])`)
-	value := mustEval[string](p, fmt.Sprintf(`(() => {
+	value := waitJS(p, dlqPageWait, "the redrive form's destinations", fmt.Sprintf(`(() => {
 		const opt = [...document.querySelectorAll('#redrive-destination option')]
 			.find(o => o.value === %[1]s || o.textContent.trim() === %[1]s);
 		return opt ? opt.value : '<none>';
-	})()`, jsString(destination)))
+	})()`, jsString(destination)), func(string) bool { return true })
 	if value == "<none>" {
 		options := mustEval[[]string](p, `[...document.querySelectorAll('#redrive-destination option')].map(o => o.textContent.trim())`)
 		p.t.Fatalf("destination %q is not offered; options: %q", destination, options)
 	}
-	p.do("fill the redrive form", 10*time.Second,
-		chromedp.SetValue(chromedp.ID("redrive-destination"), value),
-		chromedp.SetValue(chromedp.ID("redrive-rate"), rate),
-	)
-	p.click(`form.redrive-start button[type=submit]`)
+	// The form is enabled once no task runs (the panel is swapped in place when a task ends); it
+	// is filled and sent in one turn, so that a push fetching the panel again cannot swap in a
+	// blank form between the two.
+	p.act(dlqPageWait, "fill and send the redrive form", fmt.Sprintf(`
+		const form = document.querySelector('form.redrive-start');
+		if (!form || form.querySelector('fieldset').disabled) return false;
+		form.querySelector('#redrive-destination').value = %s;
+		form.querySelector('#redrive-rate').value = %s;
+		form.querySelector('button[type=submit]').click();
+		return true;`, jsString(value), jsString(rate)))
 
 	// The confirmation says where the messages go and that it cannot be undone.
-	p.waitSelector(15*time.Second, `#redrive-panel .confirm button.danger`)
-	confirm := mustEval[string](p, `document.querySelector('#redrive-panel .confirm').textContent.replace(/\s+/g, ' ')`)
+	confirm := waitJS(p, dlqPageWait, "the redrive's confirmation",
+		`document.querySelector('#redrive-panel .confirm')?.textContent.replace(/\s+/g, ' ') ?? ''`,
+		func(text string) bool { return text != "" })
 	for _, want := range []string{destination, rate + " per second", "cannot be undone"} {
 		if !strings.Contains(confirm, want) {
 			p.t.Errorf("the confirmation does not mention %q: %q", want, confirm)
 		}
 	}
-	p.click(`#redrive-panel .confirm button.danger`)
+	clickWhenShown(p, "confirm the redrive", `#redrive-panel .confirm button.danger`)
+}
+
+// clickWhenShown clicks the element that matches a CSS selector once the page shows it, in the
+// turn that finds it (see act).
+func clickWhenShown(p *tab, what, selector string) {
+	p.t.Helper()
+	p.act(dlqPageWait, what, fmt.Sprintf(`
+		const el = document.querySelector(%s);
+		if (!el || el.disabled) return false;
+		el.click();
+		return true;`, jsString(selector)))
 }
 
 // waitRunning waits until the panel shows a running task's progress bar.
 func waitRunning(p *tab) {
 	p.t.Helper()
-	waitJS(p, 15*time.Second, "the running move task's progress", progressJS, func(b *progressBlock) bool {
+	waitJS(p, dlqPageWait, "the running move task's progress", progressJS, func(b *progressBlock) bool {
 		return b != nil && b.Bar && strings.Contains(b.Text, "RUNNING")
 	})
 }
