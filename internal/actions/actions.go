@@ -42,6 +42,10 @@ import (
 const (
 	ActionStartRedrive  = "redrive.start"
 	ActionCancelRedrive = "redrive.cancel"
+	// ActionStartDiscard is a discard's start: the selection's messages to the archive.
+	ActionStartDiscard = "discard.start"
+	// ActionStartRestore is a restore's start: archived messages to a queue again.
+	ActionStartRestore = "archive.restore"
 )
 
 // MaxRate is the highest MaxNumberOfMessagesPerSecond SQS accepts for a move task.
@@ -76,6 +80,9 @@ type StartRedriveRequest struct {
 	// Selection, when set, makes the start a selective redrive of the messages it names (a job
 	// of the engine), instead of a move task of the whole queue.
 	Selection *engine.Selection
+	// Discard makes a start with a Selection a discard: the messages go to toolq's archive,
+	// whole, and leave the dead-letter queue; no destination, no rate.
+	Discard bool
 }
 
 // StartedRedrive is what a start answers: the move task, and whether the answer is a repeat of
@@ -164,6 +171,7 @@ type Store interface {
 	CreateSelectionJob(ctx context.Context, j store.SelectionJob) (store.SelectionJob, error)
 	RunningSelectionJob(ctx context.Context, queueID int64) (store.SelectionJob, error)
 	CancelSelectionJob(ctx context.Context, id int64, now time.Time) (bool, error)
+	ArchivedMessages(ctx context.Context, f store.ArchiveFilter) ([]store.ArchivedMessage, error)
 	// LockQueue serialises actions on a queue across replicas sharing the database.
 	LockQueue(ctx context.Context, arn string) (unlock func(), err error)
 }

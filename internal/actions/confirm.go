@@ -157,6 +157,9 @@ func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedr
 		return RedrivePreview{}, err
 	}
 	var inSample SelectionInSample
+	if err := checkDiscard(req); err != nil {
+		return RedrivePreview{}, err
+	}
 	if req.Selection != nil {
 		if inSample, err = s.checkSelection(ctx, q, *req.Selection); err != nil {
 			return RedrivePreview{}, err
@@ -187,7 +190,7 @@ func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedr
 	if sign {
 		p.ExpiresAt = s.now().Add(ConfirmationTTL).Truncate(time.Second)
 		c := confirmation{Actor: actorKey(actor), QueueARN: q.ARN, Destination: req.Destination, Rate: rate,
-			Selection: selectionDigest(req.Selection), Expires: p.ExpiresAt.Unix(), Nonce: rand.Text()}
+			Selection: selectionDigest(req.Selection, req.Discard), Expires: p.ExpiresAt.Unix(), Nonce: rand.Text()}
 		p.Token = c.seal(s.signer)
 	}
 	return p, nil
@@ -214,8 +217,8 @@ func (s *Service) checkConfirmation(actor Actor, token string) (confirmation, er
 }
 
 // matches refuses a confirmed start that is not the start the token confirms.
-func (c confirmation) matches(q store.Queue, destination string, rate int, sel *engine.Selection) error {
-	if c.QueueARN != q.ARN || c.Destination != destination || c.Rate != rate || c.Selection != selectionDigest(sel) {
+func (c confirmation) matches(q store.Queue, destination string, rate int, sel *engine.Selection, discard bool) error {
+	if c.QueueARN != q.ARN || c.Destination != destination || c.Rate != rate || c.Selection != selectionDigest(sel, discard) {
 		return refuse(Unprocessable, "confirmation_mismatch",
 			"this confirmation is for another redrive (its queue, destination, rate or selection differ): preview this one")
 	}

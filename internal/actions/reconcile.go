@@ -91,8 +91,8 @@ func (s *Service) reconcileQueue(ctx context.Context, client SQSAPI, q store.Que
 		var t store.MoveTask
 		var found bool
 		switch intent.Action {
-		case ActionStartRedrive:
-			if selective(intent) {
+		case ActionStartRedrive, ActionStartDiscard, ActionStartRestore:
+			if intent.Action != ActionStartRedrive || selective(intent) {
 				t, found, err = s.jobStartedAfter(ctx, q, intent, claimed)
 			} else {
 				t, found, err = s.startedAfter(ctx, intent, live, claimed)

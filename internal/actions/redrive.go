@@ -36,13 +36,21 @@ const listLag = 2 * time.Minute
 // its outcome after. A start with the IdempotencyKey of an earlier one by the same actor gets that
 // attempt's answer: its task, as the store has it now, or its refusal, marked as a repeat.
 func (s *Service) StartRedrive(ctx context.Context, actor Actor, req StartRedriveRequest) (StartedRedrive, error) {
-	a := attempt{actor: actor, action: ActionStartRedrive, ref: req.Queue, params: startParams(req)}
+	a := attempt{actor: actor, action: startAction(req), ref: req.Queue, params: startParams(req)}
 	task, err := s.startRedrive(ctx, actor, req, &a)
 	if !a.recorded {
 		a.task = task
 		s.record(ctx, a, err)
 	}
 	return StartedRedrive{MoveTask: task, Repeat: a.first != nil}, err
+}
+
+// startAction is the audit action of a start: a redrive's, or a discard's.
+func startAction(req StartRedriveRequest) string {
+	if req.Discard {
+		return ActionStartDiscard
+	}
+	return ActionStartRedrive
 }
 
 // startParams are a start's parameters as the audit log keeps them (and an idempotency key's
@@ -54,6 +62,9 @@ func startParams(req StartRedriveRequest) map[string]any {
 	}
 	if req.Selection != nil {
 		params["selection"] = req.Selection
+	}
+	if req.Discard {
+		params["discard"] = true
 	}
 	if raw := strings.TrimSpace(req.MaxPerSecond); raw != "" {
 		if n, err := strconv.Atoi(raw); err == nil {
@@ -89,11 +100,14 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return store.MoveTask{}, err
 	}
 	if a.confirmed {
-		if err := confirmed.matches(q, req.Destination, rate, req.Selection); err != nil {
+		if err := confirmed.matches(q, req.Destination, rate, req.Selection, req.Discard); err != nil {
 			return store.MoveTask{}, err
 		}
 	}
 	if err := checkRedriveAllowed(q); err != nil {
+		return store.MoveTask{}, err
+	}
+	if err := checkDiscard(req); err != nil {
 		return store.MoveTask{}, err
 	}
 	if req.Selection != nil {
@@ -130,7 +144,7 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 		return store.MoveTask{}, err
 	}
 	if req.Selection != nil {
-		return s.startSelection(ctx, q, *req.Selection, destARN, rate, actor)
+		return s.startSelection(ctx, q, req, destARN, rate, actor)
 	}
 
 	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(q.ARN)}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolq/toolq/internal/arn"
@@ -98,13 +99,17 @@ func (s *Service) selectionInSample(ctx context.Context, q store.Queue, sel engi
 
 // startSelection creates the job of a checked selective redrive, the caller holding the queue's
 // lock with its intent written, and wakes the engine.
-func (s *Service) startSelection(ctx context.Context, q store.Queue, sel engine.Selection, destARN string, rate int, actor Actor) (store.MoveTask, error) {
+func (s *Service) startSelection(ctx context.Context, q store.Queue, req StartRedriveRequest, destARN string, rate int, actor Actor) (store.MoveTask, error) {
+	kind := store.KindSelection
+	if req.Discard {
+		kind = store.KindDiscard
+	}
 	job, err := s.store.CreateSelectionJob(ctx, store.SelectionJob{
 		MoveTask: store.MoveTask{
 			QueueID: q.ID, SourceARN: q.ARN, DestinationARN: destARN, MaxPerSecond: rate,
-			StartedAt: s.now().UTC().Truncate(1e6),
+			StartedAt: s.now().UTC().Truncate(1e6), Kind: kind,
 		},
-		Selection: sel.JSON(), Actor: actor.Name,
+		Selection: req.Selection.JSON(), Actor: actor.Name,
 	})
 	if err != nil {
 		return store.MoveTask{}, fmt.Errorf("actions: create the selection job of %s: %w", q.Name, err)
@@ -149,12 +154,31 @@ func (s *Service) cancelSelection(ctx context.Context, q store.Queue, j store.Se
 	return t, nil
 }
 
-// selectionDigest binds a confirmation to one selection.
-func selectionDigest(sel *engine.Selection) string {
+// checkDiscard refuses a discard without a selection (toolq never empties a DLQ wholesale into
+// its archive) or with a destination or a rate, which only a redrive has.
+func checkDiscard(req StartRedriveRequest) error {
+	switch {
+	case !req.Discard:
+		return nil
+	case req.Selection == nil:
+		return refuse(Unprocessable, "empty_selection", "a discard needs a selection: name the tools, dimension values, reasons, search, message ids or groups to discard")
+	case req.Destination != "" || strings.TrimSpace(req.MaxPerSecond) != "":
+		return refuse(Invalid, "invalid_discard", "a discard sends nothing anywhere: it takes no destination and no rate")
+	}
+	return nil
+}
+
+// selectionDigest binds a confirmation to one selection, and to its kind: a redrive's
+// confirmation never confirms a discard of the same selection.
+func selectionDigest(sel *engine.Selection, discard bool) string {
 	if sel == nil {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(sel.JSON()))
+	kind := "redrive:"
+	if discard {
+		kind = "discard:"
+	}
+	sum := sha256.Sum256([]byte(kind + sel.JSON()))
 	return hex.EncodeToString(sum[:12])
 }
 

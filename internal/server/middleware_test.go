@@ -111,6 +111,16 @@ func TestAuthMatrix(t *testing.T) {
 				if r.Path == "/api/v1/queues/:queue/redrives/:redriveId" && c.want == http.StatusOK && ic.act != allowed {
 					c.want = http.StatusNotFound // authorised; this caller's start was refused, so there is no redrive 1
 				}
+				if r.Path == "/api/v1/queues/:queue/archive/:messageId" && c.want == http.StatusOK {
+					c.want = http.StatusNotFound // authorised; the archive is empty
+				}
+				if strings.HasSuffix(r.Path, "/discards") || strings.HasSuffix(r.Path, "/archive/restores") {
+					// Actions, as a start is; an operator's empty body is then refused: no selection.
+					c.want = ic.act
+					if ic.act == allowed {
+						c.want = http.StatusUnprocessableEntity
+					}
+				}
 				if r.Path == "/api/v1/notifications/test" && c.want == http.StatusOK {
 					c.want = http.StatusNotFound // authorised; the harness has no notification target
 				}

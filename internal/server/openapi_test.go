@@ -128,7 +128,10 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 	// Asked elsewhere, through the same checks: the event stream, which never ends
 	// (TestEventStreamResumes reads it through the checked client), and a test notification,
 	// which needs a target (TestStatusPageNotifications).
-	elsewhere := []string{"GET /api/v1/events", "POST /api/v1/notifications/test"}
+	// The archive's operations need a discard that ran (TestArchiveThroughTheAPI).
+	elsewhere := []string{"GET /api/v1/events", "POST /api/v1/notifications/test",
+		"POST /api/v1/queues/{queue}/discards", "GET /api/v1/queues/{queue}/archive", "GET /api/v1/archive",
+		"GET /api/v1/queues/{queue}/archive/{messageId}", "POST /api/v1/queues/{queue}/archive/restores"}
 	concrete := strings.NewReplacer("{queue}", "orders-dlq", "{messageId}", "m-1", "{redriveId}", "1")
 	for path, ops := range doc.Paths {
 		for method := range ops {

@@ -89,8 +89,17 @@ func (s *Store) CreateSelectionJob(ctx context.Context, j SelectionJob) (Selecti
 		j.Kind = KindSelection
 	}
 	j.Status = MoveTaskRunning
-	j.UpdatedAt = j.StartedAt
 	err := s.inTx(ctx, func(tx *dbTx) error {
+		// A redrive is keyed by its queue and start: a job started within the millisecond of the
+		// queue's last redrive starts a millisecond after it.
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(started_at), 0) FROM move_tasks WHERE source_arn = ?`, j.SourceARN).Scan(&last); err != nil {
+			return err
+		}
+		if ms(j.StartedAt) <= last {
+			j.StartedAt = fromMS(last + 1)
+		}
+		j.UpdatedAt = j.StartedAt
 		if err := tx.QueryRowContext(ctx, `
 			INSERT INTO move_tasks (queue_id, task_handle, status, source_arn, destination_arn, max_per_second,
 				moved, to_move, failure_reason, started_at, updated_at, kind)

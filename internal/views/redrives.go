@@ -41,7 +41,7 @@ func (s *Service) Redrives(ctx context.Context, queueID int64) ([]Redrive, error
 func (s *Service) withSelections(ctx context.Context, rs []Redrive) ([]Redrive, error) {
 	var ids []int64
 	for _, r := range rs {
-		if r.Kind == kindSelection {
+		if r.Kind != kindMoveTask {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -64,6 +64,8 @@ func (s *Service) withSelections(ctx context.Context, rs []Redrive) ([]Redrive, 
 const (
 	kindMoveTask  = "moveTask"
 	kindSelection = "selection"
+	kindDiscard   = "discard"
+	kindRestore   = "restore"
 )
 
 // selectionJobOf is a job's selection and counts as the views show them.
@@ -178,8 +180,13 @@ func redriveOf(t store.MoveTask, now time.Time) Redrive {
 		UpdatedAt:      t.UpdatedAt.UTC(),
 		Running:        t.Running(),
 	}
-	if t.Kind == store.KindSelection {
+	switch t.Kind {
+	case store.KindSelection:
 		r.Kind = kindSelection
+	case store.KindDiscard:
+		r.Kind = kindDiscard
+	case store.KindRestore:
+		r.Kind = kindRestore
 	}
 	if t.MaxPerSecond > 0 {
 		v := t.MaxPerSecond

@@ -43,6 +43,9 @@ type Options struct {
 	MinInterval time.Duration
 	Lag         time.Duration
 	Logger      *slog.Logger // default: discard
+	// ArchiveRetention is how long the archive keeps discarded messages (--archive-retention),
+	// shown beside its size; 0: forever.
+	ArchiveRetention time.Duration
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
@@ -53,8 +56,10 @@ type Service struct {
 	adviceOff map[string]bool
 	dims      []string
 	errorDim  string
-	log       *slog.Logger
-	snaps     snapshots
+	// archiveRetention: Options.ArchiveRetention.
+	archiveRetention time.Duration
+	log              *slog.Logger
+	snaps            snapshots
 	// breakdowns guards the samples' breakdowns (sampleFacts.breakdown), counted once a sample.
 	breakdowns sync.Mutex
 }
@@ -69,7 +74,7 @@ func New(opts Options) *Service {
 		off[id] = true
 	}
 	s := &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off,
-		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension,
+		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension, archiveRetention: opts.ArchiveRetention,
 		log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))}
 	s.snaps = snapshots{bus: opts.Changes, minInterval: cmp.Or(max(opts.MinInterval, 0), DefaultMinInterval),
 		lag: cmp.Or(opts.Lag, DefaultLag)}
