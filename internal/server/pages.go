@@ -28,6 +28,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/queues/:queue/redrive", s.startRedrivePage)
 	e.POST("/queues/:queue/redrive/cancel", s.cancelRedrivePage)
 	e.POST("/queues/:queue/redrive/selection", s.selectionPage)
+	e.POST("/queues/:queue/discard/selection", s.discardPage)
 	e.GET("/embed-theme.css", s.embedThemeCSS)
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 }

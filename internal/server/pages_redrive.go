@@ -191,12 +191,15 @@ const (
 	outcomeCancelling = "redrive-cancelling"
 	// outcomeSelectionStarted: a selective redrive's job started.
 	outcomeSelectionStarted = "selection-started"
+	// outcomeDiscardStarted: a discard's job started.
+	outcomeDiscardStarted = "discard-started"
 )
 
 var outcomeNotices = map[string]string{
 	outcomeStarted:          "Move task started: the messages are on their way. Follow its progress in the redrive panel; a move cannot be undone.",
 	outcomeRepeated:         "This confirmation was already sent: nothing new was started. The redrive panel shows the move task it started.",
 	outcomeCancelling:       "Cancelling the move task: what has moved stays moved.",
+	outcomeDiscardStarted:   "Discard started: toolq stores each chosen message whole in its archive, then deletes it from the dead-letter queue; the rest stay. Find them in the archive, where a restore sends them to a queue again.",
 	outcomeSelectionStarted: "Selective redrive started: toolq scans the dead-letter queue and sends back the messages the selection names; the rest stay. Follow it in the redrive panel; a move cannot be undone.",
 }
 

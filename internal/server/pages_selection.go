@@ -156,7 +156,13 @@ func namedCounts(m map[string]int) []templates.NamedCount {
 
 // selectionPage answers POST /queues/{queue}/redrive/selection: the confirmation of a selective
 // redrive, or with confirm=1 its start.
-func (s *Server) selectionPage(c echo.Context) error {
+func (s *Server) selectionPage(c echo.Context) error { return s.selectionFlow(c, false) }
+
+// discardPage answers POST /queues/{queue}/discard/selection: the confirmation of a discard into
+// the archive, or with confirm=1 its start.
+func (s *Server) discardPage(c echo.Context) error { return s.selectionFlow(c, true) }
+
+func (s *Server) selectionFlow(c echo.Context, discard bool) error {
 	key, err := s.queueOf(c)
 	if err != nil {
 		return err
@@ -166,8 +172,12 @@ func (s *Server) selectionPage(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	p := templates.SelectionConfirmProps{Page: s.page(c, "Redrive chosen messages of "+key.Name, "", ""), Ref: key.Ref, QueueName: key.Name}
-	req := actions.StartRedriveRequest{Queue: key.Ref, Selection: &sel}
+	title := "Redrive chosen messages of "
+	if discard {
+		title = "Discard chosen messages of "
+	}
+	p := templates.SelectionConfirmProps{Page: s.page(c, title+key.Name, "", ""), Ref: key.Ref, QueueName: key.Name, Discard: discard}
+	req := actions.StartRedriveRequest{Queue: key.Ref, Selection: &sel, Discard: discard}
 	if c.FormValue("confirm") == "1" {
 		req.IdempotencyKey = formText(c, "idempotency_key", actions.MaxIdempotencyKey+1) // the action checks it
 		started, err := s.opts.Actions.StartRedrive(ctx, actor(c), req)
@@ -175,6 +185,9 @@ func (s *Server) selectionPage(c echo.Context) error {
 			return s.selectionRefused(c, p, err)
 		}
 		outcome := outcomeSelectionStarted
+		if discard {
+			outcome = outcomeDiscardStarted
+		}
 		if started.Repeat {
 			outcome = outcomeRepeated
 		}

@@ -52,3 +52,32 @@ func TestSelectiveRedriveByClicks(t *testing.T) {
 		t.Error("a refused review shows no error")
 	}
 }
+
+// TestDiscardByClicks: "Discard this call" on a message's page reviews a discard that says the
+// call goes to the archive and to no consumer; its confirmation starts a discard.
+func TestDiscardByClicks(t *testing.T) {
+	t.Parallel()
+	pw := newPageWorld(t, pageWorldOptions{})
+	cookie, token := pw.csrf(t)
+	msg, _ := pw.page(t, request{path: "/queues/web-search-dlq/messages/m-plain", header: cookie}, http.StatusOK)
+	if msg.Find(`form.selection-bar button[formaction="/queues/web-search-dlq/discard/selection"]`).Length() != 1 {
+		t.Fatal("no Discard this call on the message's page")
+	}
+	review, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/discard/selection", header: cookie,
+		form: url.Values{"_csrf": {token}, "scope": {"checked"}, "sel_message_id": {"m-plain"}}}, http.StatusOK)
+	text := strings.Join(strings.Fields(review.Find(".selection-confirm").Text()), " ")
+	if !strings.Contains(text, "Confirm the discard") || !strings.Contains(text, "toolq's archive, not to any consumer") || !strings.Contains(text, "m-plain") {
+		t.Errorf("the discard's confirmation says %q", text)
+	}
+	action, _ := review.Find(".selection-confirm form").Attr("action")
+	key, _ := review.Find(`.selection-confirm input[name="idempotency_key"]`).Attr("value")
+	_, rec := pw.page(t, request{method: http.MethodPost, path: action, header: cookie,
+		form: url.Values{"_csrf": {token}, "confirm": {"1"}, "idempotency_key": {key}, "sel_message_id": {"m-plain"}}}, http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); !strings.Contains(loc, "done=discard-started") {
+		t.Fatalf("Location %q; want the queue page saying the discard started", loc)
+	}
+	panel, _ := pw.page(t, request{path: "/queues/web-search-dlq/redrive", htmx: true}, http.StatusOK)
+	if row := strings.Join(strings.Fields(panel.Find("table.history tbody tr").First().Text()), " "); !strings.Contains(row, "RUNNING") || !strings.Contains(row, "message ids m-plain") {
+		t.Errorf("the history's row: %q", row)
+	}
+}

@@ -341,3 +341,22 @@ func selectionFailed(sel *views.SelectionJob) string {
 	}
 	return fmt.Sprintf(", %s not movable", Count(sel.Failed))
 }
+
+// selectionAction is where a selection's confirmation posts: the redrive's, or the discard's.
+func selectionAction(p SelectionConfirmProps) string {
+	if p.Discard {
+		return p.Nav.QueueURL(p.Ref, nil, "discard", "selection")
+	}
+	return p.Nav.QueueURL(p.Ref, nil, "redrive", "selection")
+}
+
+// jobKind names a redrive's kind for its row.
+func jobKind(kind string) string {
+	switch kind {
+	case "discard":
+		return "discard to the archive"
+	case "restore":
+		return "restore from the archive"
+	}
+	return "selective"
+}

@@ -440,6 +440,8 @@ type SelectionConfirmProps struct {
 	Page
 	Ref, QueueName string
 	FIFO           bool
+	// Discard: the selection goes to toolq's archive, not back to any queue.
+	Discard bool
 	Selection      []SelectionField // what it names, field by field
 	// Fields are the form fields that carry the selection to the start.
 	Fields         []DimensionFilter
