@@ -50,7 +50,7 @@ run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no 
 TESTFLAGS    := -race -count=1 -vet=off -gcflags='modernc.org/...=-d=checkptr=0'
 GOTESTSUM     = $(GO) tool gotestsum --format standard-quiet $(if $(TESTJSON),--jsonfile $(TESTJSON)/$@$(1).json)
 CLIENT_TESTS := Moto|Kumo|AWSCLI
-CLIENT_ELSEWHERE := ./internal/collector ./cmd/dashboard
+CLIENT_ELSEWHERE := ./internal/collector ./internal/engine ./cmd/dashboard
 NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
 # make test runs test-unit beside the other parts, which run one after another: the unit tests
