@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolq/toolq/internal/mcpbridge"
 )
 
@@ -51,7 +49,7 @@ func runMCPCommand(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	v, _ := buildVersion()
-	return mcpbridge.Run(ctx, mcpbridge.Options{URL: url, Token: token, Version: v, Logger: log}, &mcp.StdioTransport{})
+	return mcpbridge.Run(ctx, mcpbridge.Options{URL: url, Token: token, Version: v, Logger: log}, &mcpbridge.LineTransport{In: os.Stdin, Out: os.Stdout})
 }
 
 // bridgeToken reads the bridge's token: from the file, or from TOOLQ_TOKEN, not both.

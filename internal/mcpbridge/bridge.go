@@ -57,8 +57,9 @@ func Run(ctx context.Context, opts Options, local mcp.Transport) error {
 	r := &remote{
 		endpoint: endpoint,
 		client: &http.Client{
-			Timeout:   cmp.Or(opts.Timeout, 60*time.Second),
-			Transport: bearer{token: opts.Token, base: http.DefaultTransport},
+			Timeout:       cmp.Or(opts.Timeout, 60*time.Second),
+			Transport:     bearer{token: opts.Token, base: http.DefaultTransport},
+			CheckRedirect: sameOrigin,
 		},
 		impl: &mcp.Implementation{Name: "toolq-mcp-bridge", Version: cmp.Or(opts.Version, "dev")},
 		log:  cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
@@ -204,6 +205,26 @@ func unreachable(err error) *mcp.CallToolResult {
 		"message": "the bridge could not ask toolq (" + err.Error() + "); try again, or check the URL and the token",
 	}})
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
+}
+
+// maxRedirects is how many redirects within toolq's own origin are followed, as net/http does.
+const maxRedirects = 10
+
+// sameOrigin follows a redirect only within the scheme and host of the URL given: bearer adds the
+// token to every request it sends, so a redirect elsewhere (a 302 or a 307 from a misconfigured
+// proxy, or from someone who took over a name) would hand it the token. net/http drops the
+// Authorization header on such a redirect only when the first request carried it, not when a
+// RoundTripper adds it.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	from := via[0].URL
+	if req.URL.Scheme != from.Scheme || !strings.EqualFold(req.URL.Host, from.Host) {
+		return fmt.Errorf("mcpbridge: %s redirected to %s, another scheme or host: not followed, so that the token goes to nobody else (if that is toolq, give it to --url)",
+			from.Redacted(), req.URL.Redacted())
+	}
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("mcpbridge: stopped after %d redirects", maxRedirects)
+	}
+	return nil
 }
 
 // bearer adds the token to every request to toolq.
