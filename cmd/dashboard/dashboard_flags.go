@@ -49,6 +49,7 @@ type dashboardFlags struct {
 	authMode            string
 	allowInsecureNoAuth bool
 	trustedProxies      []string
+	allowedHosts        []string
 	operatorGroups      []string
 	proxyDefaultRole    string
 	sessionKey          string
@@ -140,6 +141,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.authMode, "auth", "none", "authentication: none (loopback only), token (API tokens, browser login) or proxy (trusted X-Forwarded-User headers)")
 	f.Bool(&d.allowInsecureNoAuth, "allow-insecure-no-auth", false, "allow --auth none on a non-loopback address (anyone who can reach it can redrive)")
 	f.List(&d.trustedProxies, "trusted-proxy", nil, "`CIDR` of the authenticating proxy whose headers are trusted (repeatable)")
+	f.List(&d.allowedHosts, "allowed-host", nil, "host `name` requests may be addressed to besides --listen's, --public-url's, addresses and localhost: a name a proxy in front forwards (repeatable); any other Host is refused with 421, against DNS rebinding")
 	f.List(&d.operatorGroups, "proxy-operator-groups", nil, "proxy `groups` whose members are operators (repeatable)")
 	f.String(&d.proxyDefaultRole, "proxy-default-role", string(auth.RoleViewer), "role of a proxy user in no operator group: viewer, operator, or '' to refuse")
 	f.String(&d.sessionKey, "session-key", "", "hex `key` (32+ bytes) signing sessions, embed links and CSRF tokens; default random at start")
@@ -157,6 +159,10 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 	proxies, err := auth.ParseProxies(d.trustedProxies)
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--trusted-proxy: %w", err)}
+	}
+	allowedHosts, err := auth.ParseAllowedHosts(d.allowedHosts)
+	if err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--allowed-host: %w", err)}
 	}
 	var key []byte
 	if d.sessionKey != "" {
@@ -245,6 +251,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		Auth: auth.Config{
 			Mode:                mode,
 			TrustedProxies:      proxies,
+			AllowedHosts:        allowedHosts,
 			ProxyOperatorGroups: d.operatorGroups,
 			ProxyDefaultRole:    auth.Role(d.proxyDefaultRole),
 			SessionKey:          key,

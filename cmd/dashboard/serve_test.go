@@ -148,6 +148,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		"--oldest-age-warning", "2m", "--oldest-age-critical", "20m", "--dlq-depth-critical", "7",
 		"--attributes-interval", "30s", "--aws-budget-per-day", "2.5", "--counters-interval", "3h", "--quiet-dlq-interval", "45s",
 		"--lambda=false", "--advice-off", "no-dlq,short-polling", "--advice-off", "dlq-no-alarm",
+		"--allowed-host", "Toolq.Internal,toolq.example.com",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +176,7 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		{"budget", cfg.dashboard.Collector.BudgetUSDPerDay, 2.5},
 		{"counters", cfg.dashboard.Collector.CountersInterval, 3 * time.Hour},
 		{"quiet dead-letter queues", cfg.dashboard.Collector.QuietDeadLetterInterval, 45 * time.Second},
+		{"allowed hosts", cfg.dashboard.Auth.AllowedHosts, []string{"toolq.internal", "toolq.example.com"}},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,6 +190,13 @@ func TestServeFlagsReachTheDashboard(t *testing.T) {
 		var usage *usageError
 		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "no-dlq") {
 			t.Errorf("err = %v, want a usage error listing the rules", err)
+		}
+	})
+	t.Run("--allowed-host with a port", func(t *testing.T) {
+		_, _, err := parseServe(&environment{stderr: t.Output(), lookupEnv: env(nil)}, []string{"--allowed-host", "toolq.example.com:443"})
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--allowed-host") {
+			t.Errorf("err = %v, want a usage error naming --allowed-host", err)
 		}
 	})
 	for _, tt := range []struct {

@@ -31,6 +31,9 @@ type Config struct {
 	// RoleOperator; empty refuses such users (403). The --proxy-default-role flag defaults to
 	// viewer; the zero Config denies, the safer reading of "unset".
 	ProxyDefaultRole Role
+	// AllowedHosts are the host names, besides --listen's and --public-url's, that requests may
+	// name in their Host header (--allowed-host; see Hosts): the names a proxy in front forwards.
+	AllowedHosts []string
 
 	// SessionKey signs browser session cookies, embed links and CSRF tokens. Default: 32 random
 	// bytes, so sessions and embed links end when the process restarts. At least 32 bytes.
@@ -51,6 +54,7 @@ type Authenticator struct {
 	proxies       []netip.Prefix
 	operatorGroup map[string]bool
 	defaultRole   Role
+	allowedHosts  []string
 	key           []byte
 	sessionTTL    time.Duration
 	secure        bool
@@ -76,12 +80,17 @@ func New(cfg Config) (*Authenticator, error) {
 	if cfg.ProxyDefaultRole != "" && !ValidRole(string(cfg.ProxyDefaultRole)) {
 		return nil, fmt.Errorf("auth: proxy default role %q: %w", cfg.ProxyDefaultRole, ErrBadRole)
 	}
+	allowedHosts, err := ParseAllowedHosts(cfg.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	a := &Authenticator{
 		mode:          cfg.Mode,
 		store:         cfg.Store,
 		proxies:       cfg.TrustedProxies,
 		operatorGroup: make(map[string]bool),
 		defaultRole:   cfg.ProxyDefaultRole,
+		allowedHosts:  allowedHosts,
 		key:           cfg.SessionKey,
 		sessionTTL:    cfg.SessionTTL,
 		secure:        cfg.SecureCookies,
@@ -240,6 +249,9 @@ func (a *Authenticator) Sign(purpose string, msg []byte) []byte { return a.sign(
 func (a *Authenticator) Verify(purpose string, msg, mac []byte) bool {
 	return hmac.Equal(a.Sign(purpose, msg), mac)
 }
+
+// AllowedHosts returns the host names of Config.AllowedHosts, lower-cased.
+func (a *Authenticator) AllowedHosts() []string { return a.allowedHosts }
 
 // TrustedProxies returns the proxies' CIDRs of proxy mode.
 func (a *Authenticator) TrustedProxies() []netip.Prefix { return a.proxies }

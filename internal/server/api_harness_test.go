@@ -47,8 +47,9 @@ type harnessConfig struct {
 	// websocketRecheck is how often websockets check their credential again; default the
 	// server's.
 	websocketRecheck time.Duration
-	// publicURL is --public-url.
-	publicURL string
+	// publicURL is --public-url; allowedHosts is --allowed-host.
+	publicURL    string
+	allowedHosts []string
 	// scrapeTimeout is Options.ScrapeTimeout; default the server's.
 	scrapeTimeout time.Duration
 	// db is the store's database (a postgres:// URL from pgtest.DB); default a SQLite file.
@@ -101,7 +102,8 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	}
 	proxies, _ := auth.ParseProxies([]string{trustedProxy})
 	h.auth, err = auth.New(auth.Config{Mode: cfg.mode, Store: w.Store, TrustedProxies: proxies,
-		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, SessionKey: cfg.sessionKey, Now: w.Now})
+		ProxyOperatorGroups: []string{"sre"}, ProxyDefaultRole: auth.RoleViewer, SessionKey: cfg.sessionKey, Now: w.Now,
+		AllowedHosts: cfg.allowedHosts})
 	if err != nil {
 		t.Fatalf("auth.New: %v", err)
 	}

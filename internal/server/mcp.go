@@ -47,8 +47,8 @@ func mcpCallerOf(ctx context.Context) (mcpCaller, bool) {
 
 // newMCPHandler returns the Streamable HTTP handler of the tools. The SDK's own rebinding check
 // is off: it refuses every request whose Host is not loopback when the listener is, which would
-// refuse a reverse proxy on the same machine (--auth proxy); checkHost does that check where it
-// belongs, when auth is off, and serveMCP checks the Origin.
+// refuse a reverse proxy on the same machine (--auth proxy); checkHost refuses a rebound Host
+// before authentication, in every mode, with toolq's own names, and serveMCP checks the Origin.
 func newMCPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:                  true,

@@ -129,16 +129,20 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// checkHost refuses, while auth is off on loopback, a request whose Host is not a loopback name:
-// that is a browser led there by DNS rebinding, whose page would otherwise be same-origin with
-// the dashboard and could read it and start redrives.
+// checkHost refuses, before authentication and in every auth mode, a request whose Host is not
+// one of toolq's names (see auth.Hosts): that is a browser led there by DNS rebinding, whose page
+// would otherwise be same-origin with the dashboard and could read it and start redrives with
+// what the browser or the proxy in front adds. The probes answer any Host: a load balancer may
+// probe with a name of its own, and they show nothing but that toolq runs.
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.loopbackOnly && !auth.LoopbackRequestHost(c.Request().Host) {
-			return newError(http.StatusMisdirectedRequest, "misdirected_request",
-				"without authentication this dashboard answers only to localhost or a loopback address")
+		req := c.Request()
+		if s.hosts == nil || req.URL.Path == "/healthz" || req.URL.Path == "/readyz" || s.hosts.Allows(req.Host) {
+			return next(c)
 		}
-		return next(c)
+		s.log.Info("refused a request for a host name toolq was not given", "request_id", requestID(c), "host", req.Host)
+		return newError(http.StatusMisdirectedRequest, "misdirected_request",
+			"this dashboard does not answer to that host name: reach it by its address, localhost, its --public-url, or a name given to --allowed-host")
 	}
 }
 

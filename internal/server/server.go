@@ -37,7 +37,9 @@ type Options struct {
 	// which Listen must then allow.
 	Auth *auth.Authenticator
 	// Listen is the address the server will listen on; auth "none" is refused beyond loopback
-	// unless AllowInsecureNoAuth is set. Empty skips the check (tests).
+	// unless AllowInsecureNoAuth is set. Its host, PublicURL's and Auth's AllowedHosts are the
+	// names requests may carry in their Host header, in every auth mode (see auth.Hosts). Empty
+	// skips both checks (tests).
 	Listen              string
 	AllowInsecureNoAuth bool
 	// ReadOnly must match the actions service's own ReadOnly (New refuses a mismatch): actions
@@ -83,9 +85,9 @@ type Server struct {
 	metrics                    *serverMetrics
 	// compress gzips what clients accept compressed (compressResponses).
 	compress echo.MiddlewareFunc
-	// loopbackOnly: auth is off because the listener is loopback, so requests must name a
-	// loopback host too (see auth.LoopbackRequestHost).
-	loopbackOnly bool
+	// hosts are the names requests may carry in their Host header (checkHost); nil when
+	// Options.Listen is empty (tests).
+	hosts *auth.Hosts
 
 	// embedOrigins are the --frame-ancestors origins an embedded page posts its height to.
 	embedOrigins []string
@@ -157,8 +159,11 @@ func New(opts Options) (*Server, error) {
 		// Sign-in attempts are throttled whatever RateLimit says: they guess at credentials.
 		loginByAddr:   newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
 		loginByPrefix: newRateLimiter(float64(time.Second)/float64(loginEvery), loginBurst),
-		// Listen empty (tests) skips the check, as it skips CheckListen.
-		loopbackOnly: opts.Auth.Mode() == auth.ModeNone && opts.Listen != "" && !opts.AllowInsecureNoAuth,
+	}
+	if opts.Listen != "" {
+		if s.hosts, err = auth.NewHosts(opts.Listen, opts.PublicURL, opts.Auth.AllowedHosts()); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
 	}
 	m, err := newServerMetrics(s)
 	if err != nil {
