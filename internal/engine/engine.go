@@ -53,6 +53,7 @@ type Store interface {
 	WriteJournal(ctx context.Context, jobID int64, entries []store.JournalEntry) error
 	JournalOf(ctx context.Context, jobID int64, messageIDs []string) (map[string]store.JournalEntry, error)
 	JournalInState(ctx context.Context, jobID int64, state, after string, limit int) ([]store.JournalEntry, error)
+	JournalCounts(ctx context.Context, jobID int64) (map[string]int64, error)
 	RememberSelection(ctx context.Context, jobID int64, now time.Time) error
 	// The archive, for discards and restores.
 	Archive(ctx context.Context, jobID int64, msgs []store.ArchivedMessage, entries []store.JournalEntry) error

@@ -67,6 +67,11 @@ func (e *Engine) runJob(ctx context.Context, j store.SelectionJob) {
 	if r.ended == "" && j.Status == store.MoveTaskCancelling {
 		r.stop(store.MoveTaskCancelled, "")
 	}
+	if r.ended == "" {
+		if err := r.resume(ctx); err != nil && ctx.Err() == nil {
+			r.stop(store.MoveTaskFailed, err.Error())
+		}
+	}
 	switch {
 	case r.ended != "":
 	case j.Kind == store.KindRestore:
@@ -81,6 +86,51 @@ func (e *Engine) runJob(ctx context.Context, j store.SelectionJob) {
 		return
 	}
 	r.finish(ctx)
+}
+
+// resume takes a job up where its journal says a run before this one (killed, or on a replica
+// that lost the lead) left it. Its counts come from the journal. What it had sent and not yet
+// deleted is deleted with the handle it journaled; what it held or was sending it releases, so
+// that this run's scan meets it again at once instead of after the dead run's hold (for a
+// message that was being sent, within SQS's five-minute deduplication window, so that a FIFO
+// destination drops the second send). A new job has an empty journal: nothing to do.
+func (r *jobRun) resume(ctx context.Context) error {
+	counts, err := r.e.opts.Store.JournalCounts(ctx, r.job.ID)
+	if err != nil {
+		return fmt.Errorf("toolq could not read its journal (%s)", storeCause(err))
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	j := &r.job
+	j.Matched = counts[store.JournalSending] + counts[store.JournalSent] + counts[store.JournalDeleted] + counts[store.JournalFailed]
+	j.Moved, j.Failed = counts[store.JournalDeleted], counts[store.JournalFailed]
+	j.Held, j.Released = counts[store.JournalHeld]+counts[store.JournalReleased], counts[store.JournalReleased]
+	if j.Kind == store.KindRestore {
+		j.Moved = counts[store.JournalSent] // a restore's last step is the send
+		j.Held, j.Released = 0, 0
+	}
+	r.changed = true
+	r.mu.Unlock()
+	if r.job.Kind == store.KindRestore {
+		return nil
+	}
+	var sent []item
+	r.eachHeld(ctx, store.JournalSent, func(entries []store.JournalEntry) {
+		for _, e := range entries {
+			sent = append(sent, item{m: types.Message{ReceiptHandle: aws.String(e.ReceiptHandle)}, entry: e})
+		}
+	})
+	for chunk := range slices.Chunk(sent, batch) {
+		if err := r.delete(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	for _, state := range []string{store.JournalHeld, store.JournalSending, store.JournalFailed} {
+		r.eachHeld(ctx, state, func(entries []store.JournalEntry) { r.changeVisibility(ctx, entries, 0) })
+	}
+	return nil
 }
 
 // prepare reads what the job needs: its selection, its queue and the queue's client.
@@ -562,6 +612,9 @@ func (r *jobRun) finish(ctx context.Context) {
 		r.ended = string(store.MoveTaskCompleted)
 	}
 	r.mu.Unlock()
+	if r.ended == string(store.MoveTaskCompleted) && !r.limitHit && r.job.Kind != store.KindRestore {
+		r.settleSent(ctx)
+	}
 	for _, state := range []string{store.JournalHeld, store.JournalFailed} {
 		r.eachHeld(ctx, state, func(entries []store.JournalEntry) {
 			r.changeVisibility(ctx, entries, 0)
@@ -601,6 +654,25 @@ func (r *jobRun) finish(ctx context.Context) {
 	r.save(ctx)
 	r.e.log.Info("engine: job ended", "job", r.job.ID, "queue", r.dlq.Name, "status", r.ended,
 		"matched", r.job.Matched, "moved", r.job.Moved, "held", r.job.Held, "released", r.job.Released, "failed", r.job.Failed, "reason", r.failure)
+}
+
+// settleSent, once a scan met every message of the queue, takes the messages still journaled
+// sent for deleted: they were sent, and the scan did not meet them again, so they left the DLQ
+// (their delete's answer was lost when a run before this one stopped).
+func (r *jobRun) settleSent(ctx context.Context) {
+	r.eachHeld(ctx, store.JournalSent, func(entries []store.JournalEntry) {
+		now := r.e.now()
+		for i := range entries {
+			entries[i].State, entries[i].UpdatedAt = store.JournalDeleted, now
+		}
+		if err := r.e.opts.Store.WriteJournal(ctx, r.job.ID, entries); err != nil {
+			r.e.log.Warn("engine: journal settled deletes", "job", r.job.ID, "err", err)
+			return
+		}
+		r.mu.Lock()
+		r.job.Moved += int64(len(entries))
+		r.mu.Unlock()
+	})
 }
 
 // eachHeld calls fn with the journal's entries in a state, ten at a time.

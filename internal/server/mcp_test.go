@@ -161,7 +161,7 @@ func TestMCPToolsByRole(t *testing.T) {
 	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{})
 	readOnlyDashboard := newAPIHarness(t, harnessConfig{readOnly: true})
-	reads := []string{"get_summary", "list_queues", "get_queue", "list_dlq_messages", "get_message", "get_advice", "get_status", "list_redrives"}
+	reads := []string{"get_summary", "list_queues", "get_queue", "list_dlq_messages", "get_message", "get_advice", "get_status", "list_redrives", "list_archived"}
 	tests := []struct {
 		name  string
 		h     *apiHarness

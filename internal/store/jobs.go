@@ -367,3 +367,22 @@ func (s *Store) RememberSelection(ctx context.Context, jobID int64, now time.Tim
 	}
 	return nil
 }
+
+// JournalCounts counts a job's journal entries by state: what a resumed job counts from.
+func (s *Store) JournalCounts(ctx context.Context, jobID int64) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM selection_journal WHERE move_task_id = ? GROUP BY state`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("store: journal counts of job %d: %w", jobID, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var state string
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("store: journal counts of job %d: %w", jobID, err)
+		}
+		out[state] = n
+	}
+	return out, rows.Err()
+}

@@ -54,6 +54,9 @@ func TestSelectionJobsAndTheirJournal(t *testing.T) {
 		if err != nil || len(got) != 2 || got["m1"].State != JournalDeleted || got["m1"].NewMessageID != "new-1" || got["m1"].Dimensions["mcpServer"] != "crawler" {
 			t.Fatalf("JournalOf = %+v, %v", got, err)
 		}
+		if counts, err := s.JournalCounts(ctx, job.ID); err != nil || counts[JournalHeld] != 2 || counts[JournalDeleted] != 1 {
+			t.Errorf("JournalCounts = %v, %v; want 2 held, 1 deleted", counts, err)
+		}
 		held, err := s.JournalInState(ctx, job.ID, JournalHeld, "m2", 10)
 		if err != nil || len(held) != 1 || held[0].MessageID != "m3" || held[0].ReceiptHandle != "rh3" {
 			t.Errorf("JournalInState after m2 = %+v, %v; want m3", held, err)
