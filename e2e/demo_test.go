@@ -195,6 +195,21 @@ func (d *demo) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// logLines returns the lines of the demo's log that contain s.
+func (d *demo) logLines(s string) []string {
+	b, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var lines []string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, s) {
+			lines = append(lines, strings.TrimRight(line, "\n"))
+		}
+	}
+	return lines
+}
+
 // page returns the URL of a dashboard path.
 func (d *demo) page(path string) string { return d.URL + path }
 
@@ -296,6 +311,30 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() (
 			t.Fatalf("%s: not within %s; last seen: %s", what, timeout, detail)
 		}
 		<-tick.C
+	}
+}
+
+// logMoveTasks logs a DLQ's move tasks as SQS (the simulator) reports them: on a test's failure,
+// a task the page still shows running may have ended there (the page missed the push) or not.
+func (d *demo) logMoveTasks(t *testing.T, dlq string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	attrs, err := d.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(d.queueURL(t, dlq)),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Logf("%s: %v", dlq, err)
+		return
+	}
+	out, err := d.SQS.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(attrs.Attributes["QueueArn"])})
+	if err != nil {
+		t.Logf("move tasks of %s: %v", dlq, err)
+		return
+	}
+	for _, task := range out.Results {
+		t.Logf("%s's move task, as SQS reports it: %s, %d of %d moved, started %s", dlq, aws.ToString(task.Status),
+			task.ApproximateNumberOfMessagesMoved, aws.ToInt64(task.ApproximateNumberOfMessagesToMove),
+			time.UnixMilli(task.StartedTimestamp).UTC().Format(time.TimeOnly))
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,6 +180,10 @@ func needDemo(t *testing.T) *demo {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("demo log (last lines):\n%s", suite.demo.logTail(40))
+			// A page dropped as too slow reconnects, and misses what was pushed meanwhile.
+			if drops := suite.demo.logLines("live: dropping a slow websocket client"); len(drops) > 0 {
+				t.Logf("the demo dropped slow pages:\n%s", strings.Join(drops, "\n"))
+			}
 		}
 	})
 	return suite.demo

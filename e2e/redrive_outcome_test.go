@@ -39,6 +39,12 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 	defer suite.webSearchDLQ.Unlock()
 	d := needDemo(t)
 	const dlq, source = "web-search-dlq", "web-search"
+	t.Cleanup(func() {
+		if t.Failed() { // a task the page shows running: has it ended in SQS?
+			d.logMoveTasks(t, dlq)
+			d.logDepths(t, dlq, source)
+		}
+	})
 	var entries []types.SendMessageBatchRequestEntry
 	for i := range 10 {
 		query := fmt.Sprintf("e2e outcome %d", i)
