@@ -123,7 +123,14 @@ func TestEmbedLinkScopeOverEveryRoute(t *testing.T) {
 			{path: "/queues/orders-dlq/redrive?embed=1", htmx: true}, // the redrive panel's fragment
 		},
 		"/queues/:queue/redrives/:redriveId": {{path: "/queues/orders-dlq/redrives/1?embed=1"}},
-		"/metrics":                           {{path: "/metrics"}},
+		// The archive keeps discarded calls whole: no embed link opens any of it.
+		"/archive":                          {{path: "/archive?embed=1"}},
+		"/queues/:queue/archive":            {{path: "/queues/orders-dlq/archive?embed=1"}, {path: "/queues/orders-dlq/archive?embed=1", htmx: true}},
+		"/queues/:queue/archive.json":       {{path: "/queues/orders-dlq/archive.json?embed=1"}},
+		"/queues/:queue/archive.csv":        {{path: "/queues/orders-dlq/archive.csv?embed=1"}},
+		"/queues/:queue/archive.jsonl":      {{path: "/queues/orders-dlq/archive.jsonl?embed=1"}},
+		"/queues/:queue/archive/:messageId": {{path: "/queues/orders-dlq/archive/m-1?embed=1"}},
+		"/metrics":                          {{path: "/metrics"}},
 	}
 	concrete := strings.NewReplacer(":queue", "orders-dlq", ":messageId", "m-1", ":redriveId", "1", "*", "x")
 

@@ -200,6 +200,7 @@ var outcomeNotices = map[string]string{
 	outcomeRepeated:         "This confirmation was already sent: nothing new was started. The redrive panel shows the move task it started.",
 	outcomeCancelling:       "Cancelling the move task: what has moved stays moved.",
 	outcomeDiscardStarted:   "Discard started: toolq stores each chosen message whole in its archive, then deletes it from the dead-letter queue; the rest stay. Find them in the archive, where a restore sends them to a queue again.",
+	outcomeRestoreStarted:   "Restore started: toolq sends the chosen archived messages to their queue again; they stay in the archive, marked restored. Follow it in the redrive panel.",
 	outcomeSelectionStarted: "Selective redrive started: toolq scans the dead-letter queue and sends back the messages the selection names; the rest stay. Follow it in the redrive panel; a move cannot be undone.",
 }
 
