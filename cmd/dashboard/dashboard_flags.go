@@ -42,6 +42,7 @@ type dashboardFlags struct {
 	oldestWarning, oldestCritical time.Duration
 	dlqCritical                   int64
 	redriveWindow, redriveSettle  time.Duration
+	archiveRetention              time.Duration
 
 	lambda, eventBridge bool
 	adviceOff           []string
@@ -133,6 +134,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Int64(&d.dlqCritical, "dlq-depth-critical", views.DefaultThresholds().DLQDepthCritical, "dead-letter queue depth that is 'critical' (any message is 'warning')")
 	f.Duration(&d.redriveWindow, "redrive-window", views.DefaultThresholds().RedriveWindow, "how long after a redrive starts a DLQ arrival that matches a message it moved counts as its bounce-back")
 	f.Duration(&d.redriveSettle, "redrive-settle", def.redriveSettle, "how long the samples must find nothing new after a redrive's last bounce-back for its outcome to settle (redrive.outcome)")
+	f.Duration(&d.archiveRetention, "archive-retention", 30*24*time.Hour, "how long the archive keeps the messages discards took out of dead-letter queues (0: forever); what it deletes after is logged")
 
 	f.Bool(&d.lambda, "lambda", true, "read the Lambda event source mappings that drain the queues (lambda:ListEventSourceMappings, GetFunctionConfiguration; free)")
 	f.Bool(&d.eventBridge, "eventbridge", true, "read the EventBridge rules that feed the queues and their targets' dead-letter queues (events:List*; free)")
@@ -235,6 +237,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 			Dimensions:         dims,
 			DisableLambda:      !d.lambda,
 			DisableEventBridge: !d.eventBridge,
+			ArchiveRetention:   max(d.archiveRetention, 0),
 		},
 		ErrorDimension: d.errorDimension,
 		PublicURL:      publicURL,

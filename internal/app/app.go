@@ -147,7 +147,8 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	// The read side follows this replica's bus: the collector's and the actions' changes, and
 	// those the other replicas relay.
 	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff,
-		Dimensions: dims, ErrorDimension: cfg.ErrorDimension, Changes: bus, Logger: log.With("part", "views")})
+		Dimensions: dims, ErrorDimension: cfg.ErrorDimension, Changes: bus, Logger: log.With("part", "views"),
+		ArchiveRetention: cfg.Collector.ArchiveRetention})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	engineClients := make(map[string]engine.SQSAPI, len(cfg.Regions))

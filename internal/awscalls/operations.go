@@ -29,6 +29,11 @@ var Operations = []Operation{
 	{Name: "GetCallerIdentity", Permission: "sts:AssumeRole", Purpose: "checks, with --account, that the role can be assumed (sts:AssumeRole on it, and its trust policy) and reaches its account"},
 	{Name: "StartMessageMoveTask", Permission: "sqs:StartMessageMoveTask", Purpose: "starts an operator's redrive", Action: true},
 	{Name: "CancelMessageMoveTask", Permission: "sqs:CancelMessageMoveTask", Purpose: "cancels an operator's redrive", Action: true},
+	// A selective redrive, a discard and a restore (the selection engine) receive from the
+	// dead-letter queue with sqs:ReceiveMessage and hold and release with
+	// sqs:ChangeMessageVisibility, listed above, and besides:
+	{Name: "SendMessageBatch", Permission: "sqs:SendMessage", Purpose: "sends the chosen calls of a selective redrive or a restore to their queue", Action: true},
+	{Name: "DeleteMessageBatch", Permission: "sqs:DeleteMessage", Purpose: "deletes a chosen call from the dead-letter queue once it was sent, or stored whole in the archive", Action: true},
 }
 
 // Permission returns the IAM action an operation needs, or "" for one toolq does not call.

@@ -185,6 +185,9 @@ type Options struct {
 	Backfill time.Duration
 	// Retention is passed to store.Prune; zero fields take the store's documented defaults.
 	Retention store.Retention
+	// ArchiveRetention is how long the archive keeps discarded messages (--archive-retention);
+	// 0 keeps them forever.
+	ArchiveRetention time.Duration
 	// Registerer, when set, receives the collector's Prometheus metrics.
 	Registerer prometheus.Registerer
 

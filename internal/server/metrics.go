@@ -130,13 +130,14 @@ var (
 	descOutcomeChecked = prometheus.NewDesc("toolq_redrive_outcome_checked_timestamp_seconds",
 		"When the sample the outcome counts was taken (its age); absent before a sample since the redrive started.", labels, nil)
 	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
+	descArchive   = prometheus.NewDesc("toolq_archive_messages", "Messages discards took out of dead-letter queues that toolq's archive keeps, restored ones included; absent when the archive cannot be read.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked,
 		descScrapeErr, descAdvice, descRegionVisible, descOperationFailing, descSightErr, descByTool, descByDimension, descMoved,
-		descToMove, descTriageErr, descOutcomeRemembered, descOutcomeBack, descOutcomeBackByTool, descOutcomeSettled, descOutcomeChecked} {
+		descToMove, descTriageErr, descOutcomeRemembered, descOutcomeBack, descOutcomeBackByTool, descOutcomeSettled, descOutcomeChecked, descArchive} {
 		ch <- d
 	}
 }
@@ -189,6 +190,9 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, o := range snap.Summary(snap.At).RedriveOutcomes {
 		outcomeGauges(gauge, o)
+	}
+	if st, err := c.views.ArchiveStats(ctx); err == nil {
+		gauge(descArchive, float64(st.Messages))
 	}
 }
 

@@ -249,6 +249,8 @@ type Status struct {
 	// Replicas are the dashboards on this database heard from within the last hour, the
 	// leader (the one that runs the collector) first. Never nil.
 	Replicas []ReplicaStatus `json:"replicas"`
+	// Archive is the archive's size and oldest entry; null when it cannot be read.
+	Archive *ArchiveStats `json:"archive"`
 }
 
 // ReplicaStatus is one dashboard process on the database.
@@ -353,6 +355,9 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	if err == nil {
 		out.Regions, out.Sight = snap.Regions(now), snap.Overview.Sight
 		out.Replicas, err = s.replicas(ctx, now)
+	}
+	if st, aerr := s.ArchiveStats(ctx); aerr == nil {
+		out.Archive = &st
 	}
 	if err != nil && out.Database.OK {
 		return Status{}, err
