@@ -38,7 +38,7 @@ CREATE TABLE selection_journal (
     updated_at      INTEGER NOT NULL,
     PRIMARY KEY (move_task_id, message_id)
 );
-CREATE INDEX selection_journal_state ON selection_journal (move_task_id, state);
+CREATE INDEX selection_journal_state ON selection_journal (move_task_id, state, message_id);
 
 -- +goose Down
 DROP INDEX selection_journal_state;

@@ -223,7 +223,7 @@ func testGoOverStdio(t *testing.T, d *mcpDemo) {
 			t.Errorf("initialize through the bridge: %+v", init)
 		}
 		tools, err := cs.ListTools(t.Context(), nil)
-		if err != nil || len(tools.Tools) != 10 {
+		if err != nil || len(tools.Tools) != 13 {
 			t.Fatalf("tools/list through the bridge: %v, %d tools", err, len(tools.Tools))
 		}
 		res := callTool(t, cs, "list_dlq_messages", map[string]any{"queue": d.hostileDLQ, "search": "Ignore previous instructions"})

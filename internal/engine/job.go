@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,18 +350,21 @@ func (r *jobRun) decideGroups(items []item, prev map[string]store.JournalEntry) 
 	if !r.dlq.FIFO {
 		return
 	}
+	// A group's first matching message may come after others of the same receive: decide on
+	// the whole receive. A group decided in an earlier receive keeps its decision (its earlier
+	// messages were held as not chosen: moving a later one alone would break the session's
+	// order), unless the journal says this job is moving it.
+	here := map[string]bool{}
 	for _, it := range items {
 		g := it.read.GroupID
 		p := prev[it.read.MessageID]
 		moving := p.State == store.JournalSending || p.State == store.JournalSent || p.State == store.JournalDeleted
-		if r.sel.Matches(it.read, r.e.opts.ErrorDimension) || moving {
-			r.groups[g] = true
-		} else if _, decided := r.groups[g]; !decided {
-			r.groups[g] = false
+		if _, before := r.groups[g]; before && !moving {
+			continue
 		}
+		here[g] = here[g] || moving || r.sel.Matches(it.read, r.e.opts.ErrorDimension)
 	}
-	// A group's first matching message may come after others of the same receive: decide on the
-	// whole receive, then hold to it for the rest of the run.
+	maps.Copy(r.groups, here)
 }
 
 // chosen reports whether a message is to move: on FIFO its group's decision, else its own match.
@@ -617,7 +621,7 @@ func (r *jobRun) finish(ctx context.Context) {
 	}
 	for _, state := range []string{store.JournalHeld, store.JournalFailed} {
 		r.eachHeld(ctx, state, func(entries []store.JournalEntry) {
-			r.changeVisibility(ctx, entries, 0)
+			released := r.changeVisibility(ctx, entries, 0)
 			if state == store.JournalFailed {
 				return // stays failed: it is visible again, and the journal says why it did not move
 			}
@@ -629,7 +633,7 @@ func (r *jobRun) finish(ctx context.Context) {
 				r.e.log.Warn("engine: journal released messages", "job", r.job.ID, "err", err)
 			}
 			r.mu.Lock()
-			r.job.Released += int64(len(entries))
+			r.job.Released += int64(released)
 			r.mu.Unlock()
 		})
 	}
@@ -694,7 +698,8 @@ func (r *jobRun) eachHeld(ctx context.Context, state string, fn func([]store.Jou
 
 // changeVisibility sets the visibility timeout of up to ten held messages: 0 releases them,
 // the hold extends it. A handle that is no longer valid means the message's hold ended already.
-func (r *jobRun) changeVisibility(ctx context.Context, entries []store.JournalEntry, seconds int32) {
+// It reports how many SQS changed.
+func (r *jobRun) changeVisibility(ctx context.Context, entries []store.JournalEntry, seconds int32) int {
 	in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.dlq.URL)}
 	for i, e := range entries {
 		if e.ReceiptHandle == "" {
@@ -705,11 +710,17 @@ func (r *jobRun) changeVisibility(ctx context.Context, entries []store.JournalEn
 		})
 	}
 	if len(in.Entries) == 0 {
-		return
+		return 0
 	}
-	if _, err := r.client.ChangeMessageVisibilityBatch(ctx, in); err != nil {
+	out, err := r.client.ChangeMessageVisibilityBatch(ctx, in)
+	if err != nil {
 		r.e.log.Warn("engine: change the visibility of held messages; they come back when their hold ends", "job", r.job.ID, "queue", r.dlq.Name, "err", err)
+		return 0
 	}
+	if len(out.Failed) > 0 {
+		r.e.log.Warn("engine: SQS did not change the visibility of some held messages; they come back when their hold ends", "job", r.job.ID, "queue", r.dlq.Name, "failed", len(out.Failed))
+	}
+	return len(out.Successful)
 }
 
 // visible is the DLQ's visible messages now: what a scan stopped at the in-flight limit did not

@@ -296,8 +296,9 @@ func (s *Store) JournalOf(ctx context.Context, jobID int64, messageIDs []string)
 	if err != nil {
 		return nil, fmt.Errorf("store: journal of job %d: %w", jobID, err)
 	}
-	entries, err := s.queryJournal(ctx, "SELECT "+journalColumns+" FROM "+s.d.textTable("?")+
-		" j JOIN selection_journal sj ON sj.move_task_id = ? AND sj.message_id = j.value", string(list), jobID)
+	// The ids drive the lookup, each one a seek of the primary key: the journal grows with the
+	// DLQ, and a join the planner led with the journal read all of it for every receive.
+	entries, err := s.queryJournal(ctx, "SELECT "+journalColumns+" FROM selection_journal WHERE move_task_id = ? AND message_id IN (SELECT value FROM "+s.d.textTable("?")+" j)", jobID, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("store: journal of job %d: %w", jobID, err)
 	}

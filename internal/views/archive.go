@@ -123,7 +123,12 @@ func (s *Service) Archive(ctx context.Context, queueID int64, aq ArchiveQuery) (
 		}
 		before = id
 	}
-	for scanned := 0; len(out.Messages) <= limit && scanned < maxArchiveScanned; {
+	more := false // the scan stopped at its bound with rows left to read
+	for scanned := 0; len(out.Messages) <= limit; {
+		if scanned >= maxArchiveScanned {
+			more = true
+			break
+		}
 		rows, err := s.store.ArchivedMessages(ctx, store.ArchiveFilter{QueueID: queueID, BeforeID: before, Limit: 200})
 		if err != nil {
 			return ArchivePage{}, fmt.Errorf("views: archive: %w", err)
@@ -139,9 +144,14 @@ func (s *Service) Archive(ctx context.Context, queueID int64, aq ArchiveQuery) (
 		}
 		before = rows[len(rows)-1].ID
 	}
-	if len(out.Messages) > limit {
+	switch {
+	case len(out.Messages) > limit:
 		out.Messages = out.Messages[:limit]
 		out.NextCursor = archiveCursor(out.Messages[limit-1].ID)
+	case more:
+		// A narrow filter over a large archive: the next page goes on where this scan stopped,
+		// so that a short page never reads as the end.
+		out.NextCursor = archiveCursor(before)
 	}
 	stats, err := s.ArchiveStats(ctx)
 	if err != nil {

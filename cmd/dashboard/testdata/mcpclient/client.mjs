@@ -19,8 +19,8 @@ function check(name, ok, detail = "") {
   console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok || !detail ? "" : ": " + detail}`);
 }
 
-const reads = ["get_summary", "list_queues", "get_queue", "list_dlq_messages", "get_message", "get_advice", "get_status", "list_redrives"];
-const acts = ["start_redrive", "cancel_redrive"];
+const reads = ["get_summary", "list_queues", "get_queue", "list_dlq_messages", "get_message", "get_advice", "get_status", "list_redrives", "list_archived"];
+const acts = ["start_redrive", "cancel_redrive", "discard_messages", "restore_archived"];
 
 function overHTTP(token) {
   return new StreamableHTTPClientTransport(new URL(env.TOOLQ_MCP_URL), {
