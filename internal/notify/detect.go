@@ -396,6 +396,10 @@ func (d *detection) redrives(base views.Alert, q views.QueueSummary, m *queueMem
 		default:
 			continue // CANCELLING: the cancellation's alert comes when it ends
 		}
+		if t.Kind == "discard" {
+			out = append(out, d.discardAlert(base, q, t))
+			continue
+		}
 		out = append(out, d.redriveAlert(base, q, t, kind))
 	}
 	m.Tasks = seen
@@ -435,6 +439,30 @@ func (d *detection) redriveAlert(base views.Alert, q views.QueueSummary, t views
 	return a
 }
 
+// discardAlert describes a discard that started or ended, and who asked for it.
+func (d *detection) discardAlert(base views.Alert, q views.QueueSummary, t views.Redrive) views.Alert {
+	a := base
+	a.Kind, a.Severity = views.AlertDiscard, views.SeverityInfo
+	a.Redrive = &views.AlertRedrive{Status: t.Status, Moved: t.Moved, ToMove: t.ToMove, FailureReason: t.FailureReason, StartedAt: t.StartedAt}
+	a.Redrive.By = d.actor(q.Name, "discard.start", t.StartedAt)
+	by := ""
+	if a.Redrive.By != "" {
+		by = " by " + safetext.Line(a.Redrive.By, 64)
+	}
+	switch store.MoveTaskStatus(t.Status) {
+	case store.MoveTaskRunning:
+		a.Title = fmt.Sprintf("discard of chosen calls of %s into toolq's archive started%s", q.Name, by)
+	case store.MoveTaskFailed:
+		a.Severity = views.SeverityWarning
+		a.Title = fmt.Sprintf("discard of %s failed after %d of %d archived: %s", q.Name, t.Moved, t.ToMove, safetext.Line(t.FailureReason, 200))
+	case store.MoveTaskCancelled:
+		a.Title = fmt.Sprintf("discard of %s cancelled: %d of %d archived, the rest stay", q.Name, t.Moved, t.ToMove)
+	default:
+		a.Title = fmt.Sprintf("discard of %s completed: %d of %d calls kept whole in toolq's archive and deleted from the queue", q.Name, t.Moved, t.ToMove)
+	}
+	return a
+}
+
 // actorWindow is how far from a task's start the audit entry of its start may be: toolq stores
 // the task with the start time SQS reports, a little after the action's own.
 const actorWindow = 2 * time.Minute
@@ -453,7 +481,7 @@ func (d *detection) actor(queue, action string, startedAt time.Time) string {
 		if action == "redrive.cancel" && !e.At.Before(startedAt) {
 			return e.Actor
 		}
-		if action == "redrive.start" && e.At.Sub(startedAt).Abs() <= actorWindow {
+		if action != "redrive.cancel" && e.At.Sub(startedAt).Abs() <= actorWindow {
 			return e.Actor
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/collector"
+	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
@@ -262,5 +263,31 @@ func TestFilterMatch(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%q: %v; want %v (%s)", tt.query, got, tt.want, f)
 		}
+	}
+}
+
+// TestDiscardAlert: a discard raises discard alerts, not redrive ones: when it starts, with who
+// asked, and when it ends, with what it kept in the archive.
+func TestDiscardAlert(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.pair("tool-calls", "tool-calls-dlq")
+	n := w.notifier(nil, nil)
+	w.deadLetter(src, "docs-legacy", 3)
+	w.collect(true)
+	_, err := n.Check(w.ctx)
+	w.must(err)
+
+	act := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": w.sqs}, Store: w.store, Publisher: w.bus, Now: w.clock.Now})
+	sel := engine.Selection{Q: "docs-legacy"}
+	if _, err := act.StartRedrive(w.ctx, actions.Actor{Name: "alice", Kind: auth.KindToken, Role: auth.RoleOperator},
+		actions.StartRedriveRequest{Queue: "tool-calls-dlq", Selection: &sel, Discard: true}); err != nil {
+		t.Fatalf("a discard's start: %v", err)
+	}
+	alerts, err := n.Check(w.ctx)
+	w.must(err)
+	started := find(alerts, views.AlertDiscard)
+	if started == nil || find(alerts, views.AlertRedriveStarted) != nil || started.Redrive.By != "alice" || !strings.Contains(started.Title, "archive started by alice") {
+		t.Fatalf("alerts %v; discard = %+v", kindsOf(alerts), started)
 	}
 }

@@ -24,6 +24,9 @@ const (
 	AlertRedriveCancelled AlertKind = "redrive.cancelled" // … was cancelled
 	// AlertRedriveOutcome: what came back of a redrive settled, or crossed the threshold after.
 	AlertRedriveOutcome AlertKind = "redrive.outcome"
+	// AlertDiscard: a discard of a dead-letter queue's chosen calls into toolq's archive
+	// started or ended (its Redrive says how).
+	AlertDiscard AlertKind = "discard"
 	AlertRegionBlind    AlertKind = "region.blind"   // toolq cannot see a region
 	AlertRegionVisible  AlertKind = "region.visible" // … sees it again
 	AlertTest           AlertKind = "test"           // an operator's test notification
@@ -31,7 +34,7 @@ const (
 
 // AlertKinds lists every kind, in the documentation's order.
 var AlertKinds = []AlertKind{AlertDLQArrival, AlertHealthChanged, AlertSessionBlocked, AlertRedriveStarted,
-	AlertRedriveCompleted, AlertRedriveFailed, AlertRedriveCancelled, AlertRedriveOutcome, AlertRegionBlind, AlertRegionVisible, AlertTest}
+	AlertRedriveCompleted, AlertRedriveFailed, AlertRedriveCancelled, AlertRedriveOutcome, AlertDiscard, AlertRegionBlind, AlertRegionVisible, AlertTest}
 
 // AlertSeverity orders alerts for filters: info < warning < critical.
 type AlertSeverity string
