@@ -26,10 +26,10 @@ const (
 	AlertRedriveOutcome AlertKind = "redrive.outcome"
 	// AlertDiscard: a discard of a dead-letter queue's chosen calls into toolq's archive
 	// started or ended (its Redrive says how).
-	AlertDiscard AlertKind = "discard"
-	AlertRegionBlind    AlertKind = "region.blind"   // toolq cannot see a region
-	AlertRegionVisible  AlertKind = "region.visible" // … sees it again
-	AlertTest           AlertKind = "test"           // an operator's test notification
+	AlertDiscard       AlertKind = "discard"
+	AlertRegionBlind   AlertKind = "region.blind"   // toolq cannot see a region
+	AlertRegionVisible AlertKind = "region.visible" // … sees it again
+	AlertTest          AlertKind = "test"           // an operator's test notification
 )
 
 // AlertKinds lists every kind, in the documentation's order.
