@@ -179,7 +179,7 @@ func (s *Server) charts(ctx context.Context, queueID int64, deadLetter bool, rng
 }
 
 // queuePush renders what the hub sends a queue page's subscribers of one chart range. After a
-// move task changed it adds the nudge that makes each browser fetch its own redrive panel; after
+// move task changed (or to a page that just connected) it adds the nudge that makes each browser fetch its own redrive panel; after
 // a metrics cycle (or to a page that just connected) the charts of the range.
 func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, changes live.Changes) ([]byte, error) {
 	page := templates.Page{Nav: view.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
@@ -194,5 +194,7 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, ch
 		p.Range = templates.RangeByKey(view.query().Get("range"))
 		p.Charts = s.charts(ctx, queueID, p.Queue.IsDeadLetterQueue, p.Range)
 	}
-	return renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged]))
+	// A page that (re)connects may have missed a move task's change while it was away (the hub
+	// drops a slow page, which then reconnects): it fetches its redrive panel too.
+	return renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged] || changes[live.Connect]))
 }
