@@ -199,6 +199,9 @@ func TestParseFaults(t *testing.T) {
 			"*":              {Latency: 5e6},
 		}},
 		{spec: " SendMessage = error:1 ; ", want: map[string]Fault{"SendMessage": {ErrorRate: 1}}},
+		{spec: "SendMessageBatch=deny;DeleteMessageBatch=deny,latency:1ms", want: map[string]Fault{
+			"SendMessageBatch": {Deny: true}, "DeleteMessageBatch": {Deny: true, Latency: 1e6},
+		}},
 		{spec: "SendMessage=throttle:1.5", wantErr: true},
 		{spec: "SendMessage=throttle:0.6,error:0.6", wantErr: true},
 		{spec: "SendMessage=latency:soon", wantErr: true},

@@ -3,6 +3,7 @@ package sqsim
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // apiError is an error answered to a client in AWS's shape. The same value
@@ -202,4 +203,19 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// errAccessDenied is AWS's answer to a principal whose policy lacks the operation's
+// permission (a fault a test injects with Fault.Deny).
+func errAccessDenied(op string) *apiError {
+	return newAPIError(http.StatusForbidden, "AccessDenied", "AccessDenied",
+		"User: arn:aws:iam::000000000000:user/sqsim is not authorized to perform: %s because no identity-based policy allows the action", permissionOf(op))
+}
+
+// permissionOf is the IAM action an operation needs, as AWS names it in a denial.
+func permissionOf(op string) string {
+	if strings.HasPrefix(op, "GetMetricData") || strings.HasSuffix(op, "Alarms") || strings.HasPrefix(op, "PutMetric") {
+		return "cloudwatch:" + op
+	}
+	return "sqs:" + strings.TrimSuffix(op, "Batch")
 }

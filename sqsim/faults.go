@@ -22,6 +22,9 @@ type Fault struct {
 	ErrorRate float64
 	// Latency delays every call by this much real time.
 	Latency time.Duration
+	// Deny answers every call with AccessDenied (HTTP 403), as AWS answers a principal whose
+	// policy lacks the operation's permission.
+	Deny bool
 }
 
 // SetFault injects f into operation ("ReceiveMessage", "GetMetricData", ...,
@@ -39,9 +42,9 @@ func (s *Simulator) SetFault(operation string, f Fault) {
 }
 
 // ParseFaults parses a fault specification such as
-// "ReceiveMessage=throttle:0.2,latency:20ms;GetMetricData=error:0.1;*=latency:5ms":
+// "ReceiveMessage=throttle:0.2,latency:20ms;GetMetricData=error:0.1;*=latency:5ms;SendMessageBatch=deny":
 // operations separated by ';', each with comma-separated throttle:<rate>,
-// error:<rate> and latency:<duration>.
+// error:<rate>, latency:<duration> and deny (every call answered AccessDenied).
 func ParseFaults(spec string) (map[string]Fault, error) {
 	faults := make(map[string]Fault)
 	for part := range strings.SplitSeq(spec, ";") {
@@ -56,6 +59,10 @@ func ParseFaults(spec string) (map[string]Fault, error) {
 		}
 		var f Fault
 		for setting := range strings.SplitSeq(settings, ",") {
+			if strings.TrimSpace(setting) == "deny" {
+				f.Deny = true
+				continue
+			}
 			key, value, ok := strings.Cut(strings.TrimSpace(setting), ":")
 			if !ok {
 				return nil, fmt.Errorf("sqsim: fault %q: setting %q: want key:value", op, setting)
@@ -79,7 +86,7 @@ func ParseFaults(spec string) (map[string]Fault, error) {
 				}
 				f.Latency = d
 			default:
-				return nil, fmt.Errorf("sqsim: fault %q: unknown setting %q (want throttle, error or latency)", op, key)
+				return nil, fmt.Errorf("sqsim: fault %q: unknown setting %q (want throttle, error, latency or deny)", op, key)
 			}
 		}
 		if f.ThrottleRate+f.ErrorRate > 1 {

@@ -408,6 +408,8 @@ func (s *Simulator) serveFaults(ctx context.Context, op string, throttle, intern
 		}
 	}
 	switch {
+	case f.Deny:
+		return errAccessDenied(op)
 	case roll < f.ThrottleRate:
 		return throttle()
 	case roll < f.ThrottleRate+f.ErrorRate:

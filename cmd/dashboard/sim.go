@@ -211,7 +211,7 @@ func serveSim(ctx context.Context, cfg simConfig, accts *simAccounts, ln net.Lis
 // region, the seed of the simulator and the traffic, and the faults to inject.
 func registerSimulatorFlags(f *envFlags, region *string, seed *int64, faults *string) {
 	f.Int64(seed, "seed", 1, "`seed` of the traffic: the same seed replays the same traffic. Given to sim, it also makes the simulator's message ids, receipt and task handles and injected faults reproducible, for tests; without it sim draws them at random, unique across runs as AWS's ids are")
-	f.String(faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms'")
+	f.String(faults, "fault", "", "faults to inject into the simulator, as a `spec` like 'ReceiveMessage=throttle:0.2,latency:20ms;*=latency:5ms;SendMessageBatch=deny' (deny: every call answered AccessDenied)")
 	f.String(region, "region", "us-east-1", "home `region`: of unsigned requests and the traffic; a client signing for another region gets that region's queues")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/sqsim"
 )
 
 // call is one tool call the tests put in a dead-letter queue.
@@ -423,5 +425,25 @@ func TestSelectionChecks(t *testing.T) {
 				t.Errorf("Check = %v; want %s", err, tt.code)
 			}
 		})
+	}
+}
+
+// TestDeniedSendStopsTheJob: a principal without sqs:SendMessage on the destination stops the
+// job at its first send, which names the permission; every message is back in the DLQ, visible,
+// and none reached the source.
+func TestDeniedSendStopsTheJob(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, false)
+	w.fail(t, failedCalls)
+	w.Sim.SetFault("SendMessageBatch", sqsim.Fault{Deny: true})
+	job := w.run(t, engine.Selection{Tools: []string{"fetch_url"}}, nil)
+	if job.Status != store.MoveTaskFailed || job.Moved != 0 || !strings.Contains(job.FailureReason, "sqs:SendMessage") {
+		t.Errorf("job = %s, %d moved, %q; want FAILED naming sqs:SendMessage", job.Status, job.Moved, job.FailureReason)
+	}
+	if n := len(w.receiveAll(t, w.dlq)); n != len(failedCalls) {
+		t.Errorf("%d visible in the DLQ; want all %d", n, len(failedCalls))
+	}
+	if n := w.Count(t, w.source); n != 0 {
+		t.Errorf("the source holds %d; want none", n)
 	}
 }
