@@ -431,10 +431,11 @@ func (s *Service) writeIntent(ctx context.Context, a *attempt) error {
 }
 
 // record audits an attempt's outcome (naming its intent, if it wrote one), publishes
-// AuditAppended and counts it. A failure to audit is logged, not returned: the action (or
-// refusal) has already happened, and an intent left without its outcome is settled later from
-// ListMessageMoveTasks.
-func (s *Service) record(ctx context.Context, a attempt, err error) {
+// AuditAppended and counts it. A failure to audit is logged and returned, for the callers that
+// must not answer without their entry (a preview's token); for an action it is too late to
+// matter: the action (or refusal) has already happened, and an intent left without its outcome
+// is settled later from ListMessageMoveTasks.
+func (s *Service) record(ctx context.Context, a attempt, err error) (auditErr error) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.inflight, a.intentID)
@@ -450,7 +451,7 @@ func (s *Service) record(ctx context.Context, a attempt, err error) {
 		detail = fmt.Sprintf("same idempotency key as audit entry %d, which was %s: answered as then, nothing asked of AWS", intent.ID, outcome.Result)
 	case a.unsettled:
 		s.log.Warn("action", "action", a.action, "queue", a.queue.Name, "actor", a.actor.Name, "result", "unsettled", "intent", a.intentID, "err", err)
-		return
+		return nil
 	case err == nil:
 	case errors.As(err, &ae) && ae.Kind != Upstream:
 		result, detail, code, kind = store.AuditRefused, ae.Code+": "+ae.Message, ae.Code, ae.Kind.String()
@@ -466,13 +467,14 @@ func (s *Service) record(ctx context.Context, a attempt, err error) {
 	}
 	actx, cancel := auditContext(ctx)
 	defer cancel()
-	if _, aerr := s.store.AppendAudit(actx, e); aerr != nil {
-		s.log.Error("actions: audit", "action", a.action, "queue", e.QueueName, "result", result, "intent", a.intentID, "err", aerr)
+	if _, auditErr = s.store.AppendAudit(actx, e); auditErr != nil {
+		s.log.Error("actions: audit", "action", a.action, "queue", e.QueueName, "result", result, "intent", a.intentID, "err", auditErr)
 	} else {
 		s.pub.Publish(events.Event{Kind: events.AuditAppended, QueueID: a.queue.ID, At: s.now()})
 	}
 	s.outcomes.WithLabelValues(a.action, result).Inc()
 	s.log.Info("action", "action", a.action, "queue", e.QueueName, "actor", e.Actor, "role", a.actor.Role, "result", result, "detail", detail)
+	return auditErr
 }
 
 // checkActor refuses actions in read-only mode and for viewers.

@@ -140,6 +140,12 @@ func TestActionRefusedWhenTheAuditCannotBeWritten(t *testing.T) {
 			}
 			_, err = svc.CancelRedrive(context.Background(), operator, "orders-dlq")
 			wantRefusal(t, err, "audit_unavailable", actions.Unavailable)
+			// A preview's token is given only with its audit entry.
+			p, err := w.Actions(actions.Options{Confirmations: testSigner("key")}).PreviewRedrive(context.Background(), operator, actions.StartRedriveRequest{Queue: "orders-dlq"})
+			wantRefusal(t, err, "audit_unavailable", actions.Unavailable)
+			if p.Token != "" {
+				t.Error("a preview the audit log does not hold gave a token")
+			}
 		})
 	}
 }

@@ -120,7 +120,12 @@ func (s *Service) PreviewRedrive(ctx context.Context, actor Actor, req StartRedr
 	if err == nil {
 		a.note = fmt.Sprintf("confirmation given, good until %s", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	s.record(ctx, a, err)
+	if aerr := s.record(ctx, a, err); aerr != nil && err == nil {
+		// A token the audit log does not hold would start a redrive whose preview nobody can
+		// trace: none is given.
+		return RedrivePreview{}, refuse(Unavailable, "audit_unavailable",
+			"toolq cannot write its audit log (the database refused the write; the server's log says why), so it gives no confirmation for %s", p.Queue)
+	}
 	return p, err
 }
 
