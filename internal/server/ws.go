@@ -157,7 +157,7 @@ func (s *Server) allowedOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(u.Host, r.Host) {
+	if strings.EqualFold(u.Host, r.Host) && strings.EqualFold(u.Scheme, s.siteScheme(r, u.Host)) {
 		return true
 	}
 	for _, src := range s.opts.FrameAncestors {
@@ -166,6 +166,19 @@ func (s *Server) allowedOrigin(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// siteScheme is the scheme browsers reach this dashboard with under a host: --public-url's when
+// it names that host (a TLS-terminating proxy in front), else the connection's own. Another
+// scheme is another origin: https://host for an http listener is not this site.
+func (s *Server) siteScheme(r *http.Request, host string) string {
+	if pub, err := url.Parse(s.opts.PublicURL); err == nil && s.opts.PublicURL != "" && strings.EqualFold(pub.Host, host) {
+		return pub.Scheme
+	}
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // sourceMatches reports whether a CSP source expression (as in frame-ancestors) matches an

@@ -150,6 +150,7 @@ func TestWebsocketRefusals(t *testing.T) {
 		{"no origin (not a browser)", "topic=audit", "", 0},
 		{"allowed frame ancestor", "topic=overview", "https://ops.portal.example", 0},
 		{"foreign origin", "topic=overview", "https://evil.example", http.StatusForbidden},
+		{"same host, another scheme", "topic=overview", "https" + strings.TrimPrefix(srv.URL, "http"), http.StatusForbidden},
 		{"unknown topic", "topic=secrets", srv.URL, http.StatusBadRequest},
 		{"unknown queue", "topic=queue:999", srv.URL, http.StatusNotFound},
 		{"junk queue id", "topic=queue:" + url.QueryEscape("1 OR 1"), srv.URL, http.StatusBadRequest},
