@@ -441,8 +441,8 @@ type SelectionConfirmProps struct {
 	Ref, QueueName string
 	FIFO           bool
 	// Discard: the selection goes to toolq's archive, not back to any queue.
-	Discard bool
-	Selection      []SelectionField // what it names, field by field
+	Discard   bool
+	Selection []SelectionField // what it names, field by field
 	// Fields are the form fields that carry the selection to the start.
 	Fields         []DimensionFilter
 	Sampled        int
