@@ -413,6 +413,14 @@ func waitJobEnded(t *testing.T, base, dlq string, id int64) endedJob {
 // its intent, with the selection, and its accepted outcome.
 func checkStartAudited(t *testing.T, base, dlq string) {
 	t.Helper()
+	checkSelectionAudited(t, base, dlq, actions.ActionStartRedrive)
+}
+
+// checkSelectionAudited checks that the audit log holds the start of a job of the DLQ by its
+// action (a selective redrive's, a discard's): its intent, with the selection, and its accepted
+// outcome.
+func checkSelectionAudited(t *testing.T, base, dlq, action string) {
+	t.Helper()
 	var audit struct {
 		Entries []struct {
 			ID       int64          `json:"id"`
@@ -428,7 +436,7 @@ func checkStartAudited(t *testing.T, base, dlq string) {
 	}
 	var intent int64
 	for _, e := range audit.Entries {
-		if e.Action == actions.ActionStartRedrive && e.Queue == dlq && e.Result == "intent" && e.Params["selection"] != nil {
+		if e.Action == action && e.Queue == dlq && e.Result == "intent" && e.Params["selection"] != nil {
 			intent = e.ID
 		}
 	}
