@@ -21,7 +21,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -189,6 +188,3 @@ func DeduplicationID(jobID int64, messageID string) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "toolq-job-%d/%s", jobID, messageID))
 	return hex.EncodeToString(sum[:])
 }
-
-// errStopped ends a job's workers when it was cancelled or failed.
-var errStopped = errors.New("engine: job stopped")
