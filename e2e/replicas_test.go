@@ -80,7 +80,9 @@ type replica struct {
 	done chan struct{}
 }
 
-func startReplica(t *testing.T, name, db string, sim http.Handler) *replica {
+// startReplica runs `dashboard serve` on db, calling AWS at sim through an endpoint of its own;
+// extra are more flags of serve's.
+func startReplica(t *testing.T, name, db string, sim http.Handler, extra ...string) *replica {
 	t.Helper()
 	addr, err := freeAddr()
 	if err != nil {
@@ -97,6 +99,7 @@ func startReplica(t *testing.T, name, db string, sim http.Handler) *replica {
 		"--endpoint-url", r.aws.URL, "--region", "us-east-1", "--db", db, "--listen", addr,
 		"--discovery-interval", "2s", "--attributes-interval", attributesInterval.String(), "--metrics-interval", "10s",
 		"--log-level", "info")
+	r.cmd.Args = append(r.cmd.Args, extra...)
 	r.cmd.Env = demoEnv()
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	if err := r.cmd.Start(); err != nil {
