@@ -1,14 +1,19 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/toolq/toolq/internal/actions/actionstest"
 	"github.com/toolq/toolq/internal/pgtest"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/sqsim"
@@ -318,5 +324,259 @@ func TestLeaderKilledMidJob(t *testing.T) {
 	if sel := ended.Selection; ended.Moved != chosen || sel.Matched != chosen || sel.Failed != 0 || sel.Held > left || sel.Released != sel.Held {
 		t.Errorf("the job counts %d moved, %d matched, %d failed, %d held, %d released; want %d moved and matched, none failed, at most %d held, all released",
 			ended.Moved, sel.Matched, sel.Failed, sel.Held, sel.Released, chosen, left)
+	}
+}
+
+// archiveWrite is what a discard's first write to the archive carries on PostgreSQL's wire.
+var archiveWrite = []byte("INSERT INTO archived_messages")
+
+// storeDoor is a TCP door in front of PostgreSQL that falls, as a stopped server does for its
+// clients, when the first write to the archive comes through: it ends every connection (the
+// write's before the write reaches the server) and refuses new ones until it is raised again.
+// It falls once: raised, it lets the archive's writes through.
+type storeDoor struct {
+	url    string // the database's URL through the door
+	target string // the server's address
+	ln     net.Listener
+	fell   chan struct{}
+
+	mu     sync.Mutex
+	fallen bool // once
+	down   bool
+	conns  map[net.Conn]bool
+}
+
+func newStoreDoor(t *testing.T, db string) *storeDoor {
+	t.Helper()
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &storeDoor{target: u.Host, ln: ln, fell: make(chan struct{}), conns: map[net.Conn]bool{}}
+	u.Host = ln.Addr().String()
+	d.url = u.String()
+	t.Cleanup(d.close)
+	go d.serve()
+	return d
+}
+
+func (d *storeDoor) serve() {
+	for {
+		client, err := d.ln.Accept()
+		if err != nil {
+			return
+		}
+		d.mu.Lock()
+		down := d.down
+		d.mu.Unlock()
+		if down {
+			client.Close()
+			continue
+		}
+		server, err := net.Dial("tcp", d.target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		d.mu.Lock()
+		if d.down { // it fell while this one was dialled
+			d.mu.Unlock()
+			client.Close()
+			server.Close()
+			continue
+		}
+		d.conns[client], d.conns[server] = true, true
+		d.mu.Unlock()
+		go d.pipe(server, client, true)
+		go d.pipe(client, server, false)
+	}
+}
+
+// pipe copies from src to dst; toServer watches for the archive's write, which drops the door.
+func (d *storeDoor) pipe(dst, src net.Conn, toServer bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 64<<10)
+	var tail []byte // the end of the previous read: the write may straddle two
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if toServer && bytes.Contains(append(tail, buf[:n]...), archiveWrite) && d.fall() {
+				return
+			}
+			if toServer {
+				tail = append(tail[:0], buf[max(0, n-len(archiveWrite)):n]...)
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fall ends every connection through the door and refuses new ones, the first time it is
+// called; it reports whether it fell.
+func (d *storeDoor) fall() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fallen {
+		return false
+	}
+	d.fallen, d.down = true, true
+	close(d.fell)
+	for c := range d.conns {
+		c.Close()
+		delete(d.conns, c)
+	}
+	return true
+}
+
+// close ends every connection through the door.
+func (d *storeDoor) close() {
+	d.ln.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for c := range d.conns {
+		c.Close()
+	}
+}
+
+// raise lets connections through again.
+func (d *storeDoor) raise() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.down = false
+}
+
+// TestDiscardWhileTheStoreIsDown runs `dashboard serve` on PostgreSQL through a door that falls
+// when the first write to the archive of a discard comes through: the store is unreachable at
+// the step that would make a message safe to delete. The discard deletes nothing from the DLQ
+// (no DeleteMessageBatch reaches SQS), the archive and the journal hold no half-done write, and
+// once the hold of the discard's receives has ended every call is visible in the DLQ again.
+// When the store is back, the replica leads again and resumes the discard from its journal:
+// each chosen call ends archived once and out of the DLQ, the others stay visible in it.
+func TestDiscardWhileTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	if suite.unavailable != "" {
+		t.Skip(suite.unavailable)
+	}
+	if suite.buildErr != nil {
+		t.Fatal(suite.buildErr)
+	}
+	db := pgtest.DB(t)
+	door := newStoreDoor(t, db)
+
+	// The simulator's clock stands at the wall clock's time and moves only when told, so that
+	// a hold ends when the test says.
+	w := actionstest.New(t)
+	w.Advance(time.Since(w.Now()))
+	const source, dlq = "calls", "calls-dlq"
+	w.CreateQueue(t, dlq, "", nil)
+	w.CreateQueue(t, source, dlq, nil)
+	calls := deadCalls()
+	sendDeadCalls(t, w.SQS, dlq, calls)
+	want := chosenCalls(calls, false)
+
+	r := startReplica(t, "a", door.url, w.Sim, "--peek", "none")
+	knowsDLQ(t, r, dlq)
+	id := startJob(t, r, "/api/v1/queues/"+dlq+"/discards", `{"selection":{"tools":["fetch_url"]}}`)
+	select {
+	case <-door.fell:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the discard wrote nothing to the archive within 60 s")
+	}
+	// The replica loses its lead with its connections, and stops its engine before it says so.
+	eventually(t, 30*time.Second, "the replica giving up the lead", func() (bool, string, error) {
+		log, err := os.ReadFile(r.log)
+		return bytes.Contains(log, []byte("replicas: this replica no longer leads")), "", err
+	})
+
+	if n := r.aws.count("DeleteMessageBatch"); n != 0 {
+		t.Errorf("%d DeleteMessageBatch calls while the store was down; want none", n)
+	}
+	st, err := store.Open(t.Context(), db) // past the door: the server itself is up
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if archived, err := st.ArchivedMessages(t.Context(), store.ArchiveFilter{}); err != nil || len(archived) != 0 {
+		t.Errorf("the archive holds %d messages (%v); want none: its write did not commit", len(archived), err)
+	}
+	counts, err := st.JournalCounts(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the journal while the store is down: %v", counts)
+	if counts[store.JournalSent]+counts[store.JournalDeleted] != 0 || counts[store.JournalSending] == 0 {
+		t.Errorf("the journal counts %v; want the archived batch still sending, nothing sent or deleted", counts)
+	}
+	inDLQ := byCall(t, w.Sim, dlq)
+	inFlight := 0
+	for _, c := range calls {
+		if len(inDLQ[c.id]) != 1 {
+			t.Errorf("%s: %d in %s while the store is down; want it there once", c.id, len(inDLQ[c.id]), dlq)
+		} else if inDLQ[c.id][0].InFlight {
+			inFlight++
+		}
+	}
+	// The engine releases the batch whose archive failed at once, but another worker's receive
+	// may take it again and, the store down, cannot journal it: what the workers held comes back
+	// when the hold (the engine's default, 10 minutes) ends.
+	t.Logf("%d of %d calls in flight while the store is down", inFlight, len(calls))
+	sending, err := st.JournalInState(t.Context(), id, store.JournalSending, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range sending {
+		for _, m := range inDLQ[e.ToolCallID] {
+			t.Logf("%s, whose archive failed: in flight %v, received %d times", e.ToolCallID, m.InFlight, m.ReceiveCount)
+		}
+	}
+	w.Advance(10*time.Minute + time.Second)
+	for id, ms := range byCall(t, w.Sim, dlq) {
+		for _, m := range ms {
+			if m.InFlight {
+				t.Errorf("%s: in flight in %s after the hold ended; want it visible", id, dlq)
+			}
+		}
+	}
+
+	door.raise()
+	ended := waitJob(t, r, dlq, id)
+	t.Logf("ended once the store was back: %+v", ended)
+	if ended.Status != string(store.MoveTaskCompleted) {
+		t.Errorf("the discard ended %s (%q); want COMPLETED once the store was back", ended.Status, ended.FailureReason)
+	}
+	archived, err := st.ArchivedMessages(t.Context(), store.ArchiveFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archivedCalls := map[string]int{}
+	for _, m := range archived {
+		archivedCalls[m.ToolCallID]++
+	}
+	inDLQ = byCall(t, w.Sim, dlq)
+	var chosen int64
+	for _, c := range calls {
+		a, d := archivedCalls[c.id], inDLQ[c.id]
+		switch {
+		case want[c.id] && (a != 1 || len(d) != 0):
+			t.Errorf("%s (%s, chosen): archived %d times, %d in %s; want it archived once and gone", c.id, c.tool, a, len(d), dlq)
+		case !want[c.id] && (a != 0 || len(d) != 1 || d[0].InFlight):
+			t.Errorf("%s (%s, left): archived %d times, %d in %s (%+v); want it visible in %s alone", c.id, c.tool, a, len(d), dlq, d, dlq)
+		}
+		if want[c.id] {
+			chosen++
+		}
+	}
+	if ended.Moved != chosen || ended.Selection.Matched != chosen {
+		t.Errorf("the discard counts %d moved, %d matched; want %d", ended.Moved, ended.Selection.Matched, chosen)
 	}
 }
