@@ -33,8 +33,9 @@ func (r *jobRun) archive(ctx context.Context, items []item) ([]item, error) {
 		items[i].entry, entries[i] = it.entry, it.entry
 	}
 	if err := r.e.opts.Store.Archive(context.WithoutCancel(ctx), r.job.ID, msgs, entries); err != nil {
-		// Nothing was deleted: hand the messages back at once rather than at the hold's end.
-		r.changeVisibility(ctx, entriesOf(items), 0)
+		// Nothing was deleted: the messages go back once the workers stopped (released now,
+		// another worker's receive would take them again, and hold them with no journal).
+		r.releaseLater(entriesOf(items))
 		return nil, fmt.Errorf("toolq could not write its archive (%s), so it deleted nothing and released what it held", storeCause(err))
 	}
 	return items, nil

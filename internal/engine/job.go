@@ -40,6 +40,9 @@ type jobRun struct {
 	// failure is why the job failed, for its FailureReason.
 	failure  string
 	groups   map[string]bool // FIFO groups decided in this run: chosen or not
+	// unjournaled are messages the job took and could not journal (its store failed): released
+	// by their handles once the workers stopped, without the store.
+	unjournaled []store.JournalEntry
 	dests    map[string]destination
 	limitHit bool
 	paceAt   time.Time
@@ -257,6 +260,12 @@ func (r *jobRun) work(ctx context.Context) {
 func (r *jobRun) process(ctx context.Context, msgs []types.Message) error {
 	sending, deleting, err := r.decide(ctx, msgs)
 	if err != nil {
+		// Not journaled: the job stops, and what this receive took goes back when it does.
+		entries := make([]store.JournalEntry, len(msgs))
+		for i, m := range msgs {
+			entries[i] = store.JournalEntry{MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle)}
+		}
+		r.releaseLater(entries)
 		return err
 	}
 	move := r.send
@@ -621,6 +630,9 @@ func (r *jobRun) finish(ctx context.Context) {
 	}
 	// Release with as many calls at once as the scan had workers: a held DLQ of 10,000 is 1,000
 	// calls, which one after another took a third of a job's time.
+	for chunk := range slices.Chunk(r.unjournaled, batch) {
+		r.changeVisibility(ctx, chunk, 0)
+	}
 	sem := make(chan struct{}, r.e.opts.Workers)
 	var releasing sync.WaitGroup
 	for _, state := range []string{store.JournalHeld, store.JournalFailed} {
@@ -673,6 +685,13 @@ func (r *jobRun) settleSent(ctx context.Context) {
 		r.job.Moved += int64(len(entries))
 		r.mu.Unlock()
 	})
+}
+
+// releaseLater keeps handles to release when the job's workers have stopped.
+func (r *jobRun) releaseLater(entries []store.JournalEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unjournaled = append(r.unjournaled, entries...)
 }
 
 // release makes up to ten held (or failed) messages visible again and journals the held ones
