@@ -38,15 +38,15 @@ type jobRun struct {
 	job   store.SelectionJob // its counts and status, saved by the watcher
 	ended string             // the status to end with once the workers stop; "" while running
 	// failure is why the job failed, for its FailureReason.
-	failure  string
-	groups   map[string]bool // FIFO groups decided in this run: chosen or not
+	failure string
+	groups  map[string]bool // FIFO groups decided in this run: chosen or not
 	// unjournaled are messages the job took and could not journal (its store failed): released
 	// by their handles once the workers stopped, without the store.
 	unjournaled []store.JournalEntry
-	dests    map[string]destination
-	limitHit bool
-	paceAt   time.Time
-	changed  bool
+	dests       map[string]destination
+	limitHit    bool
+	paceAt      time.Time
+	changed     bool
 }
 
 // destination is where a job sends: a queue's URL, or why it cannot send there.
