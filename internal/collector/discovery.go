@@ -176,8 +176,17 @@ func (c *Collector) discoverRegion(ctx context.Context, cy *cycle, r *region, kn
 	for _, u := range listed {
 		listedSet[u] = true
 	}
+	// A stored queue the listing returned at another URL (the endpoint changed, or another
+	// replica reaches AWS by another address) was adopted again by its ARN: it is not gone.
+	watchedIDs := map[int64]bool{}
+	for _, q := range c.watched() {
+		watchedIDs[q.id] = true
+	}
 	for _, sq := range stored {
 		if sq.Gone() || listedSet[sq.URL] || !c.selected(r, sq.Name, sq.URL) {
+			continue
+		}
+		if watchedIDs[sq.ID] && c.byURL(r, sq.URL) == nil {
 			continue
 		}
 		if q := c.byURL(r, sq.URL); q != nil {

@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -321,5 +322,27 @@ func TestDiscoveryStoreReadsDoNotGrowWithTheFleet(t *testing.T) {
 	}
 	if n := largeRestart["UpsertQueue"] + largeRestart["SaveQueueAttributes"]; n != 0 {
 		t.Errorf("restart: %d statements writing queues; want none (the store knows them all)", n)
+	}
+}
+
+// TestDiscoveryKeepsAQueueAtANewURL: a queue stored at another URL (an earlier run reached the
+// endpoint by another address) is adopted again by its ARN, never marked gone.
+func TestDiscoveryKeepsAQueueAtANewURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u, _ := e.createQueue("tc-moved", nil)
+	c := e.collector(func(o *Options) { o.QueuePrefixes = []string{"tc-"} })
+	must(t, c.Discover(e.ctx))
+	q := e.queueNamed("tc-moved")
+	q.URL = strings.Replace(u, "127.0.0.1", "localhost", 1)
+	if q.URL == u {
+		q.URL = u + "-elsewhere"
+	}
+	_, err := e.store.UpsertQueue(e.ctx, q)
+	must(t, err)
+	c2 := e.collector(func(o *Options) { o.QueuePrefixes = []string{"tc-"} })
+	must(t, c2.Discover(e.ctx))
+	if got := e.queueNamed("tc-moved"); got.Gone() {
+		t.Errorf("the queue stored at %s was marked gone when listed at %s", q.URL, u)
 	}
 }
