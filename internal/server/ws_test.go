@@ -596,3 +596,35 @@ func TestQueuePushKeepsSamplingCurrent(t *testing.T) {
 		t.Errorf("the push's collector errors = %q, want the AccessDenied", errs.Text())
 	}
 }
+
+// TestJoiningPageFetchesItsPanelAlone: a page that connects to a queue's pushes is told to fetch
+// its redrive panel (it may have missed a move task's change while away), and the pages already
+// there are not, so that a confirmation one of them is reading stays on screen.
+func TestJoiningPageFetchesItsPanelAlone(t *testing.T) {
+	t.Parallel()
+	pw := newPageWorld(t, pageWorldOptions{})
+	srv := httptest.NewServer(pw.handler)
+	t.Cleanup(srv.Close)
+	dlq, err := pw.Views.ResolveQueue(context.Background(), "web-search-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := "topic=queue:" + strconv.FormatInt(dlq.ID, 10)
+	first, _, err := dial(t, srv, topic, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := nextWith(t, first, "#queue-stats").Find("#redrive-refresh").Attr("hx-get"); !ok {
+		t.Error("the first page, joining, is not told to fetch its redrive panel")
+	}
+	second, _, err := dial(t, srv, topic, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := nextWith(t, second, "#queue-stats").Find("#redrive-refresh").Attr("hx-get"); !ok {
+		t.Error("the second page, joining, is not told to fetch its redrive panel")
+	}
+	if _, ok := nextWith(t, first, "#queue-stats").Find("#redrive-refresh").Attr("hx-get"); ok {
+		t.Error("a page already there is told to fetch its redrive panel when another joins")
+	}
+}
