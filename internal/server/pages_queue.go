@@ -179,16 +179,13 @@ func (s *Server) charts(ctx context.Context, queueID int64, deadLetter bool, rng
 }
 
 // queuePush renders what the hub sends a queue page's subscribers of one chart range. After a
-// move task changed it adds, for every subscriber, the nudge that makes each browser fetch its
-// own redrive panel; a page that just connected (or reconnected, after the hub dropped it) gets
-// the nudge in its own push alone, since it may have missed a change while away, and a nudge to
-// the others would swap away a confirmation one of them is reading. After a metrics cycle (or
-// to a page that just connected) it adds the charts of the range.
-func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, changes live.Changes) (live.Push, error) {
+// move task changed it adds the nudge that makes each browser fetch its own redrive panel; after
+// a metrics cycle (or to a page that just connected) the charts of the range.
+func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, changes live.Changes) ([]byte, error) {
 	page := templates.Page{Nav: view.Nav, Now: s.opts.Now().UTC(), StaleAfter: s.staleAfter()}
 	p, err := s.queueProps(ctx, queueID, page, auth.Identity{}, !view.Nav.Embed)
 	if err != nil {
-		return live.Push{}, err
+		return nil, err
 	}
 	// The depth charts read the attribute samples, so a new snapshot (after an attributes cycle)
 	// redraws them as well as a CloudWatch cycle does: a chart that lags the stats card above it reads as a bug, and
@@ -197,10 +194,5 @@ func (s *Server) queuePush(ctx context.Context, queueID int64, view pageView, ch
 		p.Range = templates.RangeByKey(view.query().Get("range"))
 		p.Charts = s.charts(ctx, queueID, p.Queue.IsDeadLetterQueue, p.Range)
 	}
-	update, err := renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged]))
-	if err != nil || changes[events.MoveTasksChanged] || !changes[live.Connect] {
-		return live.Whole(update), err
-	}
-	full, err := renderBytes(ctx, templates.QueuePush(p, true))
-	return live.Push{Update: [][]byte{update}, Full: [][]byte{full}}, err
+	return renderBytes(ctx, templates.QueuePush(p, changes[events.MoveTasksChanged]))
 }

@@ -278,7 +278,7 @@ func (s *Server) hubPush(ctx context.Context, sub subscription, changes live.Cha
 	case live.AuditTopic:
 		msg, err = s.auditPush(ctx, sub.View.Nav)
 	case live.QueueTopic:
-		return s.queuePush(ctx, sub.Topic.QueueID, sub.View, changes)
+		msg, err = s.queuePush(ctx, sub.Topic.QueueID, sub.View, changes)
 	default:
 		err = fmt.Errorf("hub: unknown topic %v", sub.Topic)
 	}
