@@ -302,13 +302,19 @@ func batchKeepsTraceHeader(t *testing.T, c *sqs.Client, name string) bool {
 // run creates a selection job as the actions do and runs the engine until the job ends.
 func (w *motoWorld) run(t *testing.T, sel engine.Selection, destination string) store.SelectionJob {
 	t.Helper()
+	return w.runKind(t, store.KindSelection, sel, destination)
+}
+
+// runKind creates a job of a kind (selection, discard, restore) and runs it to its end.
+func (w *motoWorld) runKind(t *testing.T, kind string, sel engine.Selection, destination string) store.SelectionJob {
+	t.Helper()
 	ctx := context.Background()
 	q, err := w.store.ResolveQueue(ctx, w.dlq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	job, err := w.store.CreateSelectionJob(ctx, store.SelectionJob{
-		MoveTask:  store.MoveTask{QueueID: q.ID, SourceARN: q.ARN, DestinationARN: destination, StartedAt: time.Now()},
+		MoveTask:  store.MoveTask{QueueID: q.ID, SourceARN: q.ARN, DestinationARN: destination, StartedAt: time.Now(), Kind: kind},
 		Selection: sel.JSON(), Actor: "test",
 	})
 	if err != nil {
@@ -457,5 +463,65 @@ func (w *motoWorld) checkWhole(t *testing.T, m types.Message, trace bool) {
 	}
 	if w.fifo && m.Attributes["MessageGroupId"] != c.group {
 		t.Errorf("%s: MessageGroupId %q; want %q", id, m.Attributes["MessageGroupId"], c.group)
+	}
+}
+
+// TestDiscardAgainstMoto discards calls on moto into the archive, which keeps each one's body
+// and attributes (binary byte for byte) as sent, leaves the others in the DLQ, and restores
+// them to the source (moto gives no DeadLetterQueueSourceArn: the restore names it).
+func TestDiscardAgainstMoto(t *testing.T) {
+	t.Parallel()
+	endpoint := startMoto(t)
+	w := newMotoWorld(t, endpoint, "mcp-discards", "mcp-discards-dlq")
+	w.fail(t, failedCalls)
+	sel := engine.Selection{Tools: []string{"read_file", "web_search"}}
+	job := w.runKind(t, store.KindDiscard, sel, "")
+	want := map[string]int{} // tool call id → its index among failedCalls
+	for i, c := range failedCalls {
+		if c.tool == "read_file" || c.tool == "web_search" {
+			want[c.id] = i
+		}
+	}
+	total, n := len(failedCalls), len(want)
+	if job.Status != store.MoveTaskCompleted || job.Moved != int64(n) || job.Matched != int64(n) {
+		t.Fatalf("discard = %s %q, %d of %d; want COMPLETED, %d", job.Status, job.FailureReason, job.Moved, job.Matched, n)
+	}
+	if visible, inFlight := w.depth(t, w.dlqURL); visible != total-n || inFlight != 0 {
+		t.Errorf("the DLQ holds %d visible, %d in flight; want the %d others visible", visible, inFlight, total-n)
+	}
+	archived, err := w.store.ArchivedMessages(context.Background(), store.ArchiveFilter{})
+	if err != nil || len(archived) != n {
+		t.Fatalf("archive: %d messages, %v; want %d", len(archived), err, n)
+	}
+	for _, a := range archived {
+		i, ok := want[a.ToolCallID]
+		if !ok {
+			t.Errorf("archived %s, not selected", a.ToolCallID)
+			continue
+		}
+		c := failedCalls[i]
+		if a.Body != motoBody(i, c) {
+			t.Errorf("%s: archived body %q; sent %q", c.id, a.Body, motoBody(i, c))
+		}
+		for name, v := range motoAttributes(i, c) {
+			got := a.MessageAttributes[name]
+			if got.DataType != aws.ToString(v.DataType) || got.StringValue != aws.ToString(v.StringValue) || !bytes.Equal(got.BinaryValue, v.BinaryValue) {
+				t.Errorf("%s: archived attribute %s = %+v; sent %+v", c.id, name, got, v)
+			}
+		}
+		if a.SystemAttributes["SentTimestamp"] == "" || a.TraceHeader != motoTrace(i) {
+			t.Errorf("%s: archived system attributes %v, trace %q", c.id, a.SystemAttributes, a.TraceHeader)
+		}
+	}
+	restore := w.runKind(t, store.KindRestore, sel, w.sourceARN)
+	if restore.Status != store.MoveTaskCompleted || restore.Moved != int64(n) {
+		t.Fatalf("restore = %s %q, %d restored; want %d", restore.Status, restore.FailureReason, restore.Moved, n)
+	}
+	back := w.receiveAll(t, w.sourceURL)
+	if got := toolCallIDs(t, back); len(got) != n {
+		t.Errorf("the source holds %v; want the %d restored calls", got, n)
+	}
+	for _, m := range back {
+		w.checkWhole(t, m, false)
 	}
 }
