@@ -65,6 +65,22 @@ func (r *jobRun) archived(it item, now time.Time) store.ArchivedMessage {
 	}
 }
 
+// sqsAttributes are archived message attributes as SQS takes them again.
+func sqsAttributes(attrs map[string]store.ArchivedAttribute) map[string]types.MessageAttributeValue {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for name, v := range attrs {
+		a := types.MessageAttributeValue{DataType: aws.String(v.DataType), BinaryValue: v.BinaryValue}
+		if v.BinaryValue == nil {
+			a.StringValue = aws.String(v.StringValue)
+		}
+		out[name] = a
+	}
+	return out
+}
+
 func entriesOf(items []item) []store.JournalEntry {
 	out := make([]store.JournalEntry, len(items))
 	for i, it := range items {
@@ -196,27 +212,10 @@ func (r *jobRun) restoreBatch(ctx context.Context, msgs []store.ArchivedMessage,
 	}
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(d.url)}
 	for i, m := range msgs {
-		e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body)}
-		if len(m.MessageAttributes) > 0 {
-			e.MessageAttributes = map[string]types.MessageAttributeValue{}
-			for name, v := range m.MessageAttributes {
-				a := types.MessageAttributeValue{DataType: aws.String(v.DataType), BinaryValue: v.BinaryValue}
-				if v.BinaryValue == nil {
-					a.StringValue = aws.String(v.StringValue)
-				}
-				e.MessageAttributes[name] = a
-			}
-		}
-		if m.TraceHeader != "" {
-			e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
-				string(types.MessageSystemAttributeNameAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(m.TraceHeader)},
-			}
-		}
-		if d.fifo {
-			e.MessageGroupId = aws.String(m.GroupID)
-			e.MessageDeduplicationId = aws.String(DeduplicationID(r.job.ID, entries[i].MessageID))
-		}
-		in.Entries = append(in.Entries, e)
+		in.Entries = append(in.Entries, r.sendEntry(i, d, outgoing{
+			body: m.Body, attributes: sqsAttributes(m.MessageAttributes), trace: m.TraceHeader,
+			group: m.GroupID, key: entries[i].MessageID,
+		}))
 	}
 	out, err := r.client.SendMessageBatch(ctx, in)
 	if err != nil {

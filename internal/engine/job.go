@@ -477,21 +477,11 @@ func (r *jobRun) sendBatch(ctx context.Context, d destination, chunk []item) (se
 	}
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(d.url)}
 	for i, it := range chunk {
-		e := types.SendMessageBatchRequestEntry{
-			Id:                aws.String(strconv.Itoa(i)),
-			MessageBody:       it.m.Body,
-			MessageAttributes: it.m.MessageAttributes,
-		}
-		if trace := it.m.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]; trace != "" {
-			e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
-				string(types.MessageSystemAttributeNameAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(trace)},
-			}
-		}
-		if d.fifo {
-			e.MessageGroupId = aws.String(it.read.GroupID)
-			e.MessageDeduplicationId = aws.String(DeduplicationID(r.job.ID, it.read.MessageID))
-		}
-		in.Entries = append(in.Entries, e)
+		in.Entries = append(in.Entries, r.sendEntry(i, d, outgoing{
+			body: aws.ToString(it.m.Body), attributes: it.m.MessageAttributes,
+			trace: it.m.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)],
+			group: it.read.GroupID, key: it.read.MessageID,
+		}))
 	}
 	out, err := r.client.SendMessageBatch(ctx, in)
 	if err != nil {
@@ -532,6 +522,35 @@ func (r *jobRun) sendBatch(ctx context.Context, d destination, chunk []item) (se
 		}
 	}
 	return sent, nil
+}
+
+// outgoing is a message as a job sends it: a received one (a redrive) or an archived one (a
+// restore). key names it in the job's journal, and so in its deduplication id.
+type outgoing struct {
+	body       string
+	attributes map[string]types.MessageAttributeValue
+	trace      string // AWSTraceHeader
+	group      string
+	key        string
+}
+
+// sendEntry is the i-th entry of a SendMessageBatch to d: the body, every message attribute,
+// the trace header (the one system attribute a sender may set), and on FIFO the group and the
+// job's deduplication id for the message.
+func (r *jobRun) sendEntry(i int, d destination, o outgoing) types.SendMessageBatchRequestEntry {
+	e := types.SendMessageBatchRequestEntry{
+		Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(o.body), MessageAttributes: o.attributes,
+	}
+	if o.trace != "" {
+		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(o.trace)},
+		}
+	}
+	if d.fifo {
+		e.MessageGroupId = aws.String(o.group)
+		e.MessageDeduplicationId = aws.String(DeduplicationID(r.job.ID, o.key))
+	}
+	return e
 }
 
 // journalFailed journals messages that matched but could not be sent: they stay in the DLQ and

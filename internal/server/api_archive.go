@@ -38,13 +38,7 @@ func (s *Server) startDiscard(c echo.Context) error {
 		Queue: ref, Selection: body.Selection, Discard: true,
 		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})
-	if task.Repeat {
-		c.Response().Header().Set(headerIdempotentReplayed, "true")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, s.opts.Views.Redrive(task.MoveTask))
+	return s.answerStart(c, task, err)
 }
 
 // startRestore answers POST /api/v1/queues/{queue}/archive/restores: 202 and the restore, a
@@ -62,13 +56,7 @@ func (s *Server) startRestore(c echo.Context) error {
 		Queue: ref, Selection: body.Selection, Destination: body.Destination,
 		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})
-	if task.Repeat {
-		c.Response().Header().Set(headerIdempotentReplayed, "true")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, s.opts.Views.Redrive(task.MoveTask))
+	return s.answerStart(c, task, err)
 }
 
 // archiveQuery reads an archive list's query: ?toolName, ?q, ?cursor, ?limit.

@@ -125,8 +125,14 @@ func (s *Server) startRedrive(c echo.Context) error {
 		// A repeat with the same key is answered as the first start was; the action checks it.
 		IdempotencyKey: c.Request().Header.Get(headerIdempotencyKey),
 	})
+	return s.answerStart(c, task, err)
+}
+
+// answerStart answers a start of the API's (a redrive, a discard, a restore): 202 and the
+// redrive, or the refusal; a repeat of an earlier start's idempotency key is marked as one,
+// a refusal repeated too (the error handler keeps the header).
+func (s *Server) answerStart(c echo.Context, task actions.StartedRedrive, err error) error {
 	if task.Repeat {
-		// A refusal repeated is marked too: the error handler keeps the header.
 		c.Response().Header().Set(headerIdempotentReplayed, "true")
 	}
 	if err != nil {
