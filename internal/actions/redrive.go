@@ -146,7 +146,12 @@ func (s *Service) startRedrive(ctx context.Context, actor Actor, req StartRedriv
 	if req.Selection != nil {
 		return s.startSelection(ctx, q, req, destARN, rate, actor)
 	}
+	return s.startMoveTask(ctx, client, q, a, tasks, destARN, rate)
+}
 
+// startMoveTask calls StartMessageMoveTask for a checked start, the caller holding q's lock with
+// its intent written, and stores the task it started.
+func (s *Service) startMoveTask(ctx context.Context, client SQSAPI, q store.Queue, a *attempt, tasks queueTasks, destARN string, rate int) (store.MoveTask, error) {
 	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(q.ARN)}
 	if destARN != "" {
 		in.DestinationArn = aws.String(destARN)
