@@ -96,6 +96,7 @@ var (
 	descDLQDepth  = prometheus.NewDesc("toolq_dlq_messages", "Visible messages of a dead-letter queue.", labels, nil)
 	descHealth    = prometheus.NewDesc("toolq_queue_health", "Queue health: 0 ok, 1 unknown (a rule could not be checked), 2 warning, 3 critical.", labels, nil)
 	descBlocked   = prometheus.NewDesc("toolq_queue_blocked_groups", "FIFO message groups (sessions) the newest sample of an opted-in source queue found blocked behind a failing head message.", labels, nil)
+	descNearMax   = prometheus.NewDesc("toolq_queue_near_max_receive_messages", "Messages the newest sample of a queue with a redrive policy found with at most one delivery left before maxReceiveCount sends them to its dead-letter queue; 0 without a sample.", labels, nil)
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
 	// The labels are bounded: rule ids are a fixed list (views.AdviceRules), queues the watched ones.
 	descAdvice = prometheus.NewDesc("toolq_advice", "1 for each advisor rule that fires on a queue (GET /api/v1/advice says what and how to fix it); absent when it holds or is turned off.",
@@ -131,12 +132,16 @@ var (
 		"When the sample the outcome counts was taken (its age); absent before a sample since the redrive started.", labels, nil)
 	descTriageErr = prometheus.NewDesc("toolq_triage_metrics_error", "1 when the sample and redrive gauges could not be read at this scrape.", nil, nil)
 	descArchive   = prometheus.NewDesc("toolq_archive_messages", "Messages discards took out of dead-letter queues that toolq's archive keeps, restored ones included; absent when the archive cannot be read.", nil, nil)
+	// The collector's own estimate, as /status shows it: GetMetricData is billed per metric
+	// requested, which no call count says.
+	descCost = prometheus.NewDesc("toolq_aws_cost_usd_per_day",
+		"The collector's AWS cost a day at list prices and its current cadences, by loop (their sum is the total /status shows); absent before the first estimate.", []string{"loop"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVisible, descInFlight, descDelayed, descOldestAge, descDLQDepth, descHealth, descBlocked,
-		descScrapeErr, descAdvice, descRegionVisible, descOperationFailing, descSightErr, descByTool, descByDimension, descMoved,
+		descScrapeErr, descAdvice, descRegionVisible, descOperationFailing, descSightErr, descCost, descNearMax, descByTool, descByDimension, descMoved,
 		descToMove, descTriageErr, descOutcomeRemembered, descOutcomeBack, descOutcomeBackByTool, descOutcomeSettled, descOutcomeChecked, descArchive} {
 		ch <- d
 	}
@@ -168,6 +173,9 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		if !qs.Gone {
 			queueGauges(gauge, qs)
 		}
+	}
+	for _, l := range snap.Overview.Cost.Loops {
+		gauge(descCost, l.USDPerDay, l.Loop)
 	}
 	for _, r := range snap.Regions(snap.At) {
 		gauge(descRegionVisible, btof(!r.Blind), r.Region)
@@ -236,6 +244,20 @@ func queueGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qs vie
 	if qs.FIFO && !qs.IsDeadLetterQueue {
 		gauge(descBlocked, float64(qs.BlockedGroups), lv...)
 	}
+	if qs.MaxReceiveCount != nil {
+		gauge(descNearMax, nearMaxReceive(qs.Health), lv...)
+	}
+}
+
+// nearMaxReceive is how many messages the health's near-maxReceiveCount rule counted, 0 when
+// it found none.
+func nearMaxReceive(h views.Health) float64 {
+	for _, f := range h.Findings {
+		if f.Kind == views.ProblemNearMax {
+			return f.Size
+		}
+	}
+	return 0
 }
 
 // breakdownGauges are one dead-letter queue's sample series by tool and by dimension. A tool may

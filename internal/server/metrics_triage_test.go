@@ -17,7 +17,8 @@ import (
 
 // TestTriageMetrics: the DLQ's sample by tool and by dimension, bounded to the top 10 plus
 // "(other)" however many tool names the messages bring; blocked groups by queue; a running move
-// task's progress; and every series clean under promtool's rules.
+// task's progress; the messages near maxReceiveCount; the collector's cost by loop; and every
+// series clean under promtool's rules.
 func TestTriageMetrics(t *testing.T) {
 	t.Parallel()
 	// A sample of 10,000 messages is 20 times the collector's cap; grouping it three ways takes
@@ -58,8 +59,18 @@ func TestTriageMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.w.Store.SaveSample(ctx, store.Sample{QueueID: fifo.ID, Kind: store.SampleSource, At: now, Seen: 3, ApproxVisible: 3}, nil,
+	// Two of its messages have one delivery left of calls.fifo's maxReceiveCount.
+	near := []store.SampledMessage{
+		{QueueID: fifo.ID, MessageID: "near-1", ReceiveCount: 1, SentAt: now, NearMaxReceive: true},
+		{QueueID: fifo.ID, MessageID: "near-2", ReceiveCount: 1, SentAt: now, NearMaxReceive: true},
+		{QueueID: fifo.ID, MessageID: "fresh", SentAt: now},
+	}
+	if _, err := h.w.Store.SaveSample(ctx, store.Sample{QueueID: fifo.ID, Kind: store.SampleSource, At: now, Seen: 3, ApproxVisible: 3}, near,
 		[]store.GroupBacklog{{GroupID: "sess_a", Messages: 2, HeadReceiveCount: 3, Blocked: true}, {GroupID: "sess_b", Messages: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.w.Store.SetCostEstimate(ctx, store.CostEstimate{At: now, TotalUSDPerDay: 1.5,
+		Loops: []store.LoopCost{{Loop: "attributes", USD: 0.25}, {Loop: "metrics", USD: 1.25}}}); err != nil {
 		t.Fatal(err)
 	}
 	if rec := h.do(t, apiRequest{method: "POST", target: "/api/v1/queues/orders-dlq/redrives", header: jsonPost(h.operator)}); rec.Code != 202 {
@@ -92,6 +103,10 @@ func TestTriageMetrics(t *testing.T) {
 		`toolq_dlq_sampled_messages{queue="orders-dlq",region="us-east-1",tool="(none)"} 10`,
 		`toolq_dlq_sampled_messages_by_dimension{dimension="mcpServer",queue="orders-dlq",region="us-east-1",value="server-00"} 854`,
 		`toolq_queue_blocked_groups{queue="calls.fifo",region="us-east-1"} 1`,
+		`toolq_queue_near_max_receive_messages{queue="calls.fifo",region="us-east-1"} 2`,
+		`toolq_queue_near_max_receive_messages{queue="orders",region="us-east-1"} 0`,
+		`toolq_aws_cost_usd_per_day{loop="attributes"} 0.25`,
+		`toolq_aws_cost_usd_per_day{loop="metrics"} 1.25`,
 		`toolq_redrive_to_move_messages{queue="orders-dlq",region="us-east-1"} 5`,
 		`toolq_redrive_moved_messages{queue="orders-dlq",region="us-east-1"} 0`,
 		`toolq_triage_metrics_error 0`,
@@ -108,6 +123,9 @@ func TestTriageMetrics(t *testing.T) {
 	}
 	if strings.Contains(body, `toolq_queue_blocked_groups{queue="orders"`) {
 		t.Error("a standard queue has a blocked-groups gauge")
+	}
+	if strings.Contains(body, `toolq_queue_near_max_receive_messages{queue="orders-dlq"`) {
+		t.Error("a queue without a redrive policy has a near-maxReceiveCount gauge")
 	}
 
 	mfs, err := h.registry.Gather()
