@@ -74,9 +74,10 @@ func runTokenCommand(ctx context.Context, env *environment, args []string) error
 			return fmt.Errorf("token list: %w", err)
 		}
 		w := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tROLE\tCREATED\tLAST USED\tREVOKED")
+		// The id is how the audit log tells a token from a later one given the same name.
+		fmt.Fprintln(w, "ID\tNAME\tROLE\tCREATED\tLAST USED\tREVOKED")
 		for _, t := range tokens {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, when(t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, when(t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt))
 		}
 		return w.Flush()
 	}

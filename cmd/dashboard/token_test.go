@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -44,7 +46,7 @@ func TestTokenCommands(t *testing.T) {
 	}
 
 	out, _, err = runForTest(t, "token", "list", "--db", db)
-	if err != nil || !strings.Contains(out, "slackbot") || strings.Contains(out, plain) {
+	if err != nil || !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+slackbot\s`, tok.ID)).MatchString(out) || strings.Contains(out, plain) {
 		t.Fatalf("token list: err %v, output:\n%s", err, out)
 	}
 	if _, _, err := runForTest(t, "token", "revoke", "--name", "slackbot", "--db", db); err != nil {

@@ -57,6 +57,23 @@ type Actor struct {
 	Kind       auth.Kind
 	Role       auth.Role
 	RemoteAddr string
+	// TokenID is the store id of the actor's API token (auth.Identity.TokenID), 0 for other
+	// kinds: the audit log keeps it beside the name, which a later token may take again.
+	TokenID int64
+	// Credential is auth.Identity.Credential: the token, browser session or proxy user the
+	// request came with. Confirmations and idempotency keys are bound to it, never to the name.
+	Credential string
+}
+
+// credential is what binds an actor's confirmations and idempotency keys. The server always
+// sets Credential; an Actor made without one (a caller inside the process) is bound to its kind
+// and name, which no request can share with a credential (those name a token id, a session or
+// "proxy:" and "none:" as auth makes them).
+func (a Actor) credential() string {
+	if a.Credential != "" {
+		return a.Credential
+	}
+	return "actor:" + string(a.Kind) + ":" + a.Name
 }
 
 // StartRedriveRequest asks for a move task out of a dead-letter queue.
@@ -158,7 +175,7 @@ type Store interface {
 	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
 	PendingIntents(ctx context.Context) ([]store.AuditEntry, error)
-	IntentByKey(ctx context.Context, actor, key string) (store.AuditEntry, error)
+	IntentByKey(ctx context.Context, credential, key string) (store.AuditEntry, error)
 	OutcomeOf(ctx context.Context, intentID int64) (store.AuditEntry, error)
 	AcceptedFor(ctx context.Context, action string, moveTaskID int64) (store.AuditEntry, error)
 	UpsertMoveTask(ctx context.Context, t store.MoveTask) (int64, error)
@@ -393,6 +410,8 @@ func (s *Service) entry(a attempt, result, detail string) store.AuditEntry {
 		At:         s.now(),
 		Actor:      cmp.Or(a.actor.Name, "unknown"),
 		ActorKind:  string(a.actor.Kind),
+		TokenID:    a.actor.TokenID,
+		Credential: a.actor.credential(),
 		Role:       string(a.actor.Role),
 		Action:     a.action,
 		QueueName:  name,

@@ -20,7 +20,8 @@ import (
 // .Confirmation) then starts exactly the start that was previewed, once. The token is signed
 // with the server's key, names its caller, the dead-letter queue, the destination and the rate,
 // and lasts ConfirmationTTL: replicas that share the key accept each other's tokens, and nothing
-// is stored until the start.
+// is stored until the start. The caller is its credential (a token's id, a browser session, a
+// proxy user), not its name: a new token given a revoked one's name redeems none of its previews.
 
 // ActionPreviewRedrive is the audit action of a preview: no AWS call, no intent, one entry with
 // its outcome (the confirmation given, or why not).
@@ -63,7 +64,7 @@ type RedrivePreview struct {
 
 // confirmation is what a token says, signed.
 type confirmation struct {
-	Actor       string `json:"a"` // the actor's kind and name
+	Actor       string `json:"a"` // the actor's credential (Actor.Credential)
 	QueueARN    string `json:"q"`
 	Destination string `json:"d,omitempty"` // as the caller wrote it
 	Rate        int    `json:"r,omitempty"`
@@ -71,9 +72,6 @@ type confirmation struct {
 	Expires     int64  `json:"e"`           // unix seconds
 	Nonce       string `json:"n"`
 }
-
-// actorKey names an actor in a token: a token of one caller confirms nothing for another.
-func actorKey(a Actor) string { return string(a.Kind) + ":" + a.Name }
 
 // idempotencyKey is the key a confirmed start carries: a token confirms one start, so a second
 // use finds the first in the audit log.
@@ -194,7 +192,7 @@ func (s *Service) previewRedrive(ctx context.Context, actor Actor, req StartRedr
 	}
 	if sign {
 		p.ExpiresAt = s.now().Add(ConfirmationTTL).Truncate(time.Second)
-		c := confirmation{Actor: actorKey(actor), QueueARN: q.ARN, Destination: req.Destination, Rate: rate,
+		c := confirmation{Actor: actor.credential(), QueueARN: q.ARN, Destination: req.Destination, Rate: rate,
 			Selection: selectionDigest(req.Selection, req.Discard), Expires: p.ExpiresAt.Unix(), Nonce: rand.Text()}
 		p.Token = c.seal(s.signer)
 	}
@@ -211,7 +209,7 @@ func (s *Service) checkConfirmation(actor Actor, token string) (confirmation, er
 	if err != nil {
 		return confirmation{}, err
 	}
-	if c.Actor != actorKey(actor) {
+	if c.Actor != actor.credential() {
 		return confirmation{}, refuse(Forbidden, "confirmation_mismatch", "this confirmation was given to another caller: preview the redrive yourself")
 	}
 	if expired := time.Unix(c.Expires, 0); !s.now().Before(expired) {

@@ -83,7 +83,8 @@ func (s *Service) reconcileQueue(ctx context.Context, client SQSAPI, q store.Que
 	claimed := make(map[int64]bool) // tasks given to an intent in this pass
 	for _, intent := range intents {
 		outcome := store.AuditEntry{
-			At: s.now(), Actor: intent.Actor, ActorKind: intent.ActorKind, Role: intent.Role, Action: intent.Action,
+			At: s.now(), Actor: intent.Actor, ActorKind: intent.ActorKind, TokenID: intent.TokenID, Credential: intent.Credential,
+			Role: intent.Role, Action: intent.Action,
 			QueueName: intent.QueueName, QueueARN: intent.QueueARN, Params: intent.Params, RemoteAddr: intent.RemoteAddr,
 			IntentID: intent.ID,
 		}

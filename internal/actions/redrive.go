@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -231,12 +230,13 @@ func parseKey(key string) (string, error) {
 	return key, nil
 }
 
-// firstAnswer answers a start whose idempotency key an earlier start of the same actor carried:
+// firstAnswer answers a start whose idempotency key an earlier start with the same credential
+// (the same token, session or proxy user; not merely the same name) carried:
 // with that start's task or refusal (repeat true), after settling it from ListMessageMoveTasks if
 // its process stopped before its outcome. A key first used for another request is refused. It
 // reports repeat false when the key is new.
 func (s *Service) firstAnswer(ctx context.Context, client SQSAPI, q store.Queue, a *attempt) (task store.MoveTask, err error, repeat bool) {
-	intent, err := s.store.IntentByKey(ctx, cmp.Or(a.actor.Name, "unknown"), a.key)
+	intent, err := s.store.IntentByKey(ctx, a.actor.credential(), a.key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.MoveTask{}, nil, false

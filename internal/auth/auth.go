@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -64,13 +65,24 @@ type Identity struct {
 	// TokenID is the store id of the API token of a KindToken identity, 0 for other kinds. Embed
 	// links made by a token carry it, so that revoking the token ends them too.
 	TokenID int64
+	// Credential names the credential the request was made with, not the name it goes by:
+	// "token:<id>" for a Bearer token, "session:<ref>" for a browser session (ref is derived from
+	// the session's random id, never the id itself), "proxy:<user>" for a proxy user,
+	// "none:anonymous" under --auth none. Confirmations, idempotency keys and CSRF pairs are
+	// bound to it, so that a new token given a revoked one's name, or a token named like a proxy
+	// user, is another caller. Empty for embed links, which cannot act.
+	Credential string
 }
 
 // CanAct reports whether the identity may start and cancel redrives.
 func (i Identity) CanAct() bool { return i.Role == RoleOperator }
 
 // Anonymous is the identity of every request when auth is off.
-var Anonymous = Identity{Name: "anonymous", Kind: KindNone, Role: RoleOperator, Via: ViaNone}
+var Anonymous = Identity{Name: "anonymous", Kind: KindNone, Role: RoleOperator, Via: ViaNone, Credential: "none:anonymous"}
+
+// tokenCredential is the Credential of a request made with the token of that id by its Bearer
+// header.
+func tokenCredential(id int64) string { return "token:" + strconv.FormatInt(id, 10) }
 
 // Mode is how requests are authenticated (--auth).
 type Mode string

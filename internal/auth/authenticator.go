@@ -208,7 +208,7 @@ func (a *Authenticator) fromBearer(ctx context.Context, header string) (Identity
 		return Identity{}, a.lookupError(err)
 	}
 	a.touch(ctx, t)
-	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaBearer, TokenID: t.ID}, nil
+	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaBearer, TokenID: t.ID, Credential: tokenCredential(t.ID)}, nil
 }
 
 // lookupError turns a failed token lookup into ErrInvalidCredentials, keeping other failures

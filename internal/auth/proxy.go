@@ -39,7 +39,7 @@ func (a *Authenticator) fromProxy(r *http.Request) (Identity, error) {
 	if role == "" {
 		return Identity{}, ErrNoRole
 	}
-	return Identity{Name: user, Kind: KindProxy, Role: role, Via: ViaProxy}, nil
+	return Identity{Name: user, Kind: KindProxy, Role: role, Via: ViaProxy, Credential: "proxy:" + user}, nil
 }
 
 // peerAddr parses the address of the direct peer (never a forwarded one).

@@ -62,7 +62,7 @@ func (a *Authenticator) Login(ctx context.Context, plain string, secure bool) (*
 		Secure:   secure || a.secure,
 		SameSite: http.SameSiteLaxMode,
 	}
-	return c, Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaSession, TokenID: t.ID}, nil
+	return c, a.sessionIdentity(t, sid), nil
 }
 
 // Logout ends the session a cookie value names, on the server: the cookie, and every copy of it,
@@ -110,7 +110,42 @@ func (a *Authenticator) fromSession(ctx context.Context, value string) (Identity
 		return Identity{}, ErrInvalidCredentials
 	}
 	a.touch(ctx, t)
-	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaSession, TokenID: t.ID}, nil
+	return a.sessionIdentity(t, sess.id), nil
+}
+
+// sessionIdentity is who a browser session of token t, with the random id sid, is.
+func (a *Authenticator) sessionIdentity(t store.Token, sid []byte) Identity {
+	return Identity{Name: t.Name, Kind: KindToken, Role: Role(t.Role), Via: ViaSession, TokenID: t.ID,
+		Credential: a.sessionCredential(sid)}
+}
+
+// sessionCredential names a session in Identity.Credential: a signature of its random id under
+// a purpose of its own, so that what the audit log keeps of it opens nothing (neither the
+// cookie, which needs the id, nor the store's row, which is keyed by the id's SHA-256).
+func (a *Authenticator) sessionCredential(sid []byte) string {
+	return "session:" + enc(a.sign("session-ref", sid)[:12])
+}
+
+// PublicCredential is the Credential of a request to a public path (the sign-in and sign-out
+// forms), which is not authenticated: under --auth none the anonymous operator's, in proxy mode
+// the proxy user's, in token mode the session its cookie names (signed, even if it has ended or
+// expired: signing out of an ended session must still pass the CSRF check), else "" (nobody).
+func (a *Authenticator) PublicCredential(r *http.Request) string {
+	switch a.mode {
+	case ModeNone:
+		return Anonymous.Credential
+	case ModeProxy:
+		if id, err := a.fromProxy(r); err == nil {
+			return id.Credential
+		}
+	case ModeToken:
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			if sess, ok := a.parseSession(c.Value); ok {
+				return a.sessionCredential(sess.id)
+			}
+		}
+	}
+	return ""
 }
 
 // sessionRef is what a session cookie holds.

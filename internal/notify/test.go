@@ -27,6 +27,7 @@ type TestRequest struct {
 	Target     string
 	By         string
 	ByKind     auth.Kind
+	ByTokenID  int64 // the store id of By's API token, 0 for other kinds
 	Role       auth.Role
 	RemoteAddr string
 }
@@ -82,7 +83,7 @@ func (s *Service) auditTest(ctx context.Context, r TestRequest, sent []string, e
 		by = "unknown"
 	}
 	if _, aerr := s.opts.Store.AppendAudit(actx, store.AuditEntry{At: s.opts.Now().UTC(), Actor: by, ActorKind: string(r.ByKind),
-		Role: string(r.Role), Action: "notify.test", Params: string(params), Result: result, Detail: detail, RemoteAddr: r.RemoteAddr}); aerr != nil {
+		TokenID: r.ByTokenID, Role: string(r.Role), Action: "notify.test", Params: string(params), Result: result, Detail: detail, RemoteAddr: r.RemoteAddr}); aerr != nil {
 		s.log.Error("notify: audit a test", "err", aerr)
 		return
 	}

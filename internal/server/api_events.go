@@ -187,7 +187,7 @@ func (s *Server) sendTest(c echo.Context, target string) ([]string, error) {
 		return nil, errNoTarget
 	}
 	id := identity(c)
-	queued, err := s.opts.Notifier.SendTest(c.Request().Context(), notify.TestRequest{Target: target, By: id.Name, ByKind: id.Kind, Role: id.Role, RemoteAddr: c.RealIP()})
+	queued, err := s.opts.Notifier.SendTest(c.Request().Context(), notify.TestRequest{Target: target, By: id.Name, ByKind: id.Kind, ByTokenID: id.TokenID, Role: id.Role, RemoteAddr: c.RealIP()})
 	switch {
 	case errors.Is(err, notify.ErrForbidden):
 		return nil, newError(http.StatusForbidden, "forbidden", "only operators may send test notifications")

@@ -299,7 +299,7 @@ func checkNames(raw []byte, names map[string]bool) error {
 // actor returns who asks for an action, for the actions service and its audit log.
 func actor(c echo.Context) actions.Actor {
 	id := identity(c)
-	return actions.Actor{Name: id.Name, Kind: id.Kind, Role: id.Role, RemoteAddr: c.RealIP()}
+	return actions.Actor{Name: id.Name, Kind: id.Kind, Role: id.Role, RemoteAddr: c.RealIP(), TokenID: id.TokenID, Credential: id.Credential}
 }
 
 // messageParams are the query parameters of the message lists besides the dimensions': a

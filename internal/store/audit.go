@@ -7,13 +7,13 @@ import (
 )
 
 const auditColumns = `id, at, actor, actor_kind, role, action, queue_name, queue_arn, params, result, detail,
-	remote_addr, intent_id, idempotency_key, code, kind, move_task_id`
+	remote_addr, intent_id, idempotency_key, code, kind, move_task_id, token_id, credential`
 
 func scanAudit(r rowScanner) (AuditEntry, error) {
 	var e AuditEntry
 	var at int64
 	err := r.Scan(&e.ID, &at, &e.Actor, &e.ActorKind, &e.Role, &e.Action, &e.QueueName, &e.QueueARN, &e.Params,
-		&e.Result, &e.Detail, &e.RemoteAddr, &e.IntentID, &e.IdempotencyKey, &e.Code, &e.Kind, &e.MoveTaskID)
+		&e.Result, &e.Detail, &e.RemoteAddr, &e.IntentID, &e.IdempotencyKey, &e.Code, &e.Kind, &e.MoveTaskID, &e.TokenID, &e.Credential)
 	e.At = fromMS(at)
 	return e, err
 }
@@ -31,10 +31,10 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	var id int64
 	err := s.wdb.QueryRowContext(ctx, `
 		INSERT INTO audit_log (at, actor, actor_kind, role, action, queue_name, queue_arn, params, result,
-			detail, remote_addr, intent_id, idempotency_key, code, kind, move_task_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			detail, remote_addr, intent_id, idempotency_key, code, kind, move_task_id, token_id, credential)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		ms(e.At), e.Actor, e.ActorKind, e.Role, e.Action, e.QueueName, e.QueueARN, e.Params, e.Result,
-		e.Detail, e.RemoteAddr, e.IntentID, e.IdempotencyKey, e.Code, e.Kind, e.MoveTaskID).Scan(&id)
+		e.Detail, e.RemoteAddr, e.IntentID, e.IdempotencyKey, e.Code, e.Kind, e.MoveTaskID, e.TokenID, e.Credential).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: append audit %s: %w", e.Action, err)
 	}
@@ -84,11 +84,11 @@ func (s *Store) PendingIntents(ctx context.Context) ([]AuditEntry, error) {
 	return out, nil
 }
 
-// IntentByKey returns the intent an actor's action carried an idempotency key on, ErrNotFound
-// when there is none.
-func (s *Store) IntentByKey(ctx context.Context, actor, key string) (AuditEntry, error) {
+// IntentByKey returns the intent an action made with a credential (AuditEntry.Credential)
+// carried an idempotency key on, ErrNotFound when there is none.
+func (s *Store) IntentByKey(ctx context.Context, credential, key string) (AuditEntry, error) {
 	e, err := scanAudit(s.db.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log
-		WHERE actor = ? AND idempotency_key = ? AND result = ? ORDER BY id LIMIT 1`, actor, key, AuditIntent))
+		WHERE credential = ? AND idempotency_key = ? AND result = ? ORDER BY id LIMIT 1`, credential, key, AuditIntent))
 	if err != nil {
 		return AuditEntry{}, fmt.Errorf("store: intent by key: %w", notFound(err))
 	}

@@ -67,22 +67,24 @@ func TestAudit(t *testing.T) {
 }
 
 // TestAuditIntents: an action records its intent before calling AWS and its outcome after; the
-// intents no outcome names are pending, an idempotency key finds its intent again, and an
-// accepted outcome is found by the move task it started.
+// intents no outcome names are pending, an idempotency key finds its intent again under the
+// credential that carried it (not another credential of the same name), and an accepted outcome
+// is found by the move task it started.
 func TestAuditIntents(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
 		ctx := context.Background()
 		s := open(t)
-		intent := func(actor, key string) int64 {
+		intent := func(actor, credential, key string) int64 {
 			t.Helper()
-			id, err := s.AppendAudit(ctx, AuditEntry{At: t0, Actor: actor, Action: "redrive.start", QueueName: "a-dlq", Result: AuditIntent, IdempotencyKey: key})
+			id, err := s.AppendAudit(ctx, AuditEntry{At: t0, Actor: actor, Credential: credential, TokenID: 7, Action: "redrive.start",
+				QueueName: "a-dlq", Result: AuditIntent, IdempotencyKey: key})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return id
 		}
-		done, open1, other := intent("bot", "k1"), intent("bot", "k2"), intent("ops", "k1")
+		done, open1, other := intent("bot", "token:7", "k1"), intent("bot", "token:7", "k2"), intent("ops", "proxy:ops", "k1")
 		if _, err := s.OutcomeOf(ctx, done); !errors.Is(err, ErrNotFound) {
 			t.Errorf("OutcomeOf before the outcome = %v; want ErrNotFound", err)
 		}
@@ -99,10 +101,18 @@ func TestAuditIntents(t *testing.T) {
 		if err != nil || len(pending) != 1 || pending[0].ID != open1 {
 			t.Errorf("PendingIntents = %+v, %v; want the one without an outcome", pending, err)
 		}
-		if e, err := s.IntentByKey(ctx, "bot", "k1"); err != nil || e.ID != done {
-			t.Errorf("IntentByKey(bot, k1) = %+v, %v; want %d", e, err, done)
+		if e, err := s.IntentByKey(ctx, "token:7", "k1"); err != nil || e.ID != done || e.TokenID != 7 || e.Credential != "token:7" {
+			t.Errorf("IntentByKey(token:7, k1) = %+v, %v; want %d with its token id", e, err, done)
 		}
-		if _, err := s.IntentByKey(ctx, "bot", "k3"); !errors.Is(err, ErrNotFound) {
+		if e, err := s.IntentByKey(ctx, "proxy:ops", "k1"); err != nil || e.ID != other {
+			t.Errorf("IntentByKey(proxy:ops, k1) = %+v, %v; want %d", e, err, other)
+		}
+		for _, credential := range []string{"token:8", "proxy:bot", "bot"} {
+			if _, err := s.IntentByKey(ctx, credential, "k1"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("IntentByKey(%s, k1), another credential = %v; want ErrNotFound", credential, err)
+			}
+		}
+		if _, err := s.IntentByKey(ctx, "token:7", "k3"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("IntentByKey of an unknown key = %v; want ErrNotFound", err)
 		}
 		if e, err := s.OutcomeOf(ctx, done); err != nil || e.ID != outcome || e.Result != AuditAccepted {

@@ -423,10 +423,16 @@ const (
 
 // AuditEntry is one action's intent, or its outcome: accepted, refused, failed or repeated.
 type AuditEntry struct {
-	ID         int64
-	At         time.Time
-	Actor      string // token name or proxy user; "anonymous" with --auth none
-	ActorKind  string // "token", "proxy" or "none"
+	ID        int64
+	At        time.Time
+	Actor     string // token name or proxy user; "anonymous" with --auth none
+	ActorKind string // "token", "proxy" or "none"
+	// TokenID is the store id of the actor's API token (0 for other kinds): a name may be
+	// taken again by a new token once the old one is revoked, an id never.
+	TokenID int64
+	// Credential is the credential the action came with (auth.Identity.Credential: a token's
+	// id, a browser session, a proxy user): an idempotency key is looked up under it.
+	Credential string
 	Role       string
 	Action     string // e.g. "redrive.start", "redrive.cancel", "token.create"
 	QueueName  string

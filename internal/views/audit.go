@@ -34,6 +34,7 @@ func (s *Service) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 			At:             e.At.UTC(),
 			Actor:          e.Actor,
 			ActorKind:      e.ActorKind,
+			TokenID:        e.TokenID,
 			Role:           e.Role,
 			Action:         e.Action,
 			Queue:          e.QueueName,

@@ -495,14 +495,17 @@ type SelectionJob struct {
 
 // AuditEntry is one row of the audit log.
 type AuditEntry struct {
-	ID        int64          `json:"id"`
-	At        time.Time      `json:"at"`
-	Actor     string         `json:"actor"`
-	ActorKind string         `json:"actorKind"`
-	Role      string         `json:"role"`
-	Action    string         `json:"action"`
-	Queue     string         `json:"queue"`
-	Params    map[string]any `json:"params"` // never nil
+	ID        int64     `json:"id"`
+	At        time.Time `json:"at"`
+	Actor     string    `json:"actor"`
+	ActorKind string    `json:"actorKind"`
+	// TokenID is the store id of the actor's API token (actorKind "token"), absent for other
+	// kinds: tokens are named by people, and a revoked token's name may be given to a new one.
+	TokenID int64          `json:"tokenId,omitempty"`
+	Role    string         `json:"role"`
+	Action  string         `json:"action"`
+	Queue   string         `json:"queue"`
+	Params  map[string]any `json:"params"` // never nil
 	// Result is "intent" for what an action was about to ask of AWS, then its outcome:
 	// "accepted", "refused", "failed", or "repeated" for a start answered by its idempotency key.
 	Result string `json:"result"`
