@@ -15,11 +15,19 @@ import (
 )
 
 // CSRF protection. Browser forms and HTMX requests carry a token that must equal the one in the
-// toolq_csrf cookie (double submit); the cookie's value is signed with the server's key so a
-// sibling site cannot plant one. API requests authenticated by a Bearer header need nothing: a
-// hostile page cannot set that header. API requests that ride on a cookie, on the proxy's
-// session or on --auth none must be JSON (which a cross-site form cannot send without a CORS
-// preflight, and toolq answers none) and must not come from another site.
+// toolq_csrf cookie (double submit); the cookie's value is signed with the server's key, over the
+// credential of the request it was minted for (auth.Identity.Credential: the browser session, the
+// proxy user, the anonymous operator of --auth none, or nobody on the sign-in form), so that a
+// sibling site can plant neither a forged pair nor a genuine one minted for another session (its
+// own). A cookie minted for another credential is replaced on the next page, whose forms then
+// carry the new token: signing in starts a new pair. Under --auth none every visitor is the one
+// local operator, so its pairs are interchangeable; the loopback Host check and the same-origin
+// checks below stand between it and other sites.
+//
+// API requests authenticated by a Bearer header need nothing: a hostile page cannot set that
+// header. API requests that ride on a cookie, on the proxy's session or on --auth none must be
+// JSON (which a cross-site form cannot send without a CORS preflight, and toolq answers none)
+// and must not come from another site.
 const (
 	csrfCookie = "toolq_csrf"
 	csrfField  = "_csrf"
@@ -32,10 +40,11 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		api := isAPIPath(req.URL.Path)
-		cookieToken := s.csrfCookieToken(c)
+		binding := s.csrfBinding(c)
+		cookieToken := s.csrfCookieToken(c, binding)
 		if !api {
 			if cookieToken == "" {
-				cookieToken = s.newCSRFToken()
+				cookieToken = s.newCSRFToken(binding)
 				c.SetCookie(&http.Cookie{
 					Name: csrfCookie, Value: cookieToken, Path: "/",
 					HttpOnly: true, Secure: c.IsTLS(), SameSite: http.SameSiteLaxMode,
@@ -78,16 +87,35 @@ func csrfToken(c echo.Context) string {
 	return t
 }
 
-// newCSRFToken returns a random value with the server's signature.
-func (s *Server) newCSRFToken() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b) + "." +
-		base64.RawURLEncoding.EncodeToString(s.auth.Sign("csrf", b))
+// csrfPurpose separates the pairs' signatures from the key's other uses; v2 pairs are bound to
+// a credential, and v1 pairs (a random value alone) are replaced on the next page.
+const csrfPurpose = "csrf/v2"
+
+// csrfBinding is the credential a request's CSRF pair must be minted for: the identity's, or on
+// the public paths (sign-in, sign-out), which are not authenticated, the one their request
+// carries (auth.PublicCredential).
+func (s *Server) csrfBinding(c echo.Context) string {
+	if id, ok := c.Get("identity").(auth.Identity); ok {
+		return id.Credential
+	}
+	return s.auth.PublicCredential(c.Request())
 }
 
-// csrfCookieToken returns the request's CSRF cookie when its signature holds, else "".
-func (s *Server) csrfCookieToken(c echo.Context) string {
+// csrfMessage is what a pair's signature covers: the credential it is bound to and its random
+// value.
+func csrfMessage(binding string, random []byte) []byte {
+	return append(append([]byte(binding), 0), random...)
+}
+
+// newCSRFToken returns a random value with the server's signature over it and binding.
+func (s *Server) newCSRFToken(binding string) string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(s.auth.Sign(csrfPurpose, csrfMessage(binding, b)))
+}
+
+// csrfCookieToken returns the request's CSRF cookie when its signature holds for binding, else "".
+func (s *Server) csrfCookieToken(c echo.Context, binding string) string {
 	ck, err := c.Cookie(csrfCookie)
 	if err != nil || len(ck.Value) > 200 {
 		return ""
@@ -98,7 +126,7 @@ func (s *Server) csrfCookieToken(c echo.Context) string {
 	}
 	raw, err1 := base64.RawURLEncoding.DecodeString(r)
 	mac, err2 := base64.RawURLEncoding.DecodeString(m)
-	if err1 != nil || err2 != nil || !s.auth.Verify("csrf", raw, mac) {
+	if err1 != nil || err2 != nil || !s.auth.Verify(csrfPurpose, csrfMessage(binding, raw), mac) {
 		return ""
 	}
 	return ck.Value

@@ -15,34 +15,55 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 )
 
-// browserSession logs in through the real login form and returns the session and CSRF cookies
-// and the CSRF token.
-func browserSession(t *testing.T, h *apiHarness, token string) ([]*http.Cookie, string) {
+// signInPair returns the CSRF cookie of the sign-in form, as GET /login mints it for a browser
+// with no session: its value is the form's token.
+func signInPair(t *testing.T, h *apiHarness) *http.Cookie {
 	t.Helper()
 	rec := h.do(t, apiRequest{target: "/login"})
-	var csrf *http.Cookie
+	if c := cookieNamed(rec, csrfCookie); c != nil {
+		return c
+	}
+	t.Fatal("GET /login set no CSRF cookie")
+	return nil
+}
+
+// cookieNamed returns the cookie of that name an answer sets, nil when it sets none.
+func cookieNamed(rec *httptest.ResponseRecorder, name string) *http.Cookie {
 	for _, c := range rec.Result().Cookies() {
-		if c.Name == csrfCookie {
-			csrf = c
+		if c.Name == name {
+			return c
 		}
 	}
-	if csrf == nil {
-		t.Fatal("GET /login set no CSRF cookie")
-	}
-	form := url.Values{"token": {token}, "next": {"/queues/orders-dlq"}, csrfField: {csrf.Value}}
-	rec = h.do(t, apiRequest{method: http.MethodPost, target: "/login", body: form.Encode(), cookies: []*http.Cookie{csrf},
+	return nil
+}
+
+// browserSession signs in through the real login form and follows the redirect to the page
+// asked for, as a browser does, and returns the session and CSRF cookies and the CSRF token
+// that page's forms carry: the pair of the session, which the sign-in form's pair is not.
+func browserSession(t *testing.T, h *apiHarness, token string) ([]*http.Cookie, string) {
+	t.Helper()
+	anonymous := signInPair(t, h)
+	form := url.Values{"token": {token}, "next": {"/queues/orders-dlq"}, csrfField: {anonymous.Value}}
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/login", body: form.Encode(), cookies: []*http.Cookie{anonymous},
 		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}})
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/queues/orders-dlq" {
 		t.Fatalf("login: %d, Location %q", rec.Code, rec.Header().Get("Location"))
 	}
-	var session *http.Cookie
-	for _, c := range rec.Result().Cookies() {
-		if c.Name == auth.SessionCookie {
-			session = c
-		}
-	}
+	session := cookieNamed(rec, auth.SessionCookie)
 	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode {
 		t.Fatalf("session cookie = %+v", session)
+	}
+	rec = h.do(t, apiRequest{target: "/queues/orders-dlq", cookies: []*http.Cookie{anonymous, session}})
+	csrf := cookieNamed(rec, csrfCookie)
+	if rec.Code != http.StatusOK || csrf == nil {
+		t.Fatalf("the page after signing in: %d, CSRF cookie %v; want 200 and the session's own pair", rec.Code, csrf)
+	}
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := doc.Find(`input[name="` + csrfField + `"]`).First().Attr("value"); v != csrf.Value {
+		t.Fatalf("the page's CSRF field %q is not its cookie's %q", v, csrf.Value)
 	}
 	return []*http.Cookie{csrf, session}, csrf.Value
 }
@@ -54,7 +75,7 @@ func TestLogin(t *testing.T) {
 	if rec := h.do(t, apiRequest{target: "/api/v1/queues", cookies: cookies}); rec.Code != http.StatusOK {
 		t.Errorf("API with the session cookie: %d", rec.Code)
 	}
-	csrf := cookies[0]
+	csrf := signInPair(t, h)
 	tests := []struct {
 		name, token, next, csrf string
 		status                  int
@@ -88,7 +109,7 @@ func TestLogin(t *testing.T) {
 			t.Errorf("%s /logout %q: %d, Set-Cookie %q; want refused", r.method, r.body, rec.Code, rec.Header().Get("Set-Cookie"))
 		}
 	}
-	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/logout", body: csrfField + "=" + url.QueryEscape(csrf.Value), cookies: cookies, header: formHeader})
+	rec := h.do(t, apiRequest{method: http.MethodPost, target: "/logout", body: csrfField + "=" + url.QueryEscape(cookies[0].Value), cookies: cookies, header: formHeader})
 	if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), auth.SessionCookie+"=;") {
 		t.Errorf("logout: %d %v", rec.Code, rec.Header())
 	}
@@ -107,15 +128,7 @@ func TestLogin(t *testing.T) {
 func TestLoginIsThrottled(t *testing.T) {
 	t.Parallel()
 	h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
-	var csrf *http.Cookie
-	for _, c := range h.do(t, apiRequest{target: "/login"}).Result().Cookies() {
-		if c.Name == csrfCookie {
-			csrf = c
-		}
-	}
-	if csrf == nil {
-		t.Fatal("GET /login set no CSRF cookie")
-	}
+	csrf := signInPair(t, h)
 	token := csrf.Value
 	login := func(tok, remote string) *httptest.ResponseRecorder {
 		form := url.Values{"token": {tok}, "next": {"/"}, csrfField: {token}}
@@ -284,4 +297,71 @@ func TestSignOutButton(t *testing.T) {
 	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `action="/logout"`) {
 		t.Errorf("overview with a Bearer token: %d, sign-out shown: %v", rec.Code, strings.Contains(rec.Body.String(), `action="/logout"`))
 	}
+}
+
+// TestCSRFPairIsTheSessions: a CSRF pair is bound to the credential it was minted for: one
+// minted for a browser session is refused with another session's cookie (even of the same
+// token), the sign-in form's pair is refused once signed in, and a proxy user's is refused for
+// another proxy user; each is taken with its own.
+func TestCSRFPairIsTheSessions(t *testing.T) {
+	t.Parallel()
+	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	post := func(t *testing.T, h *apiHarness, pair *http.Cookie, credentials []*http.Cookie, header map[string]string, remote string) int {
+		t.Helper()
+		hdr := map[string]string{}
+		for k, v := range formHeader {
+			hdr[k] = v
+		}
+		for k, v := range header {
+			hdr[k] = v
+		}
+		rec := h.do(t, apiRequest{method: http.MethodPost, target: "/queues/orders-dlq/redrive", body: "confirm=0&" + csrfField + "=" + url.QueryEscape(pair.Value),
+			header: hdr, cookies: append([]*http.Cookie{pair}, credentials...), remote: remote})
+		return rec.Code
+	}
+
+	t.Run("browser sessions", func(t *testing.T) {
+		t.Parallel()
+		h := newAPIHarness(t, harnessConfig{mode: auth.ModeToken})
+		a, _ := browserSession(t, h, h.operator)
+		b, _ := browserSession(t, h, h.operator)
+		anonymous := signInPair(t, h)
+		tests := []struct {
+			name      string
+			pair      *http.Cookie
+			session   *http.Cookie
+			forbidden bool
+		}{
+			{"session A's pair with session A", a[0], a[1], false},
+			{"session B's pair with session B", b[0], b[1], false},
+			{"session A's pair with session B", a[0], b[1], true},
+			{"session B's pair with session A", b[0], a[1], true},
+			{"the sign-in form's pair with session A", anonymous, a[1], true},
+		}
+		for _, tt := range tests {
+			if code := post(t, h, tt.pair, []*http.Cookie{tt.session}, nil, ""); (code == http.StatusForbidden) != tt.forbidden {
+				t.Errorf("%s: %d; want forbidden %v", tt.name, code, tt.forbidden)
+			}
+		}
+	})
+
+	t.Run("proxy users", func(t *testing.T) {
+		t.Parallel()
+		h := newAPIHarness(t, harnessConfig{mode: auth.ModeProxy})
+		const remote = "10.9.0.1:4000"
+		user := func(name string) map[string]string {
+			return map[string]string{auth.HeaderForwardedUser: name, auth.HeaderForwardedGroups: "sre"}
+		}
+		rec := h.do(t, apiRequest{target: "/queues/orders-dlq", header: user("alice"), remote: remote})
+		alices := cookieNamed(rec, csrfCookie)
+		if rec.Code != http.StatusOK || alices == nil {
+			t.Fatalf("alice's page: %d, CSRF cookie %v", rec.Code, alices)
+		}
+		if code := post(t, h, alices, nil, user("bob"), remote); code != http.StatusForbidden {
+			t.Errorf("alice's pair sent as bob: %d; want 403", code)
+		}
+		if code := post(t, h, alices, nil, user("alice"), remote); code == http.StatusForbidden {
+			t.Errorf("alice's pair sent as alice: %d; want it taken", code)
+		}
+	})
 }
