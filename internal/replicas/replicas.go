@@ -11,7 +11,10 @@
 //     replica's own bus and, as a small JSON notice, to every other replica, which puts it on
 //     its bus. Events only say "read again", so a notice lost while a listener reconnects costs
 //     nothing that the catch-up event after the reconnect does not repair.
-//   - Each replica writes a heartbeat row (store.Replica) that the status page lists.
+//   - Each replica writes a heartbeat row (store.Replica) that the status page lists. Who leads
+//     is not taken from the rows but from the database: the replica whose session holds the
+//     lock (store.Replicas), so that a leader that dies is no leader the moment its lock goes,
+//     and the page never shows two.
 //
 // On SQLite there is one dashboard: it leads from the start, for good, and notices have nobody
 // to reach.
@@ -26,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +52,8 @@ type Options struct {
 	Store *store.Store
 	// Local is this replica's own bus: the live pages subscribe to it.
 	Local events.Publisher
-	// ID names this replica on the status page; default host-pid-random.
+	// ID names this replica on the status page and its lead's session in the database (1 to
+	// store.MaxLeadHolder printable ASCII bytes); default host-pid-random.
 	ID      string
 	Version string
 	Check   time.Duration // default DefaultCheck
@@ -118,11 +123,23 @@ func New(opts Options) *Replica {
 	return r
 }
 
+// newID names a replica host-pid-random. The host is cut to maxIDHost bytes, so that the id
+// fits in the lead's session name (store.MaxLeadHolder) with the pid and the random part whole.
 func newID(host string) string {
 	b := make([]byte, 3)
 	rand.Read(b)
-	return cmp.Or(host, "toolq") + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
+	host = strings.Map(func(r rune) rune {
+		if r < 0x21 || r > 0x7e {
+			return '-'
+		}
+		return r
+	}, cmp.Or(host, "toolq"))
+	return host[:min(len(host), maxIDHost)] + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
 }
+
+// maxIDHost is how much of the host name a replica's id keeps: with a pid of up to 7 digits and
+// the random part, the id stays within store.MaxLeadHolder.
+const maxIDHost = store.MaxLeadHolder - len("-1234567-abcdef")
 
 // ID is this replica's name on the status page.
 func (r *Replica) ID() string { return r.id }
@@ -180,7 +197,7 @@ func (r *Replica) lead(ctx context.Context, lead func(context.Context)) {
 	t := time.NewTicker(r.check)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		lease, err := r.st.TryLead(ctx)
+		lease, err := r.st.TryLead(ctx, r.id)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("replicas: try to lead", "err", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -29,13 +30,32 @@ const MaxNoticeBytes = 7900
 // Lease is the collector's lead, held by this process. On PostgreSQL it is a session advisory
 // lock on a connection of its own: the lock lasts exactly as long as that session, so a replica
 // that dies (or whose connection the server drops) loses it at once, and another can take it.
+// The session carries the holder's name (application_name), so that the database itself says
+// who leads (Replicas).
 type Lease struct {
 	conn *sql.Conn // nil on SQLite
 }
 
-// TryLead takes the collector's lead if no other replica holds it: a *Lease, or nil (and no
-// error) when another replica leads. On SQLite it always succeeds.
-func (s *Store) TryLead(ctx context.Context) (*Lease, error) {
+// MaxLeadHolder is the longest holder name TryLead takes: with leadNamePrefix it must fit in
+// PostgreSQL's application_name (63 bytes), which the server would cut silently.
+const MaxLeadHolder = 63 - len(leadNamePrefix)
+
+// leadNamePrefix starts the application_name of a lease's session, before the holder's name.
+const leadNamePrefix = "toolq lead "
+
+// leadLockHeld is the condition on pg_locks (as l) of the lead's lock, held, in this database:
+// replicas of another database on the same server (another toolq, a test) hold their own.
+const leadLockHeld = `l.locktype = 'advisory' AND l.granted
+	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1`
+
+// TryLead takes the collector's lead for holder (the replica's id, at most MaxLeadHolder bytes
+// of printable ASCII) if no other replica holds it: a *Lease, or nil (and no error) when another
+// replica leads. On SQLite it always succeeds.
+func (s *Store) TryLead(ctx context.Context, holder string) (*Lease, error) {
+	if len(holder) == 0 || len(holder) > MaxLeadHolder || strings.ContainsFunc(holder, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return nil, fmt.Errorf("store: try lead: holder %q is not 1 to %d printable ASCII bytes", holder, MaxLeadHolder)
+	}
 	if s.d != postgresDialect {
 		return &Lease{}, nil
 	}
@@ -43,14 +63,18 @@ func (s *Store) TryLead(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: try lead: %w", err)
 	}
-	var got bool
-	err = conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", leadLockKey).Scan(&got)
+	// The session is named only once it holds the lock (CASE evaluates in order), so that a
+	// pooled connection that failed to take it keeps its own name.
+	var named sql.NullString
+	err = conn.QueryRowContext(ctx, "SELECT CASE WHEN pg_try_advisory_lock($1) THEN set_config('application_name', $2, false) END",
+		leadLockKey, leadNamePrefix+holder).Scan(&named)
 	traced(&s.tracer, s.d, err)
 	if err != nil {
+		conn.Raw(func(any) error { return driver.ErrBadConn }) // it may hold the lock unnamed
 		conn.Close()
 		return nil, fmt.Errorf("store: try lead: %w", err)
 	}
-	if !got {
+	if !named.Valid {
 		conn.Close()
 		return nil, nil
 	}
@@ -63,10 +87,7 @@ func (l *Lease) Confirm(ctx context.Context) error {
 		return nil
 	}
 	var held bool
-	err := l.conn.QueryRowContext(ctx, `
-		SELECT count(*) > 0 FROM pg_locks
-		WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-			AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1`,
+	err := l.conn.QueryRowContext(ctx, `SELECT count(*) > 0 FROM pg_locks AS l WHERE l.pid = pg_backend_pid() AND `+leadLockHeld,
 		leadLockKey).Scan(&held)
 	if err != nil {
 		return fmt.Errorf("store: confirm lead: %w", err)
@@ -77,19 +98,19 @@ func (l *Lease) Confirm(ctx context.Context) error {
 	return nil
 }
 
-// Release gives the lead up (unlocking, then closing its connection). A lease whose connection
-// already failed is released by the server; Release then only closes it.
+// Release gives the lead up: it unlocks, and ends the lease's session rather than return it to
+// the pool, so that nothing of the lead (the lock, the holder's name) outlives it.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.conn == nil {
 		return nil
 	}
 	_, err := l.conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", leadLockKey)
-	// Raw lets the connection be thrown away rather than returned to the pool: a session that
-	// failed mid-unlock might still hold the lock.
+	// driver.ErrBadConn from Raw closes the connection (and so ends the session) for good.
+	l.conn.Raw(func(any) error { return driver.ErrBadConn })
 	if err != nil {
-		l.conn.Raw(func(any) error { return driver.ErrBadConn })
+		return fmt.Errorf("store: release lead: %w", err)
 	}
-	return errors.Join(err, l.conn.Close())
+	return nil
 }
 
 // Notify sends a change notice to every replica listening (itself included); a no-op on SQLite.
@@ -151,7 +172,11 @@ type Replica struct {
 	Version     string
 	StartedAt   time.Time
 	HeartbeatAt time.Time
-	// Leader: it held the collector's lead at its heartbeat, since LeaderSince.
+	// Leader: it holds the collector's lead, as the database knows it: on PostgreSQL, its
+	// session holds the lead's advisory lock now (whatever its last heartbeat said, so that a
+	// leader killed mid-term is no leader the moment the server frees its lock, and at most one
+	// replica ever is); on SQLite, its heartbeat said so. LeaderSince is when it took the lead,
+	// as its heartbeat wrote.
 	Leader      bool
 	LeaderSince time.Time
 }
@@ -170,11 +195,30 @@ func (s *Store) SaveReplica(ctx context.Context, r Replica) error {
 	return nil
 }
 
+// replicasQuery lists the replicas heard from since $2 (PostgreSQL) or ? (SQLite). On PostgreSQL
+// the leader is the replica whose name the session holding the lead's lock carries
+// (pg_locks with pg_stat_activity, whose application_name every role may read).
+const (
+	replicasSQLite = `SELECT id, host, version, started_at, heartbeat_at, is_leader, leader_since FROM replicas
+		WHERE heartbeat_at >= ? ORDER BY is_leader DESC, started_at, id`
+	replicasPostgres = `SELECT r.id, r.host, r.version, r.started_at, r.heartbeat_at, h.name IS NOT NULL AS leader, r.leader_since
+		FROM replicas AS r LEFT JOIN (
+			SELECT a.application_name AS name FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+			WHERE ` + leadLockHeld + `
+		) AS h ON h.name = '` + leadNamePrefix + `' || r.id
+		WHERE r.heartbeat_at >= $2 ORDER BY leader DESC, r.started_at, r.id`
+)
+
 // Replicas returns the replicas heard from since a time, leader first, then by start.
 func (s *Store) Replicas(ctx context.Context, since time.Time) ([]Replica, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT id, host, version, started_at, heartbeat_at, is_leader, leader_since FROM replicas
-		WHERE heartbeat_at >= ? ORDER BY is_leader DESC, started_at, id`, ms(since))
+	var rows *sql.Rows
+	var err error
+	if s.d == postgresDialect {
+		rows, err = s.db.db.QueryContext(ctx, replicasPostgres, leadLockKey, ms(since))
+		traced(&s.tracer, s.d, err)
+	} else {
+		rows, err = s.db.QueryContext(ctx, replicasSQLite, ms(since))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: replicas: %w", err)
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,20 +18,20 @@ func TestLeadIsHeldByOneReplica(t *testing.T) {
 	url := pgtest.DB(t)
 	a, b := openURL(t, url), openURL(t, url)
 
-	la, err := a.TryLead(ctx)
+	la, err := a.TryLead(ctx, "a")
 	if err != nil || la == nil {
 		t.Fatalf("first TryLead = %v, %v; want a lease", la, err)
 	}
 	if err := la.Confirm(ctx); err != nil {
 		t.Fatalf("Confirm of a held lease: %v", err)
 	}
-	if lb, err := b.TryLead(ctx); err != nil || lb != nil {
+	if lb, err := b.TryLead(ctx, "b"); err != nil || lb != nil {
 		t.Fatalf("second TryLead while the first holds = %v, %v; want nil, nil", lb, err)
 	}
 	if err := la.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	lb, err := b.TryLead(ctx)
+	lb, err := b.TryLead(ctx, "b")
 	if err != nil || lb == nil {
 		t.Fatalf("TryLead after a release = %v, %v; want a lease", lb, err)
 	}
@@ -47,7 +49,7 @@ func TestLeadIsHeldByOneReplica(t *testing.T) {
 		t.Fatal("Confirm of a lease whose session was terminated succeeded")
 	}
 	lb.Release(ctx)
-	la, err = a.TryLead(ctx)
+	la, err = a.TryLead(ctx, "a")
 	if err != nil || la == nil {
 		t.Fatalf("TryLead after the leader's session ended = %v, %v; want a lease", la, err)
 	}
@@ -58,7 +60,7 @@ func TestSQLiteAlwaysLeads(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	for range 2 {
-		l, err := s.TryLead(t.Context())
+		l, err := s.TryLead(t.Context(), "solo")
 		if err != nil || l == nil || l.Confirm(t.Context()) != nil {
 			t.Fatalf("TryLead on SQLite = %v, %v; want a lease that confirms", l, err)
 		}
@@ -100,6 +102,10 @@ func TestNoticesReachEveryListener(t *testing.T) {
 	}
 }
 
+// TestReplicaRows: heartbeat rows are listed leader first. The leader is, on SQLite, the row
+// that says so; on PostgreSQL the replica whose session holds the lead's lock, whatever the rows
+// say: none before a lease is taken, the lease's holder while it is held (a row that says it
+// leads without the lock is no leader), none again once it is released.
 func TestReplicaRows(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
@@ -116,15 +122,64 @@ func TestReplicaRows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.Replicas(ctx, t0)
-		if err != nil || len(got) != 2 || got[0] != rs[1] || got[1] != rs[0] {
-			t.Fatalf("Replicas = %+v, %v; want b (leading) then a", got, err)
+		leaders := func() []string {
+			t.Helper()
+			got, err := s.Replicas(ctx, t0)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("Replicas = %+v, %v; want a and b", got, err)
+			}
+			var out []string
+			for _, r := range got {
+				if r.Leader {
+					out = append(out, r.ID)
+				}
+			}
+			if len(out) == 1 && got[0].ID != out[0] {
+				t.Errorf("Replicas = %+v; want the leader first", got)
+			}
+			return out
+		}
+		if s.Dialect() == "sqlite" {
+			if got := leaders(); !slices.Equal(got, []string{"b"}) {
+				t.Errorf("leaders on SQLite = %v; want b, as its row says", got)
+			}
+		} else {
+			if got := leaders(); len(got) != 0 {
+				t.Errorf("leaders with no lock held = %v; want none, whatever the rows say", got)
+			}
+			lease, err := s.TryLead(ctx, "a")
+			if err != nil || lease == nil {
+				t.Fatalf("TryLead = %v, %v", lease, err)
+			}
+			if got := leaders(); !slices.Equal(got, []string{"a"}) {
+				t.Errorf("leaders while a's session holds the lock = %v; want a alone", got)
+			}
+			if err := lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := leaders(); len(got) != 0 {
+				t.Errorf("leaders after the release = %v; want none", got)
+			}
 		}
 		n, err := s.DeleteReplicasBefore(ctx, t0, "a")
 		if err != nil || n != 2 {
 			t.Fatalf("DeleteReplicasBefore = %d, %v; want 2 (old and a)", n, err)
 		}
 	})
+}
+
+// TestLeadHolderName: a holder's name must fit the lead session's name, in printable ASCII.
+func TestLeadHolderName(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	for _, holder := range []string{"", strings.Repeat("x", MaxLeadHolder+1), "a\nb", "é"} {
+		if _, err := s.TryLead(t.Context(), holder); err == nil {
+			t.Errorf("TryLead(%q) took the lead; want an error", holder)
+		}
+	}
+	if l, err := s.TryLead(t.Context(), strings.Repeat("x", MaxLeadHolder)); err != nil || l == nil {
+		t.Errorf("TryLead of the longest name = %v, %v; want a lease", l, err)
+	}
 }
 
 // openURL opens a store on a database URL and closes it when the test ends.

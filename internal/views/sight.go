@@ -260,18 +260,21 @@ type ReplicaStatus struct {
 	Version     string    `json:"version"`
 	StartedAt   time.Time `json:"startedAt"`
 	HeartbeatAt time.Time `json:"heartbeatAt"`
-	// Alive: its last heartbeat is recent (within ReplicaAliveWithin).
+	// Alive: its last heartbeat is recent (younger than ReplicaAliveWithin).
 	Alive bool `json:"alive"`
-	// Leader: it held the collector's lead at its last heartbeat, since LeaderSince. The lead
-	// is a PostgreSQL advisory lock the leader confirms at every heartbeat; it ends with the
-	// leader's database session.
+	// Leader: it holds the collector's lead now, since LeaderSince. On PostgreSQL the lead is
+	// the advisory lock, and the leader the replica whose session the database says holds it
+	// (not what a heartbeat said), so that a leader that dies stops being one the moment the
+	// server frees its lock and at most one replica ever leads; a leader whose heartbeats
+	// stopped while its session holds on (a hung process) is shown leading and not alive. On
+	// SQLite the one dashboard leads while it is alive.
 	Leader      bool       `json:"leader"`
 	LeaderSince *time.Time `json:"leaderSince"`
 }
 
-// ReplicaAliveWithin is how recent a replica's heartbeat must be for it to count as alive:
-// six of replicas.DefaultCheck's 5-s heartbeats.
-const ReplicaAliveWithin = 30 * time.Second
+// ReplicaAliveWithin is how recent a replica's heartbeat must be for it to count as alive: two of
+// replicas.DefaultCheck's 5-s heartbeats, so that a replica that stops is shown gone within 10 s.
+const ReplicaAliveWithin = 10 * time.Second
 
 // DatabaseStatus says whether toolq's own database is sound: its file still the one opened, no
 // table or column gone. Problem is safe to show, "" when OK.
@@ -407,13 +410,18 @@ func (s *Service) replicas(ctx context.Context, now time.Time) ([]ReplicaStatus,
 	if err != nil {
 		return nil, err
 	}
+	byLock := s.store.Dialect() == "postgres"
 	out := make([]ReplicaStatus, 0, len(rs))
 	for _, r := range rs {
-		alive := now.Sub(r.HeartbeatAt) <= ReplicaAliveWithin
-		out = append(out, ReplicaStatus{
-			ID: r.ID, Host: r.Host, Version: r.Version, StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt,
-			Alive: alive, Leader: r.Leader && alive, LeaderSince: timePtr(r.LeaderSince),
-		})
+		alive := now.Sub(r.HeartbeatAt) < ReplicaAliveWithin
+		// On SQLite the rows are all there is, and a row left by a killed process says it led.
+		leader := r.Leader && (byLock || alive)
+		v := ReplicaStatus{ID: r.ID, Host: r.Host, Version: r.Version, StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt,
+			Alive: alive, Leader: leader}
+		if leader {
+			v.LeaderSince = timePtr(r.LeaderSince)
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
