@@ -25,8 +25,8 @@ import (
 )
 
 var (
-	operator = actions.Actor{Name: "alice", Kind: "token", Role: "operator", RemoteAddr: "192.0.2.7"}
-	viewer   = actions.Actor{Name: "bob", Kind: "token", Role: "viewer", RemoteAddr: "192.0.2.8"}
+	operator = actions.Actor{Name: "alice", Kind: "token", Role: "operator", RemoteAddr: "192.0.2.7", TokenID: 1, Credential: "token:1"}
+	viewer   = actions.Actor{Name: "bob", Kind: "token", Role: "viewer", RemoteAddr: "192.0.2.8", TokenID: 2, Credential: "token:2"}
 )
 
 // newWorld creates the queues the tests use and watches them:

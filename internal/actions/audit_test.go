@@ -336,9 +336,18 @@ func TestIdempotencyKeys(t *testing.T) {
 		if _, err := svc.StartRedrive(ctx, operator, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(1), IdempotencyKey: "k4"}); err != nil {
 			t.Fatal(err)
 		}
-		other := actions.Actor{Name: "carol", Kind: "token", Role: "operator"}
-		_, err := svc.StartRedrive(ctx, other, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(1), IdempotencyKey: "k4"})
-		wantRefusal(t, err, "task_running", actions.Conflict)
+		// Another name, and the same name on another credential (a new token given a revoked
+		// one's name): neither is answered with alice's start.
+		for _, other := range []actions.Actor{
+			{Name: "carol", Kind: "token", Role: "operator", TokenID: 3, Credential: "token:3"},
+			{Name: "alice", Kind: "token", Role: "operator", TokenID: 4, Credential: "token:4"},
+		} {
+			_, err := svc.StartRedrive(ctx, other, actions.StartRedriveRequest{Queue: "orders-dlq", MaxPerSecond: rate(1), IdempotencyKey: "k4"})
+			wantRefusal(t, err, "task_running", actions.Conflict)
+		}
+		if e := lastAudit(t, w); e.Actor != "alice" || e.TokenID != 4 || e.Credential != "token:4" {
+			t.Errorf("the refusal's audit entry = %+v; want alice with token id 4", e)
+		}
 	})
 	t.Run("bad keys", func(t *testing.T) {
 		w := newWorld(t)
@@ -392,7 +401,7 @@ func TestReconcileAfterACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			intentID, err := w.Store.AppendAudit(ctx, store.AuditEntry{At: w.Now(), Actor: "alice", ActorKind: "token", Role: "operator",
-				Action: tt.action, QueueName: dlq.Name, QueueARN: dlq.ARN, Result: store.AuditIntent, IdempotencyKey: "crash-1"})
+				TokenID: operator.TokenID, Credential: operator.Credential, Action: tt.action, QueueName: dlq.Name, QueueARN: dlq.ARN, Result: store.AuditIntent, IdempotencyKey: "crash-1"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,9 @@ func runReplica(spec string) error {
 	defer st.Close()
 	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
 	frozen := time.UnixMilli(at)
-	r := replicas.New(replicas.Options{Store: st, Local: events.NewBus(), ID: fields[1], Check: 20 * time.Millisecond,
+	// A check is also how long the leader waits for its lock's confirmation: a long one keeps a
+	// busy machine from making it step down before it is killed.
+	r := replicas.New(replicas.Options{Store: st, Local: events.NewBus(), ID: fields[1], Check: time.Second,
 		Now: func() time.Time { return frozen }})
 	r.Run(ctx, func(ctx context.Context) { <-ctx.Done() })
 	return nil
@@ -103,7 +105,7 @@ func (h *apiHarness) replicasOf(t *testing.T) (map[string]replicaRow, []string) 
 }
 
 // waitFor polls cond until it holds, or fails after a deadline far above what it needs: the
-// replicas act every 20 ms of real time.
+// replicas act every second of real time at most.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
@@ -117,7 +119,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // no hand-over, no last heartbeat); /api/v1/status on the survivor, read each second of its
 // clock, never shows two leaders, and within 10 s shows exactly one, the survivor, and the
 // killed replica as gone. The clock is the test's: each second, the survivor's heartbeat for
-// that second is awaited (it beats every 20 ms of real time), then the status is read.
+// that second is awaited (it beats every 200 ms of real time, and tries to lead before each beat
+// while it follows), then the status is read.
 func TestStatusAfterTheLeaderIsKilled(t *testing.T) {
 	t.Parallel()
 	url := pgtest.DB(t)
@@ -129,7 +132,7 @@ func TestStatusAfterTheLeaderIsKilled(t *testing.T) {
 	})
 
 	survivor := replicas.New(replicas.Options{Store: h.w.Store, Local: events.NewBus(), ID: "survivor",
-		Check: 20 * time.Millisecond, Now: h.w.Now})
+		Check: 200 * time.Millisecond, Now: h.w.Now})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); survivor.Run(ctx, func(ctx context.Context) { <-ctx.Done() }) }()
@@ -147,23 +150,27 @@ func TestStatusAfterTheLeaderIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed.Wait()
-	took := 0
-	for second := 1; second <= 10; second++ {
-		h.w.Advance(time.Second)
-		waitFor(t, fmt.Sprintf("the survivor's heartbeat of second %d", second), heartbeat)
+	oneLeader := func(second int) (map[string]replicaRow, []string) {
+		t.Helper()
 		rows, leaders := h.replicasOf(t)
 		if len(leaders) > 1 {
 			t.Fatalf("second %d after the kill: leaders %v; never two", second, leaders)
 		}
-		if took == 0 && len(leaders) == 1 && leaders[0] == "survivor" && !rows["killed"].Alive {
-			took = second
-		}
+		return rows, leaders
 	}
-	rows, leaders := h.replicasOf(t)
-	if took == 0 || len(leaders) != 1 || leaders[0] != "survivor" || rows["killed"].Alive || rows["killed"].Leader {
-		t.Fatalf("10 s after the kill: %+v, leaders %v; want the survivor alone leading and the killed replica gone", rows, leaders)
+	for second := 1; second < 10; second++ {
+		h.w.Advance(time.Second)
+		waitFor(t, fmt.Sprintf("the survivor's heartbeat of second %d", second), heartbeat)
+		oneLeader(second)
 	}
-	t.Logf("the survivor alone leading and the killed replica gone: %d s after the kill (of the survivor's clock)", took)
+	// At 10 s the killed replica's last heartbeat is 10 s old. The clock stays there while the
+	// status is read again: a survivor that a slow confirmation of its lock made step down for a
+	// moment takes the lead again within a check.
+	h.w.Advance(time.Second)
+	waitFor(t, "10 s after the kill, the survivor alone leading and the killed replica gone", func() bool {
+		rows, leaders := oneLeader(10)
+		return len(leaders) == 1 && leaders[0] == "survivor" && !rows["killed"].Alive && !rows["killed"].Leader
+	})
 }
 
 // TestStatusReplicaRows: a replica is alive while its last heartbeat is younger than 10 s. On
