@@ -58,9 +58,20 @@ var testDimensions = []collector.Dimension{
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldBehind(t, nil)
+}
+
+// newWorldBehind is newWorld with the simulator behind front (nil: none), an http.Handler that
+// passes requests on to it: a test can hold one of its answers back.
+func newWorldBehind(t *testing.T, front func(http.Handler) http.Handler) *world {
+	t.Helper()
 	w := &world{t: t, ctx: context.Background(), clock: sqsim.NewManualClock(t0), bus: events.NewBus(), recv: newReceiver(t)}
 	w.sim = sqsim.New(sqsim.Options{Clock: w.clock, Seed: 3})
-	srv := httptest.NewServer(w.sim)
+	var h http.Handler = w.sim
+	if front != nil {
+		h = front(w.sim)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	clients, err := awsconf.Load(w.ctx, awsconf.Options{Region: "us-east-1", EndpointURL: srv.URL, StaticCredentials: true, MaxAttempts: 1})
 	if err != nil {

@@ -78,6 +78,11 @@ type AttributeSample struct {
 	Resolution int
 }
 
+// Held is every message the queue holds: visible, in flight and delayed. A message in flight is
+// still in the queue (a consumer, an operator or the dashboard's own peek has it for a while), so
+// a dead-letter queue holds what it held while someone looks at its messages.
+func (a AttributeSample) Held() int64 { return a.Visible + a.InFlight + a.Delayed }
+
 // MetricPoint is one CloudWatch datapoint: the value of Metric (a CloudWatch metric name such as
 // NumberOfMessagesSent) over the Period seconds starting at At, with the statistic the collector
 // asks for that metric (Sum for counts, Maximum for gauges, Average for sizes).

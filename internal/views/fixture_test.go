@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,16 +76,22 @@ func (f *fixture) queue(name string) int64 {
 }
 
 // attrs records a queue's attributes (with a redrive policy when dlq is not empty) and a depth
-// sample at `at`.
+// sample at `at`: visible messages, and one in flight in a working queue (a consumer has it),
+// none in a dead-letter queue (named …-dlq…: nobody consumes it, and a message in flight there
+// is one it holds).
 func (f *fixture) attrs(name, dlq string, maxReceive int, retentionSeconds int, at time.Time, visible int64) {
 	f.t.Helper()
+	inFlight := int64(1)
+	if strings.Contains(name, "-dlq") {
+		inFlight = 0
+	}
 	a := map[string]string{"MessageRetentionPeriod": fmt.Sprint(retentionSeconds), "QueueArn": account + name}
 	target := ""
 	if dlq != "" {
 		target = account + dlq
 		a["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, target, maxReceive)
 	}
-	f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: f.ids[name], At: at, Attributes: a, DeadLetterTargetARN: target, MaxReceiveCount: maxReceive, Depth: store.AttributeSample{At: at, Visible: visible, InFlight: 1, Delayed: 0}}))
+	f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: f.ids[name], At: at, Attributes: a, DeadLetterTargetARN: target, MaxReceiveCount: maxReceive, Depth: store.AttributeSample{At: at, Visible: visible, InFlight: inFlight}}))
 }
 
 // empty records a depth sample of nothing visible, in flight or delayed at `at`, keeping the

@@ -68,9 +68,9 @@ type healthFacts struct {
 	StaleAfter time.Duration
 	AgeWindow  time.Duration
 
-	// For a source queue with a watched dead-letter queue.
-	DLQName    string
-	DLQVisible *int64
+	// For a source queue with a watched dead-letter queue: its name and the messages it holds.
+	DLQName string
+	DLQHeld *int64
 
 	BlockedGroups []store.GroupBacklog // of the newest message sample
 	NearMax       int                  // messages of the newest sample near maxReceiveCount
@@ -96,116 +96,191 @@ const maxReasonsPerRule = 3
 // evaluateHealth applies the health rules to one queue's facts. Each rule adds a reason and
 // raises the status; the worst rule wins.
 func evaluateHealth(f healthFacts, th Thresholds) Health {
-	h := Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}
-	found := func(f Finding) {
-		h.Reasons = append(h.Reasons, f.Reason)
-		h.Findings = append(h.Findings, f)
-		if severity(f.Status) > severity(h.Status) {
-			h.Status = f.Status
-		}
+	r := healthRules{f: &f, th: &th, clock: f.clock,
+		staleAfter: cmp.Or(f.StaleAfter, th.StaleAfter), ageWindow: cmp.Or(f.AgeWindow, th.GrowthWindow),
+		h: Health{Status: HealthOK, Reasons: []string{}, Notes: []string{}}}
+	if r.clock == nil {
+		r.clock = newHorizon(f.Now)
 	}
-	add := func(kind ProblemKind, status HealthStatus, reason string) {
-		found(Finding{Kind: kind, Status: status, Reason: reason})
-	}
-	q := f.Queue
-	staleAfter, ageWindow := cmp.Or(f.StaleAfter, th.StaleAfter), cmp.Or(f.AgeWindow, th.GrowthWindow)
-	clock := f.clock
-	if clock == nil {
-		clock = newHorizon(f.Now)
-	}
-
-	if q.Gone() {
+	if f.Queue.Gone() {
 		// A gone queue's depth and age are history: say so and nothing else.
-		add(ProblemGone, HealthWarning, "queue no longer exists (gone "+clock.since(q.GoneAt)+" ago)")
-		return h
+		r.add(ProblemGone, HealthWarning, "queue no longer exists (gone "+r.clock.since(f.Queue.GoneAt)+" ago)")
+		return r.h
 	}
+	r.freshness()
+	r.deadLetterDepth()
+	r.deadLetterNote()
+	r.oldestMessage()
+	r.blockedGroups()
+	r.nearMaxReceive()
+	r.collectorErrors()
+	r.retention()
+	return r.h
+}
 
-	switch {
-	case f.Latest == nil:
-		add(ProblemStale, HealthWarning, "no data yet")
-	case clock.past(f.Latest.At.Add(staleAfter)):
-		add(ProblemStale, HealthWarning, "data is "+clock.since(f.Latest.At)+" old")
+// healthRules is one evaluation of the health rules: the facts, the thresholds, the windows the
+// collector's cadences set, and the health found so far.
+type healthRules struct {
+	f                     *healthFacts
+	th                    *Thresholds
+	clock                 *horizon
+	staleAfter, ageWindow time.Duration
+	h                     Health
+}
+
+// found records a finding and raises the status to its own when worse.
+func (r *healthRules) found(f Finding) {
+	r.h.Reasons = append(r.h.Reasons, f.Reason)
+	r.h.Findings = append(r.h.Findings, f)
+	if severity(f.Status) > severity(r.h.Status) {
+		r.h.Status = f.Status
 	}
+}
 
-	if deadLetter(q) && f.Latest != nil {
-		depth := f.Latest.Visible
-		switch {
-		case depth >= th.DLQDepthCritical:
-			found(Finding{Kind: ProblemDeadLetter, Status: HealthCritical, Reason: plural(depth, "message") + " in the dead-letter queue", Size: float64(depth)})
-		case depth > 0:
-			found(Finding{Kind: ProblemDeadLetter, Status: HealthWarning, Reason: plural(depth, "message") + " in the dead-letter queue", Size: float64(depth)})
-		}
-		if f.Earlier != nil && depth > f.Earlier.Visible {
-			found(Finding{Kind: ProblemDeadLetter, Status: HealthCritical, Size: float64(depth), Growing: true,
-				Reason: fmt.Sprintf("growing: %d → %d messages in %s", f.Earlier.Visible, depth, humanDuration(f.Latest.At.Sub(f.Earlier.At)))})
-		}
+// add records a finding without a size.
+func (r *healthRules) add(kind ProblemKind, status HealthStatus, reason string) {
+	r.found(Finding{Kind: kind, Status: status, Reason: reason})
+}
+
+// freshness: no depth sample yet, or one older than the queue's cadence allows.
+func (r *healthRules) freshness() {
+	switch latest := r.f.Latest; {
+	case latest == nil:
+		r.add(ProblemStale, HealthWarning, "no data yet")
+	case r.clock.past(latest.At.Add(r.staleAfter)):
+		r.add(ProblemStale, HealthWarning, "data is "+r.clock.since(latest.At)+" old")
 	}
+}
 
-	// The DLQ's own row counts the problem; the source's only points to it.
-	if f.DLQVisible != nil && *f.DLQVisible > 0 {
-		h.Notes = append(h.Notes, plural(*f.DLQVisible, "message")+" in its dead-letter queue "+f.DLQName)
+// deadLetterDepth: a dead-letter queue that holds messages is warning (critical from
+// DLQDepthCritical), and critical while it grows. It counts every message the queue holds,
+// those in flight too: the collector's own peek holds a DLQ's messages in flight for a few
+// seconds once a minute, and an operator's look holds them longer; neither empties the queue.
+func (r *healthRules) deadLetterDepth() {
+	f := r.f
+	if !deadLetter(f.Queue) || f.Latest == nil {
+		return
 	}
+	depth := f.Latest.Held()
+	status := HealthWarning
+	if depth >= r.th.DLQDepthCritical {
+		status = HealthCritical
+	}
+	if depth > 0 {
+		r.found(Finding{Kind: ProblemDeadLetter, Status: status, Reason: plural(depth, "message") + " in the dead-letter queue", Size: float64(depth)})
+	}
+	if f.Earlier != nil && depth > f.Earlier.Held() {
+		r.found(Finding{Kind: ProblemDeadLetter, Status: HealthCritical, Size: float64(depth), Growing: true,
+			Reason: fmt.Sprintf("growing: %d → %d messages in %s", f.Earlier.Held(), depth, humanDuration(f.Latest.At.Sub(f.Earlier.At)))})
+	}
+}
 
-	// On a dead-letter queue the age counts from the move and only says how long nobody has
-	// looked; the depth rules above already flag it, so the age rule is for working queues.
-	// It needs CloudWatch: without a recent datapoint for a queue that holds messages, the
-	// rule is unknown, never fine, unless the queue was empty so lately that no message can be
-	// old yet (the collector asks for the age only while a queue holds messages, so a queue that
-	// just filled has no fresh datapoint until its next ask).
+// deadLetterNote: a source queue's row points to the messages of its dead-letter queue, which
+// the DLQ's own row counts as its problem.
+func (r *healthRules) deadLetterNote() {
+	if held := r.f.DLQHeld; held != nil && *held > 0 {
+		r.h.Notes = append(r.h.Notes, plural(*held, "message")+" in its dead-letter queue "+r.f.DLQName)
+	}
+}
+
+// oldestMessage: the age of a working queue's oldest message, from CloudWatch.
+//
+// On a dead-letter queue the age counts from the move and only says how long nobody has looked;
+// the depth rules already flag it, so the age rule is for working queues. It needs CloudWatch:
+// without a recent datapoint for a queue that holds messages, the rule is unknown, never fine,
+// unless the queue was empty so lately that no message can be old yet (the collector asks for
+// the age only while a queue holds messages, so a queue that just filled has no fresh datapoint
+// until its next ask).
+func (r *healthRules) oldestMessage() {
+	f, th := r.f, r.th
 	empty := f.Latest != nil && f.Latest.Visible+f.Latest.InFlight == 0
-	read := f.OldestAge != nil && clock.within(f.OldestAge.At.Add(ageWindow))
-	if read && f.CloudWatchFailure != nil && f.OldestAge.Value < th.OldestAgeWarning.Seconds() {
-		// While GetMetricData fails, a datapoint from before proves a young queue only until
-		// the oldest message it saw, if still there, would reach the warning age.
-		read = clock.before(f.OldestAge.At.Add(th.OldestAgeWarning - time.Duration(f.OldestAge.Value*float64(time.Second))))
-	}
 	switch {
-	case deadLetter(q) || empty || f.Latest == nil:
-	case read:
+	case deadLetter(f.Queue) || empty || f.Latest == nil:
+	case r.ageRead():
 		age := time.Duration(f.OldestAge.Value * float64(time.Second))
+		status := HealthOK
 		switch {
 		case age >= th.OldestAgeCritical:
-			found(Finding{Kind: ProblemOldest, Status: HealthCritical, Reason: "oldest message is " + humanDuration(age) + " old", Size: f.OldestAge.Value})
+			status = HealthCritical
 		case age >= th.OldestAgeWarning:
-			found(Finding{Kind: ProblemOldest, Status: HealthWarning, Reason: "oldest message is " + humanDuration(age) + " old", Size: f.OldestAge.Value})
+			status = HealthWarning
 		}
-	case !f.EmptyAt.IsZero() && clock.before(f.EmptyAt.Add(th.OldestAgeWarning)):
+		if status != HealthOK {
+			r.found(Finding{Kind: ProblemOldest, Status: status, Reason: "oldest message is " + humanDuration(age) + " old", Size: f.OldestAge.Value})
+		}
+	case !f.EmptyAt.IsZero() && r.clock.before(f.EmptyAt.Add(th.OldestAgeWarning)):
+	default:
+		r.ageUnknown()
+	}
+}
+
+// ageRead reports whether the newest age datapoint still tells the queue's age. While
+// GetMetricData fails, a datapoint from before proves a young queue only until the oldest
+// message it saw, if still there, would reach the warning age.
+func (r *healthRules) ageRead() bool {
+	p := r.f.OldestAge
+	if p == nil || !r.clock.within(p.At.Add(r.ageWindow)) {
+		return false
+	}
+	if r.f.CloudWatchFailure != nil && p.Value < r.th.OldestAgeWarning.Seconds() {
+		return r.clock.before(p.At.Add(r.th.OldestAgeWarning - time.Duration(p.Value*float64(time.Second))))
+	}
+	return true
+}
+
+// ageUnknown says why a queue's oldest-message age cannot be told.
+func (r *healthRules) ageUnknown() {
+	f, q := r.f, r.f.Queue
+	switch {
 	case f.CloudWatchFailure != nil:
-		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
-	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && clock.before(q.FirstSeen.Add(th.GrowthWindow)):
+		r.add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: CloudWatch GetMetricData fails (%s)", safetext.Line(f.CloudWatchFailure.FailureCode, 64)))
+	case f.CloudWatchExpected && !q.FirstSeen.IsZero() && r.clock.before(q.FirstSeen.Add(r.th.GrowthWindow)):
 		// CloudWatch publishes SQS metrics every minute and a new queue's first datapoint
 		// takes a few: say so rather than suggest something broke.
-		add(ProblemUnknown, HealthUnknown, "oldest message age unknown: no CloudWatch datapoint yet (watched for "+clock.since(q.FirstSeen)+")")
+		r.add(ProblemUnknown, HealthUnknown, "oldest message age unknown: no CloudWatch datapoint yet (watched for "+r.clock.since(q.FirstSeen)+")")
 	case f.CloudWatchExpected:
-		add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(ageWindow)))
+		r.add(ProblemUnknown, HealthUnknown, fmt.Sprintf("oldest message age unknown: no CloudWatch datapoint in %s", humanDuration(r.ageWindow)))
 	}
+}
 
-	blocked := float64(len(f.BlockedGroups)) // each reason of the rule weighs what the rule found
-	for i, g := range f.BlockedGroups {
+// blockedGroups: each FIFO group whose failing head holds back its session, the first few by
+// name.
+func (r *healthRules) blockedGroups() {
+	groups := r.f.BlockedGroups
+	blocked := float64(len(groups)) // each reason of the rule weighs what the rule found
+	for i, g := range groups {
 		if i == maxReasonsPerRule {
-			found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Reason: fmt.Sprintf("%d more groups blocked", len(f.BlockedGroups)-i), Size: blocked})
-			break
+			r.found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Reason: fmt.Sprintf("%d more groups blocked", len(groups)-i), Size: blocked})
+			return
 		}
-		found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Size: blocked, Reason: fmt.Sprintf("group %s blocked: head failed %s",
+		r.found(Finding{Kind: ProblemBlocked, Status: HealthWarning, Size: blocked, Reason: fmt.Sprintf("group %s blocked: head failed %s",
 			safetext.Line(g.GroupID, 64), plural(int64(g.HeadReceiveCount), "time"))})
 	}
+}
 
-	if f.NearMax > 0 && q.MaxReceiveCount > 0 {
-		found(Finding{Kind: ProblemNearMax, Status: HealthWarning, Size: float64(f.NearMax),
-			Reason: fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(f.NearMax), "message"), q.MaxReceiveCount)})
+// nearMaxReceive: sampled messages one failed delivery away from the dead-letter queue.
+func (r *healthRules) nearMaxReceive() {
+	if n, q := r.f.NearMax, r.f.Queue; n > 0 && q.MaxReceiveCount > 0 {
+		r.found(Finding{Kind: ProblemNearMax, Status: HealthWarning, Size: float64(n),
+			Reason: fmt.Sprintf("%s near maxReceiveCount %d", plural(int64(n), "message"), q.MaxReceiveCount)})
 	}
+}
 
-	if n := len(f.Errors); n > 0 {
-		e := f.Errors[0]
-		found(Finding{Kind: ProblemErrors, Status: HealthWarning, Size: float64(n), Reason: fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
-			humanDuration(th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64))})
+// collectorErrors: the collector's errors about the queue within ErrorWindow.
+func (r *healthRules) collectorErrors() {
+	if n := len(r.f.Errors); n > 0 {
+		e := r.f.Errors[0]
+		r.found(Finding{Kind: ProblemErrors, Status: HealthWarning, Size: float64(n), Reason: fmt.Sprintf("%s in %s (last: %s on %s)", plural(int64(n), "collector error"),
+			humanDuration(r.th.ErrorWindow), safetext.Line(e.Code, 64), safetext.Line(e.Operation, 64))})
 	}
+}
 
-	if src, own, theirs, short := retentionShortfall(q, f.Sources); short {
-		add(ProblemRetention, HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
+// retention: a dead-letter queue that keeps messages no longer than a source of its.
+func (r *healthRules) retention() {
+	if src, own, theirs, short := retentionShortfall(r.f.Queue, r.f.Sources); short {
+		r.add(ProblemRetention, HealthWarning, fmt.Sprintf("retention %s is not longer than source %s's %s: messages can expire before anyone looks",
 			humanDuration(own), src.Name, humanDuration(theirs)))
 	}
-	return h
 }
 
 // severity orders statuses: ok < unknown < warning < critical.

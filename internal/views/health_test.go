@@ -55,11 +55,19 @@ func TestEvaluateHealth(t *testing.T) {
 			[]string{"100 messages in the dead-letter queue"}},
 		{"DLQ growing", healthFacts{Queue: dlq, Latest: depth(5, 0), Earlier: depth(2, 15*time.Minute)}, HealthCritical,
 			[]string{"5 messages in the dead-letter queue", "growing: 2 → 5 messages in 15 min"}},
+		// The collector's peek holds a DLQ's messages in flight for seconds once a minute: an
+		// attribute read then sees none visible, and the DLQ still holds them all.
+		{"DLQ whose messages are all in flight (a peek under way)", healthFacts{Queue: dlq, Latest: &store.AttributeSample{At: now, InFlight: 5}},
+			HealthWarning, []string{"5 messages in the dead-letter queue"}},
+		{"DLQ partly in flight and delayed", healthFacts{Queue: dlq, Latest: &store.AttributeSample{At: now, Visible: 60, InFlight: 30, Delayed: 10}},
+			HealthCritical, []string{"100 messages in the dead-letter queue"}},
+		{"DLQ read in flight is not growing against one read visible", healthFacts{Queue: dlq, Latest: &store.AttributeSample{At: now, Visible: 5},
+			Earlier: &store.AttributeSample{At: now.Add(-15 * time.Minute), InFlight: 5}}, HealthWarning, []string{"5 messages in the dead-letter queue"}},
 		{"DLQ shrinking", healthFacts{Queue: dlq, Latest: depth(2, 0), Earlier: depth(5, 15*time.Minute)}, HealthWarning,
 			[]string{"2 messages in the dead-letter queue"}},
-		{"source whose DLQ holds messages: the DLQ's row counts it", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(4)},
+		{"source whose DLQ holds messages: the DLQ's row counts it", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQHeld: int64p(4)},
 			HealthOK, []string{}},
-		{"source whose DLQ is empty", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQVisible: int64p(0)},
+		{"source whose DLQ is empty", healthFacts{Queue: source, Latest: fresh, DLQName: "web-search-dlq", DLQHeld: int64p(0)},
 			HealthOK, []string{}},
 		{"oldest warning", healthFacts{Queue: plain, Latest: busy, OldestAge: &store.MetricPoint{At: now.Add(-time.Minute), Value: 360}},
 			HealthWarning, []string{"oldest message is 6 min old"}},
@@ -127,8 +135,8 @@ func TestEvaluateHealth(t *testing.T) {
 				t.Errorf("health = %s %q; want %s %q", h.Status, h.Reasons, tt.status, tt.reasons)
 			}
 			wantNotes := []string{}
-			if tt.facts.DLQVisible != nil && *tt.facts.DLQVisible > 0 {
-				wantNotes = []string{fmt.Sprintf("%d messages in its dead-letter queue %s", *tt.facts.DLQVisible, tt.facts.DLQName)}
+			if tt.facts.DLQHeld != nil && *tt.facts.DLQHeld > 0 {
+				wantNotes = []string{fmt.Sprintf("%d messages in its dead-letter queue %s", *tt.facts.DLQHeld, tt.facts.DLQName)}
 			}
 			if !slices.Equal(h.Notes, wantNotes) {
 				t.Errorf("notes = %q; want %q", h.Notes, wantNotes)

@@ -95,8 +95,7 @@ func (s *Service) Arrivals(ctx context.Context, queueID int64, since, until time
 			continue // a coarser resolution of the same instant
 		}
 		if prev != nil {
-			depth := func(x *store.AttributeSample) int64 { return x.Visible + x.InFlight + x.Delayed }
-			rise := float64(depth(a)-depth(prev)) + movedBetween(marks, prev.At, a.At, now)
+			rise := float64(a.Held()-prev.Held()) + movedBetween(marks, prev.At, a.At, now)
 			if rise > 0.5 {
 				out.Points = append(out.Points, Point{At: a.At.UTC(), Value: float64(int64(rise + 0.5))})
 			}

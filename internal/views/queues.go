@@ -293,9 +293,9 @@ func (s *Service) summarize(ctx context.Context, rd *readings, q store.Queue) (Q
 		if dlq = rd.byARN[q.DeadLetterTargetARN]; dlq != nil {
 			name = dlq.Name
 			if a, ok := rd.latest[dlq.ID]; ok {
-				v := a.Visible
-				sum.DeadLetterQueueDepth = &v
-				f.DLQVisible = &v
+				held := a.Held()
+				sum.DeadLetterQueueDepth = &held
+				f.DLQHeld = &held
 			}
 		}
 		sum.DeadLetterQueue = &name
@@ -345,7 +345,7 @@ func (s *Service) windows(cad store.Cadences, latest store.AttributeSample, dead
 	switch {
 	case deadLetter:
 		staleAfter = max(staleAfter, 3*cad.QuietDeadLetter)
-	case latest.Visible+latest.InFlight+latest.Delayed == 0:
+	case latest.Held() == 0:
 		staleAfter = max(staleAfter, 3*cad.QuietAttributes)
 	}
 	return staleAfter, max(s.th.GrowthWindow, 3*cad.OldestAge)

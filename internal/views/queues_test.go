@@ -126,8 +126,9 @@ func TestOverview(t *testing.T) {
 	}
 
 	// Misconfigured: the queues without a dead-letter queue whose attributes were read (the
-	// advisor's no-dlq), notifications among them.
-	wantTotals := Totals{Queues: 7, Visible: 10 + 3 + 2 + 0 + 40 + 0 + 150, InFlight: 7, DLQMessages: 153, Warning: 3, Critical: 2, Misconfigured: 2}
+	// advisor's no-dlq), notifications among them. One message is in flight in each of the four
+	// working queues.
+	wantTotals := Totals{Queues: 7, Visible: 10 + 3 + 2 + 0 + 40 + 0 + 150, InFlight: 4, DLQMessages: 153, Warning: 3, Critical: 2, Misconfigured: 2}
 	if ov.Totals != wantTotals {
 		t.Errorf("totals = %+v; want %+v", ov.Totals, wantTotals)
 	}

@@ -107,7 +107,7 @@ type QueueSummary struct {
 	OldestMessageAgeAt      *time.Time `json:"oldestMessageAgeAt"`
 	MaxReceiveCount         *int       `json:"maxReceiveCount"`      // null without a redrive policy
 	DeadLetterQueue         *string    `json:"deadLetterQueue"`      // the DLQ's name, or null
-	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"` // visible messages of the DLQ, when watched
+	DeadLetterQueueDepth    *int64     `json:"deadLetterQueueDepth"` // messages the DLQ holds (visible, in flight, delayed), when watched
 	// IsDeadLetterQueue: a RedrivePolicy names the queue, or an EventBridge target's
 	// DeadLetterConfig does; DeadLetterKind says which ("sqs", "eventbridge-target"; an
 	// EventBridge target's wins when both do, since such a queue cannot be redriven).
