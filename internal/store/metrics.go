@@ -175,6 +175,53 @@ func (s *Store) MetricSeries(ctx context.Context, queueID int64, metric string, 
 	return out, nil
 }
 
+// metricSeriesOfQueuesQuery reads one metric of the queues listed in ?1 (sampleIDList's
+// encoding) in [?3, ?4): a range seek on the primary key per queue, the list outside (in
+// PostgreSQL a LATERAL join, whose OFFSET 0 keeps the planner from flattening it into a hash
+// join over the whole table, as in depthSamplesSinceQuery).
+func metricSeriesOfQueuesQuery(d dialect) string {
+	points := `metric_points p WHERE p.queue_id = j.value AND p.metric_id = m.id AND p.at >= ?3 AND p.at < ?4 AND m.name = ?2`
+	if d == postgresDialect {
+		points = `LATERAL (SELECT at, period, value FROM metric_points
+			WHERE queue_id = j.value AND metric_id = m.id AND at >= ?3 AND at < ?4 OFFSET 0) p WHERE m.name = ?2`
+	}
+	return `
+	SELECT j.value, p.at, p.period, p.value
+	FROM metric_names m CROSS JOIN ` + d.idTable("?1") + ` j CROSS JOIN ` + points + `
+	ORDER BY j.value, p.at, p.period`
+}
+
+// MetricSeriesOfQueues is MetricSeries for many queues at once, in one statement: each queue's
+// points of metric in [since, until), oldest first, by queue id; a queue without any is absent.
+func (s *Store) MetricSeriesOfQueues(ctx context.Context, queueIDs []int64, metric string, since, until time.Time) (map[int64][]MetricPoint, error) {
+	out := map[int64][]MetricPoint{}
+	if len(queueIDs) == 0 {
+		return out, nil
+	}
+	list, err := sampleIDList(queueIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: metric series %s of %d queues: %w", metric, len(queueIDs), err)
+	}
+	rows, err := s.db.QueryContext(ctx, metricSeriesOfQueuesQuery(s.d), list, metric, ms(since), ms(until))
+	if err != nil {
+		return nil, fmt.Errorf("store: metric series %s of %d queues: %w", metric, len(queueIDs), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p := MetricPoint{Metric: metric}
+		var at int64
+		if err := rows.Scan(&p.QueueID, &at, &p.Period, &p.Value); err != nil {
+			return nil, fmt.Errorf("store: metric series %s of %d queues: %w", metric, len(queueIDs), err)
+		}
+		p.At = fromMS(at)
+		out[p.QueueID] = append(out[p.QueueID], p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: metric series %s of %d queues: %w", metric, len(queueIDs), err)
+	}
+	return out, nil
+}
+
 // LatestMetricValues returns each metric's newest datapoint of a queue, by metric name.
 func (s *Store) LatestMetricValues(ctx context.Context, queueID int64) (map[string]MetricPoint, error) {
 	// When a roll-up and a raw point share a time, the finer one (smaller period) wins.

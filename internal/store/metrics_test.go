@@ -125,6 +125,59 @@ func TestLatestMetricPoints(t *testing.T) {
 	})
 }
 
+// TestMetricSeriesOfQueues: one statement reads one metric of the queues asked, each as
+// MetricSeries reads it alone; the other queues, metrics and times stay out.
+func TestMetricSeriesOfQueues(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, open func(testing.TB) *Store) {
+		ctx := context.Background()
+		s := open(t)
+		a, b, c := addQueue(t, s, "a"), addQueue(t, s, "b"), addQueue(t, s, "c")
+		const empty = "NumberOfEmptyReceives"
+		err := s.UpsertMetricPoints(ctx, []MetricPoint{
+			{QueueID: a.ID, Metric: empty, At: t0.Add(-time.Minute), Period: 60, Value: 9}, // before since
+			{QueueID: a.ID, Metric: empty, At: t0.Add(time.Minute), Period: 60, Value: 2},
+			{QueueID: a.ID, Metric: empty, At: t0, Period: 300, Value: 5},
+			{QueueID: a.ID, Metric: empty, At: t0, Period: 60, Value: 1},
+			{QueueID: a.ID, Metric: empty, At: t0.Add(time.Hour), Period: 60, Value: 9}, // at until
+			{QueueID: a.ID, Metric: "NumberOfMessagesSent", At: t0, Period: 60, Value: 9},
+			{QueueID: b.ID, Metric: empty, At: t0.Add(2 * time.Minute), Period: 60, Value: 3},
+			{QueueID: c.ID, Metric: empty, At: t0, Period: 60, Value: 9}, // not asked
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.MetricSeriesOfQueues(ctx, []int64{a.ID, b.ID, 404}, empty, t0, t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int64][]float64{a.ID: {1, 5, 2}, b.ID: {3}}
+		if len(got) != len(want) {
+			t.Errorf("MetricSeriesOfQueues has %d queues; want %d: %+v", len(got), len(want), got)
+		}
+		for id, values := range want {
+			alone, err := s.MetricSeries(ctx, id, empty, t0, t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotValues []float64
+			for i, p := range got[id] {
+				gotValues = append(gotValues, p.Value)
+				if p.QueueID != id || p.Metric != empty || i >= len(alone) || !p.At.Equal(alone[i].At) || p.Period != alone[i].Period {
+					t.Errorf("queue %d point %d = %+v; MetricSeries reads %+v", id, i, p, alone)
+				}
+			}
+			if !slices.Equal(gotValues, values) {
+				t.Errorf("queue %d values = %v; want %v", id, gotValues, values)
+			}
+		}
+		none, err := s.MetricSeriesOfQueues(ctx, nil, empty, t0, t0.Add(time.Hour))
+		if err != nil || len(none) != 0 {
+			t.Errorf("no queues: %v, %v", none, err)
+		}
+	})
+}
+
 // TestUpsertMetricPointsInBatches: more points than one statement takes are all stored; a point
 // given twice in one call counts once, the later value; a point stored again replaces the value.
 func TestUpsertMetricPointsInBatches(t *testing.T) {

@@ -18,13 +18,14 @@ func TestHotQueriesSeek(t *testing.T) {
 		query string
 		args  []any
 	}{
-		"LatestAttributeSamples":                           {latestAttributeSamplesQuery(sqliteDialect), nil},
-		"LatestMetricPoints":                               {latestMetricPointsQuery(sqliteDialect), []any{"x"}},
-		"DepthSamplesSince (the snapshot's depth history)": {depthSamplesSinceQuery(sqliteDialect), []any{0}},
-		"NearMaxCounts":                                    {nearMaxCountsQuery(sqliteDialect), []any{"[1,2]"}},
-		"GroupsOfSamples":                                  {groupsOfSamplesQuery(sqliteDialect), []any{"[1,2]"}},
-		"RedrivenArrivals (the snapshot's bounce-backs)":   {arrivalsQuery(sqliteDialect), []any{"[1,2]", 0}},
-		"RedriveMemories":                                  {redriveMessagesQuery(sqliteDialect), []any{"[1,2]"}},
+		"LatestAttributeSamples":                             {latestAttributeSamplesQuery(sqliteDialect), nil},
+		"LatestMetricPoints":                                 {latestMetricPointsQuery(sqliteDialect), []any{"x"}},
+		"DepthSamplesSince (the snapshot's depth history)":   {depthSamplesSinceQuery(sqliteDialect), []any{0}},
+		"NearMaxCounts":                                      {nearMaxCountsQuery(sqliteDialect), []any{"[1,2]"}},
+		"GroupsOfSamples":                                    {groupsOfSamplesQuery(sqliteDialect), []any{"[1,2]"}},
+		"RedrivenArrivals (the snapshot's bounce-backs)":     {arrivalsQuery(sqliteDialect), []any{"[1,2]", 0}},
+		"RedriveMemories":                                    {redriveMessagesQuery(sqliteDialect), []any{"[1,2]"}},
+		"MetricSeriesOfQueues (the advice's empty receives)": {metricSeriesOfQueuesQuery(sqliteDialect), []any{"[1,2]", "NumberOfEmptyReceives", 0, 1}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -96,6 +97,8 @@ func TestHotQueriesSeekOnPostgres(t *testing.T) {
 		"LatestAttributeSamples": {latestAttributeSamplesQuery(postgresDialect), nil},
 		"LatestMetricPoints":     {latestMetricPointsQuery(postgresDialect), []any{"ApproximateAgeOfOldestMessage"}},
 		"DepthSamplesSince":      {depthSamplesSinceQuery(postgresDialect), []any{ms(t0.Add(29 * time.Minute))}},
+		"MetricSeriesOfQueues": {metricSeriesOfQueuesQuery(postgresDialect),
+			[]any{"[1,2,3]", "ApproximateAgeOfOldestMessage", ms(t0.Add(20 * time.Minute)), ms(t0.Add(30 * time.Minute))}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rows, err := s.db.QueryContext(ctx, "EXPLAIN "+tt.query, tt.args...)

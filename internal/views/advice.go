@@ -428,7 +428,7 @@ func changingKeys(body string) []string {
 
 func checkShortPolling(f *adviceFacts, th *Thresholds) (string, string, bool) {
 	q := f.Queue
-	if v, ok := q.Attributes["ReceiveMessageWaitTimeSeconds"]; !ok || v != "0" {
+	if !shortPolling(q) {
 		return "", "", false
 	}
 	var sum float64

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,6 +323,48 @@ func TestShortPollingReadsHourlyCounters(t *testing.T) {
 				t.Errorf("short-polling fired: %+v; want %v", list.Advice, tt.fires)
 			}
 		})
+	}
+}
+
+// TestShortPollingIsOneRead: the snapshot reads every short-polling queue's empty receives in
+// one statement, so a build runs as many statements with 40 such queues as with 2 (it once ran
+// one MetricSeries a queue: 1,000 statements a build at 1,000 queues), and the rule still fires
+// on each of them.
+func TestShortPollingIsOneRead(t *testing.T) {
+	t.Parallel()
+	statements := map[int]int{}
+	for _, n := range []int{2, 40} {
+		f := newFixture(t)
+		f.must(f.store.SetCostEstimate(f.ctx, store.CostEstimate{At: now, Cadences: store.Cadences{Counters: time.Hour, Attributes: 15 * time.Second}}))
+		var points []store.MetricPoint
+		for i := range n {
+			q := f.queue(fmt.Sprintf("poller-%02d", i))
+			f.must(f.store.SaveQueueAttributes(f.ctx, store.QueueAttributes{QueueID: q, At: now.Add(-5 * time.Second),
+				Attributes: map[string]string{"MessageRetentionPeriod": "345600", "ReceiveMessageWaitTimeSeconds": "0"}}))
+			for m := range 15 {
+				points = append(points, store.MetricPoint{QueueID: q, Metric: "NumberOfEmptyReceives",
+					At: now.Add(-time.Duration(m+1) * time.Minute), Period: 60, Value: 100})
+			}
+		}
+		f.must(f.store.UpsertMetricPoints(f.ctx, points))
+		var mu sync.Mutex
+		f.store.Trace(func(st store.Statement) {
+			mu.Lock()
+			defer mu.Unlock()
+			statements[n]++
+			if slices.Contains(st.Methods, "MetricSeries") {
+				t.Errorf("the snapshot read a queue's series alone: %v", st.Methods)
+			}
+		})
+		list, err := f.svc.Advice(f.ctx, AdviceQuery{Rule: "short-polling"})
+		f.store.Trace(nil)
+		f.must(err)
+		if len(list.Advice) != n {
+			t.Errorf("short-polling fired on %d of %d queues", len(list.Advice), n)
+		}
+	}
+	if statements[40] != statements[2] {
+		t.Errorf("a snapshot build ran %d statements with 2 short-polling queues, %d with 40; want as many", statements[2], statements[40])
 	}
 }
 

@@ -46,8 +46,10 @@ type readings struct {
 	outcomes map[int64]*RedriveOutcome        // what came back of the redrives, by task id
 	run      *store.CollectorRun              // the newest attribute cycle; nil before one
 	sight    sightFacts
-	topology topology       // what surrounds the queues: consumers, rules, alarms
-	names    map[string]int // how many queues have each name, for links (QueueSummary.Ref)
+	topology topology // what surrounds the queues: consumers, rules, alarms
+	// emptyReceives are each short-polling queue's newest NumberOfEmptyReceives datapoints.
+	emptyReceives map[int64][]store.MetricPoint
+	names         map[string]int // how many queues have each name, for links (QueueSummary.Ref)
 }
 
 // read reads what a snapshot at now shows, bringing the depth history up to date first, and
@@ -125,6 +127,9 @@ func (s *Service) read(ctx context.Context, mem *buildMemory, now time.Time) (*r
 		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
 	})
 	if rd.counted, err = s.countSamples(ctx, mem, rd); err != nil {
+		return nil, err
+	}
+	if rd.emptyReceives, err = s.readEmptyReceives(ctx, rd); err != nil {
 		return nil, err
 	}
 	if rd.outcomes, err = s.readOutcomes(ctx, &mem.outcomes, rd); err != nil {
