@@ -67,19 +67,13 @@ func (c *Collector) sampledMessage(queueID int64, m types.Message, ownReceives, 
 	stored := strings.ToValidUTF8(body, "\uFFFD")
 	sm.BodyTruncated = len(stored) > c.opts.Peek.BodyCap
 	sm.Body = safetext.Truncate(stored, c.opts.Peek.BodyCap)
-	f := c.opts.ToolFields
-	paths := []string{f.ToolName, f.ToolCallID, f.SessionID}
-	for _, d := range c.opts.Dimensions {
-		if d.Source == FromJSON {
-			paths = append(paths, d.Path)
-		}
-	}
-	fields := make([]string, len(paths))
+	var parsed messageBody
 	if len(body) <= maxParsedBody {
-		fields = toolFields(body, paths...)
+		parsed = parseBody(body)
 	}
-	sm.ToolName, sm.ToolCallID, sm.SessionID = fields[0], fields[1], fields[2]
-	sm.Dimensions = dimensionValues(c.opts.Dimensions, m.MessageAttributes, fields[3:])
+	f := c.opts.ToolFields
+	sm.ToolName, sm.ToolCallID, sm.SessionID = parsed.field(f.ToolName), parsed.field(f.ToolCallID), parsed.field(f.SessionID)
+	sm.Dimensions = dimensionValues(c.opts.Dimensions, m.MessageAttributes, parsed)
 	// Near: at most one delivery left, whoever made the receives so far (the consumers or the
 	// dashboard): one more failed delivery sends the message on to the dead-letter queue.
 	sm.NearMaxReceive = nearMax > 0 && sm.ReceiveCount+sm.OwnReceives >= nearMax-1
@@ -95,16 +89,20 @@ func bodyHash(body string) string {
 }
 
 // dimensionValues returns a message's dimensions by name, those it has no value for left out.
-// fromBody holds the values of the JSON dimensions' paths, in order.
-func dimensionValues(dims []Dimension, attrs map[string]types.MessageAttributeValue, fromBody []string) map[string]string {
+// An attribute dimension of an EventBridge event, which carries no attribute of its producer's,
+// reads the detail's field of the attribute's name: a tool call's mcpServer attribute, published
+// as an event, is its detail's mcpServer.
+func dimensionValues(dims []Dimension, attrs map[string]types.MessageAttributeValue, body messageBody) map[string]string {
 	out := make(map[string]string, len(dims))
 	for _, d := range dims {
 		var v string
 		switch d.Source {
 		case FromAttribute:
-			v = safetext.Store(attributeValue(attrs, d.Path), maxToolField)
+			if v = safetext.Store(attributeValue(attrs, d.Path), maxToolField); v == "" {
+				v = body.detailField(d.Path)
+			}
 		case FromJSON:
-			v, fromBody = fromBody[0], fromBody[1:]
+			v = body.field(d.Path)
 		}
 		if v != "" {
 			out[d.Name] = v
@@ -140,32 +138,81 @@ func messageAttributes(attrs map[string]types.MessageAttributeValue) []store.Mes
 	return out
 }
 
-// toolFields reads the values at dotted JSON paths of a body, tolerant of anything: a body that
-// is not JSON, a path that is missing or not a scalar, all read as "". A body that is a JSON
-// string holding a JSON object (double-encoded by some producers) is decoded once more.
+// toolFields reads the values at dotted JSON paths of a body (messageBody.field).
 func toolFields(body string, paths ...string) []string {
+	parsed := parseBody(body)
 	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = parsed.field(p)
+	}
+	return out
+}
+
+// messageBody is a body parsed once for the fields toolq reads in it: the JSON document and,
+// when it is an EventBridge event, its detail. EventBridge delivers the whole event to an SQS
+// target and to a target's dead-letter queue, so a tool call published as an event has its
+// toolName, toolCallId and the rest in detail, not at the top.
+type messageBody struct {
+	doc    any
+	detail map[string]any // nil unless the body is an EventBridge event
+}
+
+// parseBody parses a body, tolerant of anything: a body that is not JSON, a path that is missing
+// or not a scalar, all read as "". A body that is a JSON string holding a JSON object
+// (double-encoded by some producers) is decoded once more.
+func parseBody(body string) messageBody {
 	trimmed := bytes.TrimSpace([]byte(body))
 	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '"') {
-		return out
+		return messageBody{}
 	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return out
+		return messageBody{}
 	}
 	if s, ok := doc.(string); ok {
 		inner := json.NewDecoder(strings.NewReader(s))
 		inner.UseNumber()
 		if err := inner.Decode(&doc); err != nil {
-			return out
+			return messageBody{}
 		}
 	}
-	for i, p := range paths {
-		out[i] = safetext.Store(lookupPath(doc, p), maxToolField)
+	return messageBody{doc: doc, detail: eventDetail(doc)}
+}
+
+// eventDetail returns the detail of an EventBridge event (an object with a detail-type, a
+// source and a detail object), nil for any other document.
+func eventDetail(doc any) map[string]any {
+	event, ok := doc.(map[string]any)
+	if !ok {
+		return nil
 	}
-	return out
+	_, typed := event["detail-type"].(string)
+	_, sourced := event["source"].(string)
+	detail, ok := event["detail"].(map[string]any)
+	if !typed || !sourced || !ok {
+		return nil
+	}
+	return detail
+}
+
+// field returns the scalar at a dotted path of the body or, when the body has none there and is
+// an EventBridge event, at that path of its detail; made safe to store.
+func (b messageBody) field(path string) string {
+	if v := safetext.Store(lookupPath(b.doc, path), maxToolField); v != "" {
+		return v
+	}
+	return b.detailField(path)
+}
+
+// detailField returns the scalar at a dotted path of an EventBridge event's detail; "" for any
+// other body.
+func (b messageBody) detailField(path string) string {
+	if b.detail == nil {
+		return ""
+	}
+	return safetext.Store(lookupPath(b.detail, path), maxToolField)
 }
 
 // lookupPath walks a dotted path through JSON objects and returns the scalar at its end.

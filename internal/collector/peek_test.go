@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
@@ -409,11 +411,50 @@ func TestToolFields(t *testing.T) {
 		{"truncated json", `{"toolName":"x"`, []string{"toolName"}, []string{""}},
 		{"control characters", "{\"toolName\":\"a\\u0000b\\u001bc\"}", []string{"toolName"}, []string{"abc"}},
 		{"empty path", `{"":"x"}`, []string{""}, []string{""}},
+		// EventBridge delivers the whole event to a target's DLQ: the producer's fields are in
+		// its detail.
+		{"EventBridge event", `{"version":"0","id":"e1","detail-type":"ToolCallCompleted","source":"mcp.tools","detail":{"toolName":"web_search","toolCallId":"tc_9","meta":{"id":3}}}`,
+			[]string{"toolName", "toolCallId", "meta.id", "sessionId"}, []string{"web_search", "tc_9", "3", ""}},
+		{"an event's own field wins over its detail's", `{"detail-type":"T","source":"s","id":"e1","detail":{"id":"d1"}}`, []string{"id"}, []string{"e1"}},
+		{"a path into the detail", `{"detail-type":"T","source":"s","detail":{"toolName":"x"}}`, []string{"detail.toolName"}, []string{"x"}},
+		{"a detail without detail-type is no event", `{"source":"s","detail":{"toolName":"x"}}`, []string{"toolName"}, []string{""}},
+		{"an event whose detail is no object", `{"detail-type":"T","source":"s","detail":"{\"toolName\":\"x\"}"}`, []string{"toolName"}, []string{""}},
+		{"hostile detail", "{\"detail-type\":\"T\",\"source\":\"s\",\"detail\":{\"toolName\":\"a\\u001b[31mb\"}}", []string{"toolName"}, []string{"a[31mb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := toolFields(tt.body, tt.paths...); !slices.Equal(got, tt.want) {
 				t.Errorf("toolFields = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDimensionsOfAnEventBridgeEvent: an attribute dimension of an event, which carries none
+// of its producer's attributes, reads the detail's field of the attribute's name; a message's
+// own attribute wins; a JSON dimension reads the detail as the tool fields do.
+func TestDimensionsOfAnEventBridgeEvent(t *testing.T) {
+	t.Parallel()
+	dims := []Dimension{{Name: "mcpServer", Source: FromAttribute, Path: "mcpServer"}, {Name: "error", Source: FromJSON, Path: "error.code"}}
+	event := `{"detail-type":"ToolCallFailed","source":"mcp.tools","detail":{"mcpServer":"research","error":{"code":"timeout"}}}`
+	attr := func(v string) map[string]types.MessageAttributeValue {
+		return map[string]types.MessageAttributeValue{"mcpServer": {DataType: aws.String("String"), StringValue: aws.String(v)}}
+	}
+	tests := []struct {
+		name  string
+		body  string
+		attrs map[string]types.MessageAttributeValue
+		want  map[string]string
+	}{
+		{"an event", event, nil, map[string]string{"mcpServer": "research", "error": "timeout"}},
+		{"an event with the attribute", event, attr("docs"), map[string]string{"mcpServer": "docs", "error": "timeout"}},
+		{"a tool call is read as before", `{"toolName":"x","mcpServer":"body-says","error":{"code":"e"}}`, attr("docs"), map[string]string{"mcpServer": "docs", "error": "e"}},
+		{"a tool call's body is no stand-in for its attribute", `{"toolName":"x","mcpServer":"body-says"}`, nil, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dimensionValues(dims, tt.attrs, parseBody(tt.body)); !maps.Equal(got, tt.want) {
+				t.Errorf("dimensions = %v; want %v", got, tt.want)
 			}
 		})
 	}
