@@ -89,6 +89,15 @@ func TestImportRules(t *testing.T) {
 			t.Error("internal/server imports internal/store")
 		}
 	})
+	t.Run("the templates render what the views give them, never the store's", func(t *testing.T) {
+		// A page shows the snapshot's rows; a constant or a type of the store's in a template is
+		// a second way to the data that the views do not see.
+		for name, p := range pkgs {
+			if (name == "web/templates" || strings.HasPrefix(name, "web/templates/")) && slices.Contains(local(p.Imports), "internal/store") {
+				t.Errorf("%s imports internal/store", name)
+			}
+		}
+	})
 	t.Run("only the store imports the SQLite driver", func(t *testing.T) {
 		for name, p := range pkgs {
 			for _, imp := range p.Imports {

@@ -46,7 +46,7 @@ func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
 	if err != nil {
 		return Groups{}, err
 	}
-	out := Groups{Queue: q.Name, Groups: []Group{}}
+	out := Groups{Queue: q.Name, DeadLetterQueue: deadLetter(q), Groups: []Group{}}
 	sample, err := s.store.LatestSample(ctx, q.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		out.Next, err = s.sampleDue(ctx, q, nil)
@@ -74,7 +74,7 @@ func (s *Service) Groups(ctx context.Context, queueID int64) (Groups, error) {
 			HeadReceives:     receivesOf(g.HeadReceiveCount, g.HeadOwnReceives, q.MaxReceiveCount),
 			HeadReceiveCount: g.HeadReceiveCount,
 			Blocked:          g.Blocked,
-			State:            groupState(g),
+			State:            groupState(g, out.DeadLetterQueue),
 		})
 	}
 	return out, nil
@@ -346,9 +346,17 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{queueID: ids[0], sampleID: ids[1], afterID: ids[2]}, nil
 }
 
-// groupState tells a group's state from its backlog.
-func groupState(g store.GroupBacklog) GroupState {
+// BlockedReceiveCount is how many times a FIFO group's head must have failed, with messages
+// waiting behind it, for the group to be blocked (store.BlockedReceiveCount, which the collector
+// applies).
+const BlockedReceiveCount = store.BlockedReceiveCount
+
+// groupState tells a group's state from its backlog and its queue: in a dead-letter queue
+// nothing retries a group and nothing blocks it, whatever its head went through before.
+func groupState(g store.GroupBacklog, deadLetterQueue bool) GroupState {
 	switch {
+	case deadLetterQueue:
+		return GroupDeadLettered
 	case g.Blocked:
 		return GroupBlocked
 	case g.HeadReceiveCount > 0:

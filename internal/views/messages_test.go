@@ -25,9 +25,37 @@ func TestGroups(t *testing.T) {
 	if g.Seen != 4 || g.ApproxVisible != 10 || g.Coverage != 0.4 || g.SampledAt == nil {
 		t.Errorf("group page = %+v", g)
 	}
+	if g.DeadLetterQueue || g.Groups[0].State != GroupBlocked || g.Groups[1].State != GroupWaiting {
+		t.Errorf("a source's groups: dead-letter queue %v, states %s, %s; want blocked, waiting", g.DeadLetterQueue, g.Groups[0].State, g.Groups[1].State)
+	}
 	empty, err := f.svc.Groups(f.ctx, f.idOf("web-search"))
 	if err != nil || empty.SampledAt != nil || empty.Groups == nil || len(empty.Groups) != 0 {
 		t.Errorf("groups of an unsampled queue = %+v, %v", empty, err)
+	}
+
+	// Nothing retries or blocks a group in a dead-letter queue, whatever its head went through in
+	// its source: every group there is dead-lettered.
+	_, err = f.store.SaveSample(f.ctx, store.Sample{QueueID: f.ids["tool-calls-dlq.fifo"], Kind: store.SampleDeadLetter,
+		At: now.Add(-10 * time.Second), Seen: 3, ApproxVisible: 3, Receives: 1, MessagesTaken: 3},
+		[]store.SampledMessage{
+			{MessageID: "d-1", GroupID: "sess_42", ReceiveCount: 5, SentAt: now.Add(-time.Hour)},
+			{MessageID: "d-2", GroupID: "sess_42", SentAt: now.Add(-50 * time.Minute)},
+			{MessageID: "d-3", GroupID: "sess_7", ReceiveCount: 1, SentAt: now.Add(-time.Minute)},
+		},
+		[]store.GroupBacklog{
+			{GroupID: "sess_42", Messages: 2, OldestSentAt: now.Add(-time.Hour), HeadMessageID: "d-1", HeadReceiveCount: 5},
+			{GroupID: "sess_7", Messages: 1, OldestSentAt: now.Add(-time.Minute), HeadMessageID: "d-3", HeadReceiveCount: 1},
+		})
+	f.must(err)
+	dlq, err := f.svc.Groups(f.ctx, f.idOf("tool-calls-dlq.fifo"))
+	f.must(err)
+	if !dlq.DeadLetterQueue || len(dlq.Groups) != 2 {
+		t.Fatalf("a DLQ's groups = %+v", dlq)
+	}
+	for _, gr := range dlq.Groups {
+		if gr.State != GroupDeadLettered {
+			t.Errorf("DLQ group %s is %s; want %s", gr.GroupID, gr.State, GroupDeadLettered)
+		}
 	}
 }
 

@@ -241,21 +241,26 @@ type GroupState string
 
 // The states of a group: its head was never delivered and waits for a consumer; its head failed
 // once and waits for its next delivery; or its head keeps failing while messages wait behind it.
+// A dead-letter queue's groups are dead-lettered: their calls failed in their source and moved
+// here, where nothing delivers them again; they keep their order until a redrive sends them back.
 const (
-	GroupWaiting  GroupState = "waiting"
-	GroupRetrying GroupState = "retrying"
-	GroupBlocked  GroupState = "blocked"
+	GroupWaiting      GroupState = "waiting"
+	GroupRetrying     GroupState = "retrying"
+	GroupBlocked      GroupState = "blocked"
+	GroupDeadLettered GroupState = "dead-lettered"
 )
 
 // Groups is GET /api/v1/queues/{queue}/groups.
 type Groups struct {
-	Queue         string     `json:"queue"`
-	SampledAt     *time.Time `json:"sampledAt"` // null before the first sample
-	Seen          int        `json:"seen"`
-	ApproxVisible int64      `json:"approxVisible"`
-	Coverage      float64    `json:"coverage"`
-	Next          SampleDue  `json:"next"`
-	Groups        []Group    `json:"groups"` // never nil; oldest first
+	Queue string `json:"queue"`
+	// DeadLetterQueue: the queue is a dead-letter queue, whose groups are GroupDeadLettered.
+	DeadLetterQueue bool       `json:"deadLetterQueue"`
+	SampledAt       *time.Time `json:"sampledAt"` // null before the first sample
+	Seen            int        `json:"seen"`
+	ApproxVisible   int64      `json:"approxVisible"`
+	Coverage        float64    `json:"coverage"`
+	Next            SampleDue  `json:"next"`
+	Groups          []Group    `json:"groups"` // never nil; oldest first
 }
 
 // SampleDue says when the next message sample of a queue comes, so that a page showing an
