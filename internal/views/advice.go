@@ -38,12 +38,16 @@ const (
 )
 
 // AdviceRule is one rule of the advisor: its stable id (what --advice-off, the API and the
-// Prometheus label use), its severity, why it matters in one line, and where the seeds teach it.
+// Prometheus label use), its severity, why it matters in one line, and the pattern it belongs to
+// with the page of AWS's documentation that teaches it.
 type AdviceRule struct {
 	ID       string         `json:"id"`
 	Severity AdviceSeverity `json:"severity"`
 	Why      string         `json:"why"`
-	Source   string         `json:"source"`
+	// Source names the pattern the rule belongs to ("Dead-letter queue and redrive"), SourceURL
+	// the page of AWS's documentation that says what the rule checks.
+	Source    string `json:"source"`
+	SourceURL string `json:"sourceUrl"`
 	// Off: the operator turned the rule off (--advice-off); it is not evaluated.
 	Off bool `json:"off"`
 	// check fires the rule on one queue's facts: what was found, and the fix (an aws CLI
@@ -64,19 +68,42 @@ type Advice struct {
 	Why string `json:"why"`
 	// Fix is an aws CLI command or a CDK line that makes the rule hold; values from AWS in it are
 	// quoted for a POSIX shell.
-	Fix    string `json:"fix"`
-	Source string `json:"source"`
+	Fix string `json:"fix"`
+	// Source and SourceURL are the rule's (AdviceRule).
+	Source    string `json:"source"`
+	SourceURL string `json:"sourceUrl"`
 }
 
-// Seed patterns, as the rules cite them (docs/advisor.md quotes the passages).
+// The patterns of tool-call queues the rules belong to (docs/advisor.md), as the rules name them.
 const (
-	seedStandard   = "Pattern 1: SQS standard queue (seed 003)"
-	seedFIFO       = "Pattern 2: SQS FIFO per session (seeds 000, 002, 003)"
-	seedDLQ        = "Pattern 3: dead-letter queue and replay (seeds 001, 003)"
-	seedEventBus   = "Pattern 4: EventBridge pub/sub with target DLQs (seed 003)"
-	seedLambda     = "Pattern 5: Lambda SQS event source mapping (seeds 000, 003)"
-	seedDLQAlarm   = "Pattern 3: DLQ CloudWatch alarm (seed 001)"
-	seedDomainMove = "Pattern 3: DLQ alarm (seed 001, corrected by DOMAIN.md: moves are not sends)"
+	patternStandard = "Standard queue"
+	patternFIFO     = "FIFO queue per session"
+	patternDLQ      = "Dead-letter queue and redrive"
+	patternEventBus = "EventBridge targets with dead-letter queues"
+	patternLambda   = "Lambda event source mapping"
+	patternQuotas   = "SQS quotas"
+)
+
+// Pages of AWS's documentation the rules cite: the SQS Developer Guide, and for what Lambda and
+// EventBridge own, their guides.
+const (
+	awsSQSGuide        = "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/"
+	awsDLQ             = awsSQSGuide + "sqs-dead-letter-queues.html"
+	awsDLQRetention    = awsSQSGuide + "setting-up-dead-letter-queue-retention.html"
+	awsDLQConfigure    = awsSQSGuide + "sqs-configure-dead-letter-queue.html"
+	awsDLQRedrive      = awsSQSGuide + "sqs-configure-dead-letter-queue-redrive.html"
+	awsDLQAlarms       = awsSQSGuide + "dead-letter-queues-alarms-cloudwatch.html"
+	awsMetrics         = awsSQSGuide + "sqs-available-cloudwatch-metrics.html"
+	awsHighThroughput  = awsSQSGuide + "high-throughput-fifo.html"
+	awsFIFOTerms       = awsSQSGuide + "FIFO-key-terms.html"
+	awsLongPolling     = awsSQSGuide + "best-practices-setting-up-long-polling.html"
+	awsQueueQuotas     = awsSQSGuide + "quotas-queues.html"
+	awsLambdaTrigger   = awsSQSGuide + "sqs-configure-lambda-function-trigger.html"
+	awsLambdaErrors    = "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html"
+	awsLambdaScaling   = "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html"
+	awsEventBridgeDLQ  = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-event-delivery.html"
+	awsEventBridgeRetr = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html"
+	awsEventBridgeBus  = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-what-is-how-it-works-concepts.html"
 )
 
 // Defaults of the advisor's thresholds (Thresholds).
@@ -150,70 +177,70 @@ func deadLetter(q store.Queue) bool { return q.IsDeadLetterQueue() || q.IsEventB
 
 // AdviceRules are every rule of the advisor, in the order the pages list them.
 var AdviceRules = []AdviceRule{
-	{ID: "no-dlq", Severity: AdviceCritical, Source: seedDLQ,
+	{ID: "no-dlq", Severity: AdviceCritical, Source: patternDLQ, SourceURL: awsDLQ,
 		Why:   "without a dead-letter queue a message that always fails is retried until its retention ends, and a worker that drops it loses it",
 		check: checkNoDLQ},
-	{ID: "dlq-retention-not-longer", Severity: AdviceCritical, Source: seedDLQ,
+	{ID: "dlq-retention-not-longer", Severity: AdviceCritical, Source: patternDLQ, SourceURL: awsDLQRetention,
 		Why:   "a standard queue's message keeps its enqueue time when it moves, so a DLQ that keeps messages no longer than its source can drop them on arrival",
 		check: checkDLQRetention},
-	{ID: "max-receive-count-1", Severity: AdviceWarning, Source: seedDLQ,
+	{ID: "max-receive-count-1", Severity: AdviceWarning, Source: patternDLQ, SourceURL: awsDLQ,
 		Why:   "maxReceiveCount 1 sends a transient failure (a throttle, a timeout) to the DLQ at once: false alarms",
 		check: checkMaxReceiveOne},
-	{ID: "max-receive-count-high", Severity: AdviceWarning, Source: seedDLQ,
+	{ID: "max-receive-count-high", Severity: AdviceWarning, Source: patternDLQ, SourceURL: awsDLQ,
 		Why:   "maxReceiveCount 10 or more lets a bad message loop for many deliveries before it is quarantined: slow detection",
 		check: checkMaxReceiveHigh},
-	{ID: "fifo-dlq-not-fifo", Severity: AdviceCritical, Source: seedDLQ,
+	{ID: "fifo-dlq-not-fifo", Severity: AdviceCritical, Source: patternDLQ, SourceURL: awsDLQConfigure,
 		Why:   "the dead-letter queue of a FIFO queue must also be a FIFO queue; SQS refuses the policy, so failures have nowhere to go",
 		check: checkFIFODLQ},
-	{ID: "fifo-high-throughput-half", Severity: AdviceWarning, Source: seedFIFO,
+	{ID: "fifo-high-throughput-half", Severity: AdviceWarning, Source: patternFIFO, SourceURL: awsHighThroughput,
 		Why:   "high-throughput FIFO needs both DeduplicationScope=messageGroup and FifoThroughputLimit=perMessageGroupId; one alone does nothing",
 		check: checkHighThroughputHalf},
-	{ID: "content-dedup-changing-body", Severity: AdviceWarning, Source: seedFIFO,
+	{ID: "content-dedup-changing-body", Severity: AdviceWarning, Source: patternFIFO, SourceURL: awsFIFOTerms,
 		Why:   "content-based deduplication hashes the body, so a field that changes between retries (a timestamp, a request id) defeats it and a retried call runs twice",
 		check: checkContentDedup},
-	{ID: "short-polling", Severity: AdviceWarning, Source: seedStandard,
+	{ID: "short-polling", Severity: AdviceWarning, Source: patternStandard, SourceURL: awsLongPolling,
 		Why:   "ReceiveMessageWaitTimeSeconds 0 makes every empty receive return at once: about 144,000 billed calls a day per worker",
 		check: checkShortPolling},
-	{ID: "dlq-no-alarm", Severity: AdviceWarning, Source: seedDLQAlarm,
+	{ID: "dlq-no-alarm", Severity: AdviceWarning, Source: patternDLQ, SourceURL: awsDLQAlarms,
 		Why:   "a dead-letter queue without an alarm on its depth is found only when someone looks; the seeds alarm within a minute of the first message",
 		check: checkDLQNoAlarm},
-	{ID: "dlq-alarm-misses-moves", Severity: AdviceWarning, Source: seedDomainMove,
+	{ID: "dlq-alarm-misses-moves", Severity: AdviceWarning, Source: patternDLQ, SourceURL: awsMetrics,
 		Why:   "NumberOfMessagesSent does not count the messages SQS moves to a DLQ after failed receives, so that alarm never sees a redrive policy's failures; alarm on the DLQ's depth",
 		check: checkDLQAlarmOnSentOnly},
-	{ID: "alarm-firing", Severity: AdviceCritical, Source: seedDLQAlarm,
+	{ID: "alarm-firing", Severity: AdviceCritical, Source: patternDLQ, SourceURL: awsDLQAlarms,
 		Why:   "an alarm on this queue is in ALARM: someone should be looking now",
 		check: checkAlarmFiring},
-	{ID: "redrives-bounce-back", Severity: AdviceWarning, Source: seedDLQ,
+	{ID: "redrives-bounce-back", Severity: AdviceWarning, Source: patternDLQ, SourceURL: awsDLQRedrive,
 		Why:   "most of what the last redrive replayed failed again and is back: the cause is not fixed, and another redrive replays the same calls again",
 		check: checkRedrivesBounceBack},
-	{ID: "inflight-near-limit", Severity: AdviceWarning, Source: "SQS quotas (seed 002, DOMAIN.md)",
+	{ID: "inflight-near-limit", Severity: AdviceWarning, Source: patternQuotas, SourceURL: awsQueueQuotas,
 		Why:   "past 120,000 messages in flight SQS refuses receives (OverLimit): consumers stall while messages wait",
 		check: checkInFlight},
-	{ID: "hot-fifo-groups", Severity: AdviceWarning, Source: seedFIFO,
+	{ID: "hot-fifo-groups", Severity: AdviceWarning, Source: patternFIFO, SourceURL: awsFIFOTerms,
 		Why:   "a FIFO group is delivered one message at a time, so a few groups holding most of the backlog serialise the queue behind a few sessions",
 		check: checkHotGroups},
-	{ID: "esm-no-batch-item-failures", Severity: AdviceWarning, Source: seedLambda,
+	{ID: "esm-no-batch-item-failures", Severity: AdviceWarning, Source: patternLambda, SourceURL: awsLambdaErrors,
 		Why:   "without ReportBatchItemFailures one failed message makes the whole batch retry, re-running the tool calls that succeeded",
 		check: checkBatchItemFailures},
-	{ID: "esm-no-maximum-concurrency", Severity: AdviceWarning, Source: seedLambda,
+	{ID: "esm-no-maximum-concurrency", Severity: AdviceWarning, Source: patternLambda, SourceURL: awsLambdaScaling,
 		Why:   "without ScalingConfig.MaximumConcurrency a burst scales the mapping to the function's whole concurrency and saturates downstream rate limits",
 		check: checkMaximumConcurrency},
-	{ID: "visibility-below-6x-lambda-timeout", Severity: AdviceCritical, Source: seedLambda,
+	{ID: "visibility-below-6x-lambda-timeout", Severity: AdviceCritical, Source: patternLambda, SourceURL: awsLambdaTrigger,
 		Why:   "a visibility timeout under 6× the function's timeout expires while Lambda still runs the message, so another invocation runs it too",
 		check: checkVisibilityVsLambda},
-	{ID: "esm-disabled", Severity: AdviceWarning, Source: seedLambda,
+	{ID: "esm-disabled", Severity: AdviceWarning, Source: patternLambda, SourceURL: awsLambdaTrigger,
 		Why:   "a disabled event source mapping drains nothing: the queue only grows",
 		check: checkMappingDisabled},
-	{ID: "esm-failing", Severity: AdviceCritical, Source: seedLambda,
+	{ID: "esm-failing", Severity: AdviceCritical, Source: patternLambda, SourceURL: awsLambdaTrigger,
 		Why:   "Lambda reports a problem polling the queue: no message reaches the function",
 		check: checkMappingFailing},
-	{ID: "eventbridge-target-no-dlq", Severity: AdviceCritical, Source: seedEventBus,
+	{ID: "eventbridge-target-no-dlq", Severity: AdviceCritical, Source: patternEventBus, SourceURL: awsEventBridgeDLQ,
 		Why:   "an EventBridge target without a dead-letter queue drops the events it fails to deliver once retries end",
 		check: checkTargetNoDLQ},
-	{ID: "eventbridge-max-event-age-long", Severity: AdviceWarning, Source: seedEventBus,
+	{ID: "eventbridge-max-event-age-long", Severity: AdviceWarning, Source: patternEventBus, SourceURL: awsEventBridgeRetr,
 		Why:   "EventBridge retries a failing target for up to 24 hours by default; a maxEventAge of 1 to 6 hours fails fast into the DLQ",
 		check: checkMaxEventAge},
-	{ID: "eventbridge-default-bus", Severity: AdviceWarning, Source: seedEventBus,
+	{ID: "eventbridge-default-bus", Severity: AdviceWarning, Source: patternEventBus, SourceURL: awsEventBridgeBus,
 		Why:   "the default bus carries every AWS service's events: application events there make patterns noisy and expose tool payloads to every rule",
 		check: checkDefaultBus},
 }
@@ -253,7 +280,7 @@ func advise(f *adviceFacts, th *Thresholds, off map[string]bool) []Advice {
 		}
 		out = append(out, Advice{
 			Rule: r.ID, Severity: r.Severity, Queue: f.Queue.Name, QueueARN: f.Queue.ARN, Region: f.Queue.Region,
-			Finding: finding, Why: r.Why, Fix: fix, Source: r.Source,
+			Finding: finding, Why: r.Why, Fix: fix, Source: r.Source, SourceURL: r.SourceURL,
 		})
 	}
 	slices.SortStableFunc(out, func(a, b Advice) int { return cmp.Compare(b.Severity.Rank(), a.Severity.Rank()) })

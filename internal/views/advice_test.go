@@ -2,6 +2,8 @@ package views
 
 import (
 	"fmt"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,7 +188,7 @@ func TestAdviceRules(t *testing.T) {
 			}
 			a := got[0]
 			rule, _ := AdviceRuleByID(tt.rule)
-			if !strings.Contains(a.Finding, tt.wantFinding) || !strings.Contains(a.Fix, tt.wantFix) || a.Why != rule.Why || a.Severity != rule.Severity || a.Source == "" {
+			if !strings.Contains(a.Finding, tt.wantFinding) || !strings.Contains(a.Fix, tt.wantFix) || a.Why != rule.Why || a.Severity != rule.Severity || a.Source != rule.Source || a.SourceURL != rule.SourceURL {
 				t.Errorf("advice = %+v\nwant finding with %q, fix with %q", a, tt.wantFinding, tt.wantFix)
 			}
 			if got := advise(&tt.clears, &th, nil); len(got) != 0 {
@@ -283,6 +285,24 @@ func BenchmarkAdvise(b *testing.B) {
 		if len(advise(&f, &th, nil)) == 0 {
 			b.Fatal("no advice")
 		}
+	}
+}
+
+// TestAdviceSourcesCiteAWS: each rule names its pattern in words a user knows and cites a page
+// of AWS's documentation, never the project's own notes (the seeds, their numbering, DOMAIN.md).
+func TestAdviceSourcesCiteAWS(t *testing.T) {
+	t.Parallel()
+	jargon := regexp.MustCompile(`(?i)seed|pattern \d|domain\.md|\(|\)`)
+	for _, r := range AdviceRules {
+		t.Run(r.ID, func(t *testing.T) {
+			if r.Source == "" || jargon.MatchString(r.Source) {
+				t.Errorf("source %q: want the pattern's name alone", r.Source)
+			}
+			u, err := url.Parse(r.SourceURL)
+			if err != nil || u.Scheme != "https" || u.Host != "docs.aws.amazon.com" || !strings.HasSuffix(u.Path, ".html") {
+				t.Errorf("sourceUrl %q: want a page of docs.aws.amazon.com", r.SourceURL)
+			}
+		})
 	}
 }
 
