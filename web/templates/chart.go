@@ -136,110 +136,150 @@ func FitRange(since, until time.Time, series ...views.Series) (time.Time, bool) 
 // unit is what the y axis counts.
 func NewChart(title string, kind ChartKind, unit string, s views.Series, since, until time.Time, format func(float64) string) Chart {
 	c := Chart{Metric: s.Name, Title: title, Kind: kind, Unit: unit, Since: since, Until: until}
+	b, ok := bucketSeries(kind, s, since, until)
+	if !ok {
+		c.Empty = true
+		return c
+	}
+	c.MaxText = format(b.max)
+	lastMax := c.caption(&b, newestPoint(s, since, until), format)
+	scale := c.yAxis(b.max, format)
+	c.XTicks = timeTicks(since, until)
+	c.plot(&b, scale, lastMax, format)
+	return c
+}
+
+// chartSeries is a series laid out in a chart's buckets: each bucket's maximum (a line) or its
+// sum per minute (bars), whether it has a point, the largest bucket and the newest with a point.
+type chartSeries struct {
+	since, until time.Time
+	width        time.Duration // of a bucket
+	vals         []float64
+	has          []bool
+	max          float64
+	last         int
+}
+
+// bucketSeries lays out the points of s in [since, until) in at most chartBuckets buckets, one
+// a minute at most; ok is false when no bucket has a point.
+func bucketSeries(kind ChartKind, s views.Series, since, until time.Time) (b chartSeries, ok bool) {
 	span := until.Sub(since)
 	n := chartBuckets
 	if minutes := int(span / time.Minute); minutes > 0 && minutes < n {
 		n = minutes
 	}
 	if span <= 0 || len(s.Points) == 0 {
-		c.Empty = true
-		return c
+		return chartSeries{}, false
 	}
-	width := span / time.Duration(n)
-	vals := make([]float64, n)
-	has := make([]bool, n)
+	b = chartSeries{since: since, until: until, width: span / time.Duration(n), vals: make([]float64, n), has: make([]bool, n), last: -1}
 	for _, p := range s.Points {
-		if p.At.Before(since) || !p.At.Before(until) || math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		if !inChart(p, since, until) {
 			continue
 		}
-		i := int(p.At.Sub(since) / width)
-		if i >= n {
-			i = n - 1
-		}
+		i := min(int(p.At.Sub(since)/b.width), n-1)
 		switch {
-		case !has[i]:
-			vals[i] = p.Value
+		case !b.has[i]:
+			b.vals[i] = p.Value
 		case kind == ChartBars:
-			vals[i] += p.Value
+			b.vals[i] += p.Value
 		default:
-			vals[i] = math.Max(vals[i], p.Value)
+			b.vals[i] = math.Max(b.vals[i], p.Value)
 		}
-		has[i] = true
+		b.has[i] = true
 	}
 	if kind == ChartBars {
 		// Per minute, so that a day's 12-minute buckets read like an hour's one-minute ones.
-		perMinute := width.Minutes()
-		for i := range vals {
-			vals[i] /= perMinute
+		perMinute := b.width.Minutes()
+		for i := range b.vals {
+			b.vals[i] /= perMinute
 		}
 	}
+	for i := range b.vals {
+		if b.has[i] {
+			b.max = math.Max(b.max, b.vals[i])
+			b.last = i
+		}
+	}
+	return b, b.last >= 0
+}
+
+// inChart reports whether a point is drawn on a chart of [since, until): within it, a number.
+func inChart(p views.Point, since, until time.Time) bool {
+	return !p.At.Before(since) && p.At.Before(until) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0)
+}
+
+// newestPoint is the newest point of s drawn on a chart of [since, until).
+func newestPoint(s views.Series, since, until time.Time) views.Point {
 	var newest views.Point
 	for _, p := range s.Points {
-		if !p.At.Before(since) && p.At.Before(until) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) && !p.At.Before(newest.At) {
+		if inChart(p, since, until) && !p.At.Before(newest.At) {
 			newest = p
 		}
 	}
-	max := 0.0
-	last := -1
-	for i := range vals {
-		if has[i] {
-			max = math.Max(max, vals[i])
-			last = i
-		}
-	}
-	if last < 0 {
-		c.Empty = true
-		return c
-	}
-	c.MaxText = format(max)
+	return newest
+}
+
+// label names bucket i's time: its start, or its start and end when it spans more than a minute.
+func (b *chartSeries) label(i int) string {
 	stamp := "15:04"
-	if span > 24*time.Hour {
+	if b.until.Sub(b.since) > 24*time.Hour {
 		stamp = "Jan 2 15:04"
 	}
-	bucketLabel := func(i int) string {
-		at := since.Add(time.Duration(i) * width).UTC()
-		if width > time.Minute {
-			return at.Format(stamp) + "–" + at.Add(width).Format("15:04") + " UTC"
-		}
-		return at.Format(stamp) + " UTC"
+	at := b.since.Add(time.Duration(i) * b.width).UTC()
+	if b.width > time.Minute {
+		return at.Format(stamp) + "–" + at.Add(b.width).Format("15:04") + " UTC"
 	}
-	// The caption says what the end of the chart shows. A line's newest bucket is drawn at the
-	// newest reading (its hover says the bucket's maximum beside it), so that the line, its
-	// caption and the stats card agree; a bar is its bucket's rate.
-	lastMax := vals[last]
-	if kind == ChartBars {
-		c.Latest, c.LatestAt, c.LatestWhen = format(vals[last])+" a minute", since.Add(time.Duration(last)*width), bucketLabel(last)
-	} else {
-		vals[last] = newest.Value
-		c.Latest, c.LatestAt, c.LatestWhen = format(newest.Value), newest.At, newest.At.UTC().Format("15:04:05 UTC")
+	return at.Format(stamp) + " UTC"
+}
+
+// caption says what the end of the chart shows and returns the newest bucket's own value. A
+// line's newest bucket is drawn at the newest reading (its hover says the bucket's maximum beside
+// it), so that the line, its caption and the stats card agree; a bar is its bucket's rate.
+func (c *Chart) caption(b *chartSeries, newest views.Point, format func(float64) string) (lastMax float64) {
+	lastMax = b.vals[b.last]
+	if c.Kind == ChartBars {
+		c.Latest, c.LatestAt, c.LatestWhen = format(lastMax)+" a minute", b.since.Add(time.Duration(b.last)*b.width), b.label(b.last)
+		return lastMax
 	}
-	step, intervals := niceScale(max, unit)
+	b.vals[b.last] = newest.Value
+	c.Latest, c.LatestAt, c.LatestWhen = format(newest.Value), newest.At, newest.At.UTC().Format("15:04:05 UTC")
+	return lastMax
+}
+
+// yAxis lays out the y axis's ticks and gridlines over a nice scale from 0 past max, and
+// returns the scale's top.
+func (c *Chart) yAxis(max float64, format func(float64) string) float64 {
+	step, intervals := niceScale(max, c.Unit)
 	scale := step * float64(intervals)
 	for k := intervals; k >= 0; k-- {
 		v := step * float64(k)
 		c.YTicks = append(c.YTicks, ChartTick{Label: format(v)})
 		c.Grid = append(c.Grid, round1(float64(chartHeight)-v/scale*float64(chartHeight)))
 	}
-	c.XTicks = timeTicks(since, until)
-	colW := float64(chartWidth) / float64(n)
-	plotH := float64(chartHeight)
+	return scale
+}
+
+// plot draws each bucket with a point: a hover column with its tooltip, and a bar or a vertex of
+// the line, against the scale's top.
+func (c *Chart) plot(b *chartSeries, scale, lastMax float64, format func(float64) string) {
+	colW := float64(chartWidth) / float64(len(b.vals))
 	var line strings.Builder
-	for i := range vals {
-		if !has[i] {
+	for i, v := range b.vals {
+		if !b.has[i] {
 			continue
 		}
 		x := float64(i) * colW
-		h := vals[i] / scale * plotH
+		h := v / scale * float64(chartHeight)
 		y := float64(chartHeight) - h
-		label := bucketLabel(i) + ": " + format(vals[i])
+		label := b.label(i) + ": " + format(v)
 		switch {
 		case c.Kind == ChartBars:
 			label += " a minute"
-		case i == last && lastMax != vals[i]:
+		case i == b.last && lastMax != v:
 			label += " now, " + format(lastMax) + " at most"
 		}
 		c.Hits = append(c.Hits, ChartRect{X: round1(x), Y: 0, W: round1(colW), H: chartHeight, Label: label})
-		if kind == ChartBars {
+		if c.Kind == ChartBars {
 			c.Bars = append(c.Bars, ChartRect{X: round1(x + colW*0.1), Y: round1(y), W: round1(colW * 0.8), H: round1(h), Label: label})
 			continue
 		}
@@ -249,7 +289,6 @@ func NewChart(title string, kind ChartKind, unit string, s views.Series, since, 
 		line.WriteString(fmtCoord(x+colW/2) + "," + fmtCoord(y))
 	}
 	c.Line = line.String()
-	return c
 }
 
 // WithMarks draws redrives over the chart: each one that overlaps its range, clipped to it.
