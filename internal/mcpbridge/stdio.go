@@ -127,22 +127,23 @@ func decodeLine(l inputLine) (jsonrpc.Message, []byte) {
 	text := bytes.TrimSpace(l.text)
 	switch {
 	case l.tooLong:
-		return nil, refusal(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is over %d bytes", maxLine))
+		return nil, Refusal(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is over %d bytes", maxLine))
 	case !json.Valid(text):
-		return nil, refusal(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value (one message a line, each ended by a newline)")
+		return nil, Refusal(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value (one message a line, each ended by a newline)")
 	case text[0] == '[':
-		return nil, refusal(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not served: send one message a line")
+		return nil, Refusal(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not served: send one message a line")
 	}
 	msg, err := jsonrpc.DecodeMessage(text)
 	if err != nil {
-		return nil, refusal(text, jsonrpc.CodeInvalidRequest, "invalid request: the line is not a JSON-RPC 2.0 message")
+		return nil, Refusal(text, jsonrpc.CodeInvalidRequest, "invalid request: the line is not a JSON-RPC 2.0 message")
 	}
 	return msg, nil
 }
 
-// refusal is the JSON-RPC error answering a line: with the line's id when it has one that can
-// be read, null otherwise, as JSON-RPC 2.0 asks.
-func refusal(text []byte, code int64, message string) []byte {
+// Refusal is the JSON-RPC error answering a message that is refused, on a line of the bridge's
+// or in a POST to toolq's /mcp: with the message's id when it has one that can be read, null
+// otherwise, as JSON-RPC 2.0 asks.
+func Refusal(text []byte, code int64, message string) []byte {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -251,12 +252,35 @@ func jsonNames(t reflect.Type) map[string]bool {
 // checkNames walks a valid JSON document and refuses an object that names a member twice, and
 // a member of the outer object that is not exactly one of names.
 func checkNames(raw []byte, names map[string]bool) error {
+	switch err := walkNames(raw, names, nil); {
+	case errors.Is(err, errNamedTwice):
+		return newError(http.StatusBadRequest, "invalid_json", "the body names a field twice")
+	case errors.Is(err, errUnknownName):
+		return newError(http.StatusBadRequest, "unknown_field",
+			"the body has a field this endpoint does not know (names are case-sensitive)")
+	case err != nil:
+		return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+	}
+	return nil
+}
+
+// What walkNames finds wrong with a document's names.
+var (
+	errNamedTwice  = errors.New("server: a JSON object names a member twice")
+	errUnknownName = errors.New("server: a JSON member of an unknown name")
+)
+
+// walkNames walks a JSON document: errNamedTwice for an object that names a member twice (which
+// encoding/json would take, the last one winning), errUnknownName for a member of the outer
+// object that is not one of names (nil takes any name), another error for invalid JSON. The
+// value at skip, a path of member names from the outer object, is not looked into.
+func walkNames(raw []byte, names map[string]bool, skip []string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	var walk func(top bool) error
-	walk = func(top bool) error {
+	var walk func(path []string) error
+	walk = func(path []string) error {
 		tok, err := dec.Token()
 		if err != nil {
-			return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+			return err
 		}
 		switch tok {
 		case json.Delim('{'):
@@ -264,36 +288,41 @@ func checkNames(raw []byte, names map[string]bool) error {
 			for dec.More() {
 				key, err := dec.Token()
 				if err != nil {
-					return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
+					return err
 				}
 				name := key.(string)
-				if seen[name] {
-					return newError(http.StatusBadRequest, "invalid_json", "the body names a field twice")
+				switch {
+				case seen[name]:
+					return errNamedTwice
+				case len(path) == 0 && names != nil && !names[name]:
+					return errUnknownName
 				}
 				seen[name] = true
-				if top && !names[name] {
-					return newError(http.StatusBadRequest, "unknown_field",
-						"the body has a field this endpoint does not know (names are case-sensitive)")
-				}
-				if err := walk(false); err != nil {
+				if err := walkMember(dec, append(path, name), skip, walk); err != nil {
 					return err
 				}
 			}
 			_, err = dec.Token() // the closing brace
 		case json.Delim('['):
 			for dec.More() {
-				if err := walk(false); err != nil {
+				if err := walk(append(path, "[")); err != nil {
 					return err
 				}
 			}
 			_, err = dec.Token()
 		}
-		if err != nil {
-			return newError(http.StatusBadRequest, "invalid_json", "the body is not valid JSON")
-		}
-		return nil
+		return err
 	}
-	return walk(true)
+	return walk(nil)
+}
+
+// walkMember walks the value of an object's member at path, or skips it when path is skip.
+func walkMember(dec *json.Decoder, path, skip []string, walk func(path []string) error) error {
+	if skip != nil && slices.Equal(path, skip) {
+		var v json.RawMessage
+		return dec.Decode(&v)
+	}
+	return walk(path)
 }
 
 // actor returns who asks for an action, for the actions service and its audit log.

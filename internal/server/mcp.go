@@ -3,15 +3,19 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/mcpbridge"
 )
 
 // The MCP endpoint: AI agents call toolq's tools over the Model Context Protocol's Streamable
@@ -68,8 +72,12 @@ func (s *Server) serveMCP(c echo.Context) error {
 		return newError(http.StatusForbidden, "cross_site", "cross-origin requests to the MCP endpoint are refused")
 	}
 	if req.Method == http.MethodPost {
-		if err := refuseBatch(req); err != nil {
+		refusal, err := refuseMessage(req)
+		if err != nil {
 			return err
+		}
+		if refusal != nil {
+			return c.JSONBlob(http.StatusBadRequest, refusal)
 		}
 	}
 	ctx := context.WithValue(req.Context(), mcpCallerKey{}, mcpCaller{identity: identity(c), actor: actor(c), baseURL: s.baseURL(c)})
@@ -77,16 +85,38 @@ func (s *Server) serveMCP(c echo.Context) error {
 	return nil
 }
 
-// refuseBatch refuses a JSON-RPC batch: one POST carrying many tool calls would pass the rate
-// limit as one request, and the protocol's versions since 2025-06-18 have no batches.
-func refuseBatch(req *http.Request) error {
+// refuseMessage reads a POST's body and returns the JSON-RPC error that refuses it, if it is
+// not one request or notification the tools may be handed:
+//   - a batch: one POST carrying many tool calls would pass the rate limit as one request, and
+//     the protocol's versions since 2025-06-18 have no batches;
+//   - a message that names a member twice ({"name":"get_queue","name":"start_redrive"}): the SDK
+//     takes the last, where a proxy or a log may read the first, and the API refuses such a body
+//     (a call's arguments are the tool's to refuse, with the API's invalid_json: toolArgs);
+//   - a response or an error: a stateless server sends no requests to clients (the SDK refuses
+//     them), so no answer from a client is awaited, and the SDK would accept one with 202.
+//
+// A body that is not JSON is left to the SDK, which answers 400. The refusal is a JSON-RPC error,
+// as the stdio bridge answers such a line: the SDK's clients surface its message, where they
+// would only say "Bad Request" of the API's error shape.
+func refuseMessage(req *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		return err // over the body limit: 413
+		return nil, err // over the body limit: 413
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
-	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
-		return newError(http.StatusBadRequest, "invalid_json", "JSON-RPC batches are not served: send one message a request")
+	if !json.Valid(body) {
+		return nil, nil
 	}
-	return nil
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
+		return mcpbridge.Refusal(nil, jsonrpc.CodeInvalidRequest, "invalid_json: JSON-RPC batches are not served: send one message a request"), nil
+	}
+	if errors.Is(walkNames(body, nil, []string{"params", "arguments"}), errNamedTwice) {
+		return mcpbridge.Refusal(body, jsonrpc.CodeInvalidRequest, "invalid_json: the message names a member twice: name each once"), nil
+	}
+	if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+		if _, isResponse := msg.(*jsonrpc.Response); isResponse {
+			return mcpbridge.Refusal(body, jsonrpc.CodeInvalidRequest, "invalid_request: toolq sends no requests to MCP clients, so it takes no responses or errors: send requests and notifications only"), nil
+		}
+	}
+	return nil, nil
 }

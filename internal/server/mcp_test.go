@@ -96,7 +96,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tools map[string]*mcp.Tool, name 
 }
 
 // callError calls a tool that must refuse, and returns the error's code.
-func callError(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (code, message string) {
+func callError(t *testing.T, cs *mcp.ClientSession, name string, args any) (code, message string) {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -627,5 +627,69 @@ func TestMCPMessagesPageBySample(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"m-1", "m-2"}) && !slices.Equal(ids, []string{"m-2", "m-1"}) {
 		t.Errorf("pages = %v, want m-1 and m-2 once each", ids)
+	}
+}
+
+// TestMCPRefusesAmbiguousMessages: a message that names a member twice, in its arguments or in
+// its envelope, is refused as the API refuses such a body, and so is a response or an error a
+// client POSTs: toolq asks clients nothing.
+func TestMCPRefusesAmbiguousMessages(t *testing.T) {
+	t.Parallel()
+	h := newAPIHarness(t, harnessConfig{})
+	cs := h.mcpSession(t, h.mcpURL(t), h.operator)
+	for _, tt := range []struct {
+		tool string
+		args string
+	}{
+		// Last wins would read an existing queue; first wins a missing one.
+		{"get_queue", `{"queue":"nope","queue":"orders-dlq"}`},
+		{"list_dlq_messages", `{"queue":"orders-dlq","dimensions":{"mcpServer":"x","mcpServer":"docs-legacy"}}`},
+		{"start_redrive", `{"queue":"orders-dlq","maxMessagesPerSecond":1,"maxMessagesPerSecond":500}`},
+	} {
+		code, msg := callError(t, cs, tt.tool, json.RawMessage(tt.args))
+		if code != "invalid_json" || !strings.Contains(msg, "twice") {
+			t.Errorf("%s %s: %s %q, want invalid_json naming the twice-named field", tt.tool, tt.args, code, msg)
+		}
+	}
+	if tasks := h.w.Count(t, "orders-dlq"); tasks != 5 {
+		t.Errorf("orders-dlq holds %d messages, want its 5", tasks)
+	}
+
+	post := func(body string) *httptest.ResponseRecorder {
+		return h.do(t, apiRequest{method: http.MethodPost, target: mcpPath, body: body, header: map[string]string{
+			"Authorization": "Bearer " + h.operator, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		}})
+	}
+	for _, tt := range []struct {
+		name, body string
+		want       int
+		id         string // the refusal's id, "" when answered
+	}{
+		{"a tool named twice", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_queue","name":"start_redrive","arguments":{"queue":"orders-dlq"}}}`, http.StatusBadRequest, "3"},
+		{"a method named twice", `{"jsonrpc":"2.0","id":"a","method":"ping","method":"tools/list"}`, http.StatusBadRequest, `"a"`},
+		{"a response", `{"jsonrpc":"2.0","id":4,"result":{}}`, http.StatusBadRequest, "4"},
+		{"an error", `{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"no"}}`, http.StatusBadRequest, "5"},
+		{"a batch", `[{"jsonrpc":"2.0","id":6,"method":"ping"}]`, http.StatusBadRequest, "null"},
+		{"a notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted, ""},
+		{"a ping", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, http.StatusOK, ""},
+	} {
+		rec := post(tt.body)
+		if rec.Code != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, rec.Code, rec.Body, tt.want)
+			continue
+		}
+		if tt.id == "" {
+			continue
+		}
+		var refusal struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &refusal); err != nil || string(refusal.ID) != tt.id || refusal.Error.Code != -32600 || refusal.Error.Message == "" {
+			t.Errorf("%s: answer %s, want a JSON-RPC invalid request with id %s", tt.name, rec.Body, tt.id)
+		}
 	}
 }

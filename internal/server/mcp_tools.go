@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -132,7 +133,8 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in 
 	})
 }
 
-// toolArgs checks a call's arguments against the tool's input schema and reads them.
+// toolArgs checks a call's arguments against the tool's input schema and reads them: each field
+// named once, as the API's bodies.
 func toolArgs[In any](schema *jsonschema.Resolved, raw json.RawMessage) (In, error) {
 	var in In
 	if len(raw) == 0 || string(raw) == "null" {
@@ -141,6 +143,10 @@ func toolArgs[In any](schema *jsonschema.Resolved, raw json.RawMessage) (In, err
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return in, newError(http.StatusBadRequest, "invalid_json", "the arguments are not valid JSON")
+	}
+	// encoding/json takes the last of two equal names, where the API refuses such a body.
+	if errors.Is(walkNames(raw, nil, nil), errNamedTwice) {
+		return in, newError(http.StatusBadRequest, "invalid_json", "the arguments name a field twice: name each once")
 	}
 	if err := schema.Validate(v); err != nil {
 		return in, newError(http.StatusBadRequest, "invalid_arguments", "the arguments do not match the tool's input schema: "+safetext.Line(err.Error(), 300))
