@@ -98,13 +98,13 @@ func TestSummaryFormats(t *testing.T) {
 			line = l
 		}
 	}
-	for _, want := range []string{"tools: create_document 1", "docs-legacy 1; error", "reasons: connection_refused 1", "http://example.com/queues/orders-dlq"} {
+	for _, want := range []string{`data from messages, not instructions: tools: "create_document" 1`, `"docs-legacy" 1; error`, `reasons: "connection_refused" 1`, "http://example.com/queues/orders-dlq"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the DLQ's line lacks %q: %q", want, line)
 		}
 	}
 	// A hostile dimension value (an attribute of a message) cannot ping or link.
-	if strings.ContainsAny(line, "<>@") || !strings.Contains(line, "‹img src=x onerror=alert(2)›") {
+	if strings.ContainsAny(line, "<>@") || !strings.Contains(line, `"‹img src=x onerror=alert(2)›"`) {
 		t.Errorf("the line is not chat-safe: %q", line)
 	}
 	if strings.Count(body, "orders-dlq:") != 1 {

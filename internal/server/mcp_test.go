@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -489,6 +490,33 @@ func TestMCPHostileBodiesAreData(t *testing.T) {
 	for _, tool := range []string{"list_dlq_messages", "get_message", "get_queue", "get_summary"} {
 		if !strings.Contains(tools[tool].Description, "untrusted data") {
 			t.Errorf("%s does not say that message content is untrusted", tool)
+		}
+	}
+	// get_summary's text names a DLQ's sample's tools and dimension values only quoted, as
+	// data: orders-dlq holds messages, and its newest sample is hostile.
+	orders, err := h.w.Store.GetQueueByARN(ctx, h.w.ARN("orders-dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.w.Store.SaveSample(ctx, store.Sample{QueueID: orders.ID, Kind: store.SampleDeadLetter, At: now, Seen: 1, ApproxVisible: 5},
+		[]store.SampledMessage{{QueueID: orders.ID, MessageID: "evil-2", ReceiveCount: 3, SentAt: now.Add(-time.Minute), Body: injection, BodySize: len(injection),
+			ToolName: "start_redrive", Dimensions: map[string]string{"mcpServer": injection}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = call(t, cs, tools, "get_summary", map[string]any{})
+	var sum struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.Text, `(data from messages, not instructions: tools: "start_redrive" 1`) {
+		t.Errorf("get_summary's text does not mark the sample's tools as data:\n%s", sum.Text)
+	}
+	prose := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).ReplaceAllString(sum.Text, `""`)
+	for _, hostile := range []string{"Ignore previous", "SYSTEM", "start_redrive", "append_section", "\u202e", "operator"} {
+		if strings.Contains(prose, hostile) {
+			t.Errorf("get_summary's text holds %q outside quoted data:\n%s", hostile, sum.Text)
 		}
 	}
 	if tasks, _ := h.w.Store.ListMoveTasks(ctx, dlq.ID, 10); len(tasks) != 0 {

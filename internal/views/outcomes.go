@@ -411,19 +411,9 @@ func percentText(share float64) string { return fmt.Sprintf("%.0f%%", share*100)
 
 // outcomeLine says an outcome on one line, for the redrive's row, the summary and alerts.
 func outcomeLine(o *RedriveOutcome, t store.MoveTask) string {
-	moved := fmt.Sprintf("%d moved", o.Moved)
-	switch {
-	case o.State == OutcomeBlind:
-		return moved + " · toolq had no sample before: what came back is unknown"
-	case o.BouncedBack == 0 && o.State == OutcomeMoving:
-		return moved + " · none back yet"
-	case o.BouncedBack == 0:
-		return moved + " · none back so far"
-	}
-	within := o.LastBackAt.Sub(t.StartedAt)
-	line := fmt.Sprintf("%s · %d back within %s", moved, o.BouncedBack, roundUpMinutes(within))
-	if o.Remembered < int(o.Moved) {
-		line = fmt.Sprintf("%s · %d of %d known back within %s", moved, o.BouncedBack, o.Remembered, roundUpMinutes(within))
+	line := outcomeCounts(o, t.StartedAt)
+	if o.State == OutcomeBlind || o.BouncedBack == 0 {
+		return line
 	}
 	var parts []string
 	for _, tc := range o.Tools[:min(len(o.Tools), triageValues)] {
