@@ -81,7 +81,7 @@ func (s *Server) serveMCP(c echo.Context) error {
 		}
 	}
 	ctx := context.WithValue(req.Context(), mcpCallerKey{}, mcpCaller{identity: identity(c), actor: actor(c), baseURL: s.baseURL(c)})
-	s.mcp.ServeHTTP(c.Response(), req.WithContext(ctx))
+	serveSpliced(s.mcp, c.Response(), req.WithContext(ctx), s.log)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -718,6 +719,45 @@ func TestMCPRefusesAmbiguousMessages(t *testing.T) {
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &refusal); err != nil || string(refusal.ID) != tt.id || refusal.Error.Code != -32600 || refusal.Error.Message == "" {
 			t.Errorf("%s: answer %s, want a JSON-RPC invalid request with id %s", tt.name, rec.Body, tt.id)
+		}
+	}
+}
+
+// TestRateLimitPerConnectionWithoutAuth: under --auth none every local client is "anonymous"
+// from one address, so the API's rate limit counts each connection on its own: one agent over
+// its limit does not make another one's calls fail.
+func TestRateLimitPerConnectionWithoutAuth(t *testing.T) {
+	t.Parallel()
+	h := newAPIHarness(t, harnessConfig{mode: auth.ModeNone, rateLimit: 1, rateBurst: 2})
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	post := func(remote string) int {
+		return h.do(t, apiRequest{method: http.MethodPost, target: mcpPath, remote: remote, body: initialize,
+			header: map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}}).Code
+	}
+	get := func(remote string) int { return h.do(t, apiRequest{target: "/api/v1/queues", remote: remote}).Code }
+	// The harness's clock stands still: a bucket spent stays spent.
+	for _, tt := range []struct {
+		name, remote string
+		call         func(string) int
+		want         int
+	}{
+		{"agent A's first call", "127.0.0.1:50001", post, http.StatusOK},
+		{"agent A's second", "127.0.0.1:50001", get, http.StatusOK},
+		{"agent A over its burst", "127.0.0.1:50001", post, http.StatusTooManyRequests},
+		{"agent B on its own connection", "127.0.0.1:50002", post, http.StatusOK},
+		{"agent B's API call", "127.0.0.1:50002", get, http.StatusOK},
+		{"agent B over its burst", "127.0.0.1:50002", get, http.StatusTooManyRequests},
+		{"a third connection", "127.0.0.1:50003", get, http.StatusOK},
+	} {
+		if got := tt.call(tt.remote); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	// With tokens the bucket is the token's, whatever the connection.
+	th := newAPIHarness(t, harnessConfig{rateLimit: 1, rateBurst: 1})
+	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		if got := th.do(t, apiRequest{target: "/api/v1/queues", header: bearer(th.viewer), remote: fmt.Sprintf("127.0.0.1:%d", 50010+i)}).Code; got != want {
+			t.Errorf("a token's call %d from its own connection: %d, want %d", i+1, got, want)
 		}
 	}
 }

@@ -126,6 +126,9 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in 
 		if err != nil {
 			return s.toolError(t.Name, err), nil
 		}
+		if answers, ok := mcpAnswersOf(ctx); ok {
+			return answers.result(text, raw), nil
+		}
 		return &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(raw)}},
 			StructuredContent: json.RawMessage(raw),

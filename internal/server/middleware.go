@@ -236,6 +236,20 @@ func isWebsocket(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
+// rateKey is whose bucket a request draws on: its identity's. Without authentication (--auth
+// none, on loopback) everyone is "anonymous" and every local client has the same address, so
+// each connection has its own bucket: the agents on one machine, each with its HTTP client and
+// its connection (the stdio bridge, an IDE's agent, a script), do not get 429 from each other. A
+// client that opens a connection a request spreads its requests over many buckets; on loopback
+// that client is the operator's own.
+func rateKey(c echo.Context) string {
+	id := identity(c)
+	if id.Kind == auth.KindNone || id.Kind == "" {
+		return "conn:" + c.Request().RemoteAddr
+	}
+	return string(id.Kind) + ":" + id.Name
+}
+
 // rateLimiter keeps one token bucket per identity on the API, so that one runaway bot cannot
 // starve the others or the collector's database writes.
 type rateLimiter struct {
@@ -286,12 +300,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.limiter == nil || !isAPIPath(c.Request().URL.Path) {
 			return next(c)
 		}
-		id := identity(c)
-		key := string(id.Kind) + ":" + id.Name
-		if id.Kind == auth.KindNone || id.Kind == "" {
-			key = "ip:" + c.RealIP() // everyone is "anonymous": tell them apart by address
-		}
-		ok, wait := s.limiter.allow(key, s.opts.Now())
+		ok, wait := s.limiter.allow(rateKey(c), s.opts.Now())
 		if !ok {
 			secs := int(math.Ceil(wait.Seconds()))
 			if secs < 1 {
