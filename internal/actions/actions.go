@@ -32,6 +32,7 @@ import (
 
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/awscalls"
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/engine"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/safetext"
@@ -173,6 +174,8 @@ type SQSAPI interface {
 // intents that have no outcome and the first attempt of an idempotency key.
 type Store interface {
 	ResolveQueue(ctx context.Context, ref string) (store.Queue, error)
+	// ListQueues names the queues closest to a reference that names none, in its refusal.
+	ListQueues(ctx context.Context, f store.QueueFilter) ([]store.Queue, error)
 	AppendAudit(ctx context.Context, e store.AuditEntry) (int64, error)
 	PendingIntents(ctx context.Context) ([]store.AuditEntry, error)
 	IntentByKey(ctx context.Context, credential, key string) (store.AuditEntry, error)
@@ -507,6 +510,27 @@ func (s *Service) checkActor(a Actor) *Error {
 	return nil
 }
 
+// queueHint says which watched queues (of filter, those keep says) are closest to ref, for a
+// refusal of a reference that names none: "; closest: orders-dlq, …"; "" when none is, or when
+// the queues cannot be read (the refusal stands without its hint).
+func (s *Service) queueHint(ctx context.Context, ref string, filter store.QueueFilter, keep func(store.Queue) bool) string {
+	queues, err := s.store.ListQueues(ctx, filter)
+	if err != nil {
+		s.log.Warn("actions: list queues for a hint", "err", err)
+		return ""
+	}
+	var names []string
+	for _, q := range queues {
+		if keep(q) {
+			names = append(names, q.Name)
+		}
+	}
+	if hint := choices.Hint(ref, names); hint != "" {
+		return "; " + hint
+	}
+	return ""
+}
+
 // resolveDLQ finds the dead-letter queue an action names.
 func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, error) {
 	if !plausibleRef(ref) {
@@ -515,7 +539,8 @@ func (s *Service) resolveDLQ(ctx context.Context, ref string) (store.Queue, erro
 	q, err := s.store.ResolveQueue(ctx, ref)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return store.Queue{}, refuse(NotFound, "queue_not_found", "no watched queue has that name or ARN")
+		return store.Queue{}, refuse(NotFound, "queue_not_found", "no watched queue has that name or ARN%s",
+			s.queueHint(ctx, ref, store.QueueFilter{}, store.Queue.IsDeadLetterQueue))
 	case errors.Is(err, store.ErrAmbiguous):
 		return store.Queue{}, refuse(Conflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
 	case err != nil:

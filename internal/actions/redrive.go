@@ -596,7 +596,7 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 	u, err := client.GetQueueUrl(ctx, in)
 	if err != nil {
 		if awscalls.QueueMissing(err) {
-			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists", safetext.Line(name, 80))
+			return "", false, refuse(Unprocessable, "destination_not_found", "no queue called %s exists%s", safetext.Line(name, 80), s.destinationHint(ctx, dlq, region, name))
 		}
 		return "", false, s.awsError(ctx, "look up the destination", err)
 	}
@@ -615,6 +615,14 @@ func (s *Service) lookupDestination(ctx context.Context, dlq store.Queue, ref st
 		return "", false, refuse(Upstream, "aws_error", "AWS did not give the destination's ARN")
 	}
 	return arn, attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
+}
+
+// destinationHint names the watched queues a redrive of dlq could send to that are closest to
+// name: those of its account and of region, of its type, but itself.
+func (s *Service) destinationHint(ctx context.Context, dlq store.Queue, region, name string) string {
+	return s.queueHint(ctx, name, store.QueueFilter{Region: region, Account: dlq.Account}, func(q store.Queue) bool {
+		return q.FIFO == dlq.FIFO && q.ARN != dlq.ARN && q.AccountID == dlq.AccountID
+	})
 }
 
 // redriveAllowPolicy is a dead-letter queue's RedriveAllowPolicy attribute.

@@ -137,14 +137,16 @@ func TestImportRules(t *testing.T) {
 			"internal/store":     {"internal/arn", "migrations"},
 			"internal/awscalls":  {"internal/safetext", "internal/store"},
 			"internal/collector": {"internal/arn", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
-			"internal/views":     {"internal/arn", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
-			"internal/actions":   {"internal/arn", "internal/auth", "internal/awscalls", "internal/engine", "internal/events", "internal/safetext", "internal/store"},
+			"internal/views":     {"internal/arn", "internal/awscalls", "internal/choices", "internal/events", "internal/safetext", "internal/store"},
+			"internal/actions":   {"internal/arn", "internal/auth", "internal/awscalls", "internal/choices", "internal/engine", "internal/events", "internal/safetext", "internal/store"},
 			// The engine moves chosen messages: it reads what a message is through the reader the
 			// collector gives it, not by importing the collector.
 			"internal/engine": {"internal/arn", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
 			"internal/live":   {"internal/events"},
-			"internal/notify": {"internal/arn", "internal/auth", "internal/events", "internal/safetext", "internal/store", "internal/views"},
+			"internal/notify": {"internal/arn", "internal/auth", "internal/choices", "internal/events", "internal/safetext", "internal/store", "internal/views"},
 			"internal/auth":   {"internal/store"},
+			// The hints of refused choices: plain text, for every layer that refuses one.
+			"internal/choices": {},
 			// The stdio bridge is a client of a running toolq, over HTTP only.
 			"internal/mcpbridge": {},
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/views"
 )
@@ -544,5 +546,11 @@ func TestDeliveryRetriesAndGivesUp(t *testing.T) {
 	}
 	if !slices.Equal(audited, []string{"bob notify.test refused", "alice notify.test accepted"}) {
 		t.Errorf("audit = %v", audited)
+	}
+	// A target that is not configured: the refusal names those that are.
+	_, err = n.SendTest(w.ctx, notify.TestRequest{By: "alice", Role: "operator", Target: "flakey"})
+	var choice *choices.Error
+	if !errors.Is(err, notify.ErrNoTarget) || !errors.As(err, &choice) || choice.Hint != "valid: flaky, gone" {
+		t.Errorf("a test of an unknown target: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/views"
@@ -47,7 +48,11 @@ func (s *Service) SendTest(ctx context.Context, r TestRequest) (sent []string, e
 		}
 	}
 	if len(targets) == 0 {
-		return nil, ErrNoTarget
+		names := make([]string, 0, len(s.opts.Targets))
+		for _, t := range s.opts.Targets {
+			names = append(names, t.Name)
+		}
+		return nil, choices.Wrap(ErrNoTarget, r.Target, names)
 	}
 	now := s.opts.Now().UTC()
 	by := r.By

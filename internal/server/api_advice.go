@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) advice(ctx context.Context, r adviceRequest) (views.AdviceList,
 	}
 	if rule != "" {
 		if _, ok := views.AdviceRuleByID(rule); !ok {
-			return views.AdviceList{}, newError(http.StatusBadRequest, "invalid_parameter", "rule must be one of the advisor's rule ids (GET /api/v1/advice lists them)")
+			return views.AdviceList{}, newError(http.StatusBadRequest, "invalid_parameter", "rule must be one of the advisor's rule ids; "+choices.Hint(rule, views.AdviceRuleIDs()))
 		}
 		q.Rule = rule
 	}

@@ -192,7 +192,7 @@ func (s *Server) sendTest(c echo.Context, target string) ([]string, error) {
 	case errors.Is(err, notify.ErrForbidden):
 		return nil, newError(http.StatusForbidden, "forbidden", "only operators may send test notifications")
 	case errors.Is(err, notify.ErrNoTarget):
-		return nil, errNoTarget
+		return nil, fmt.Errorf("%w: %w", errNoTarget, err) // with the targets' names
 	}
 	return queued, err
 }

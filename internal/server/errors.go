@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolq/toolq/internal/actions"
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -82,7 +83,19 @@ func wantsJSON(c echo.Context) bool {
 }
 
 // publicError maps any error to what may be shown: the status, a stable code and a safe message.
+// A refused choice (a dimension, a queue, a metric that names nothing) says what to choose
+// instead: a client without the page's lists, an agent, has only the error to go on.
 func publicError(err error) *apiError {
+	e := publicErrorOf(err)
+	var choice *choices.Error
+	if errors.As(err, &choice) && e.Status < http.StatusInternalServerError {
+		return &apiError{Status: e.Status, Code: e.Code, Message: e.Message + "; " + choice.Hint}
+	}
+	return e
+}
+
+// publicErrorOf is publicError without the hint of a refused choice.
+func publicErrorOf(err error) *apiError {
 	var ae *apiError
 	var act *actions.Error
 	var he *echo.HTTPError
@@ -97,9 +110,9 @@ func publicError(err error) *apiError {
 	case errors.Is(err, views.ErrAmbiguous):
 		return newError(http.StatusConflict, "ambiguous_queue", "several watched queues have that name; use the queue's ARN")
 	case errors.Is(err, views.ErrUnknownMetric):
-		return newError(http.StatusBadRequest, "unknown_metric", "unknown metric name; see the API documentation for the names")
+		return newError(http.StatusBadRequest, "unknown_metric", "unknown metric name")
 	case errors.Is(err, views.ErrUnknownDimension):
-		return newError(http.StatusBadRequest, "unknown_dimension", "no dimension of that name is configured (see the page's dimensions)")
+		return newError(http.StatusBadRequest, "unknown_dimension", "no dimension of that name is configured")
 	case errors.Is(err, views.ErrBadCursor):
 		return newError(http.StatusBadRequest, "bad_cursor", "the cursor is not valid; start again without it")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -11,8 +11,10 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/safetext"
 	"github.com/toolq/toolq/internal/views"
 )
@@ -51,7 +53,7 @@ func (s *Server) mcpServer() *mcp.Server {
 			// The tool list depends on the caller's role: no cache may share it.
 			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 		})
-	srv.AddReceivingMiddleware(s.mcpToolsOfRole)
+	srv.AddReceivingMiddleware(s.mcpToolsOfRole, s.mcpKnownTools)
 	s.addReadTools(srv)
 	s.addRedriveTools(srv)
 	s.addArchiveTools(srv)
@@ -66,12 +68,34 @@ func (s *Server) mcpToolsOfRole(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || !ok {
 			return res, err
 		}
-		if c, known := mcpCallerOf(ctx); known && c.identity.CanAct() && !s.opts.Actions.ReadOnly() {
+		if s.mcpMayAct(ctx) {
 			return res, nil
 		}
 		kept := *list
 		kept.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcp.Tool) bool { return slices.Contains(operatorTools, t.Name) })
 		return &kept, nil
+	}
+}
+
+// mcpMayAct reports whether the caller of a request may see the operator tools.
+func (s *Server) mcpMayAct(ctx context.Context) bool {
+	c, known := mcpCallerOf(ctx)
+	return known && c.identity.CanAct() && !s.opts.Actions.ReadOnly()
+}
+
+// mcpKnownTools answers a call of a tool that does not exist with the names of those the caller
+// is listed, closest first, where the SDK's error would only repeat the name given.
+func (s *Server) mcpKnownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil || slices.Contains(s.mcpTools, call.Params.Name) {
+			return next(ctx, method, req)
+		}
+		listed := slices.DeleteFunc(slices.Clone(s.mcpTools), func(name string) bool {
+			return !s.mcpMayAct(ctx) && slices.Contains(operatorTools, name)
+		})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "unknown_tool: no tool has that name (tools/list lists them); " + choices.Hint(call.Params.Name, listed)}
 	}
 }
 
@@ -103,6 +127,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in 
 		panic(fmt.Sprintf("server: input schema of %s: %v", t.Name, err))
 	}
 	t.InputSchema, t.OutputSchema = in, out
+	s.mcpTools = append(s.mcpTools, t.Name)
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if r := recover(); r != nil {

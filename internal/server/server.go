@@ -98,6 +98,8 @@ type Server struct {
 	wsQuota  websocketQuota // live websockets per identity
 
 	mcp http.Handler // the MCP endpoint's Streamable HTTP handler (mcp.go)
+	// mcpTools are the names of the MCP tools, as addTool registered them.
+	mcpTools []string
 
 	streamsDone chan struct{} // closed by EndStreams: every event stream ends
 	streamsOnce sync.Once

@@ -1,8 +1,6 @@
 package views
 
 import (
-	"github.com/toolq/toolq/internal/arn"
-
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -16,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/toolq/toolq/internal/arn"
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -100,7 +100,7 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	}
 	for name := range mq.Dimensions {
 		if !slices.Contains(s.dims, name) {
-			return MessagePage{}, fmt.Errorf("%w: %q", ErrUnknownDimension, name)
+			return MessagePage{}, choices.Wrap(fmt.Errorf("%w: %q", ErrUnknownDimension, name), name, s.Dimensions())
 		}
 	}
 	out := MessagePage{Queue: q.Name, Tools: []ToolCount{}, Messages: []Message{}, Dimensions: s.Dimensions(), Groups: []ValueGroup{}}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -31,7 +32,7 @@ func MetricNames() []string { return store.MetricNames() }
 // MetricNames.
 func (s *Service) Series(ctx context.Context, queueID int64, metric string, since, until time.Time) (Series, error) {
 	if !slices.Contains(store.MetricNames(), metric) {
-		return Series{}, fmt.Errorf("%w: %q", ErrUnknownMetric, metric)
+		return Series{}, choices.Wrap(fmt.Errorf("%w: %q", ErrUnknownMetric, metric), metric, store.MetricNames())
 	}
 	q, err := s.queue(ctx, queueID)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
 )
@@ -110,10 +111,28 @@ type QueueKey struct {
 // (a name several queues share). Gone queues resolve too, so that their history stays reachable.
 func (s *Service) ResolveQueue(ctx context.Context, ref string) (QueueKey, error) {
 	q, err := s.store.ResolveQueue(ctx, ref)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return QueueKey{}, choices.Wrap(storeError(err), ref, s.watchedNames(ctx))
+	case err != nil:
 		return QueueKey{}, storeError(err)
 	}
 	return s.keyOf(ctx, q)
+}
+
+// watchedNames are the names of the watched queues, for the hint of a reference that names none;
+// none when they cannot be read (the refusal stands without its hint).
+func (s *Service) watchedNames(ctx context.Context) []string {
+	queues, err := s.store.ListQueues(ctx, store.QueueFilter{})
+	if err != nil {
+		s.log.Warn("views: list queues for a hint", "err", err)
+		return nil
+	}
+	names := make([]string, 0, len(queues))
+	for _, q := range queues {
+		names = append(names, q.Name)
+	}
+	return names
 }
 
 // QueueKeyByID returns the key of the queue with that id (ErrNotFound).

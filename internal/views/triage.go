@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/store"
 )
 
@@ -38,7 +39,7 @@ func (s *Service) field(groupBy string) (*store.Field, error) {
 	case slices.Contains(s.dims, groupBy):
 		return &store.Field{Kind: store.FieldDimension, Name: groupBy}, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownDimension, groupBy)
+	return nil, choices.Wrap(fmt.Errorf("%w: %q", ErrUnknownDimension, groupBy), groupBy, append([]string{GroupToolName}, s.dims...))
 }
 
 // valueGroups turns the store's counts into their view.
