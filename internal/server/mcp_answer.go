@@ -2,11 +2,9 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 
@@ -34,14 +32,6 @@ type mcpAnswers struct {
 type splicedAnswer struct {
 	structured, text []byte
 	raw              []byte
-}
-
-type mcpAnswersKey struct{}
-
-// mcpAnswersOf returns the answers of the request a tool call came in, if its writer splices.
-func mcpAnswersOf(ctx context.Context) (*mcpAnswers, bool) {
-	a, ok := ctx.Value(mcpAnswersKey{}).(*mcpAnswers)
-	return a, ok
 }
 
 // result returns the tool result whose structured content and JSON text are raw, the answer
@@ -178,14 +168,3 @@ func (w splicingWriter) Flush() { http.NewResponseController(w.ResponseWriter).F
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w splicingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// serveSpliced serves an MCP request through h with its tools' answers spliced in as encoded.
-func serveSpliced(h http.Handler, w http.ResponseWriter, r *http.Request, log *slog.Logger) {
-	answers := &mcpAnswers{}
-	h.ServeHTTP(splicingWriter{ResponseWriter: w, answers: answers}, r.WithContext(context.WithValue(r.Context(), mcpAnswersKey{}, answers)))
-	if n := answers.unwritten(); n > 0 {
-		// A client that went away, or a message the SDK wrote in pieces: the latter would hand a
-		// client a placeholder, which the tests would see.
-		log.Warn("MCP answers not written", "answers", n)
-	}
-}

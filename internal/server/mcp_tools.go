@@ -22,9 +22,9 @@ import (
 // The tools. Each is a thin call of what the API's handler for the same resource calls (queues,
 // queueDetail, sampledMessages, message, summary, advice, redrives; the views' Status; the
 // actions), with the same checks and the same error codes, and answers with structured content
-// (the JSON the API would answer, checked against the tool's output schema) and two texts: a
-// short one in toolq's own words, then the JSON itself for clients that read no structured
-// content. The short text holds counts and names of toolq's own making only: what comes from
+// (the JSON the API would answer, which the tests check against the tool's output schema, encoded
+// once: mcp_answer.go) and two texts: a short one in toolq's own words, then the JSON itself for
+// clients that read no structured content. The short text holds counts and names of toolq's own making only: what comes from
 // messages (bodies, attributes, tool names, ids, dimension values, the health reasons that quote
 // group ids) stays inside the JSON, as data.
 
@@ -106,7 +106,8 @@ type toolFunc[In, Out any] func(ctx context.Context, c mcpCaller, in In) (Out, s
 // The arguments are checked against the input schema (unknown fields, wrong types and ranges
 // refused, as the API refuses them) before run sees them. The answer is not checked again here:
 // at a thousand queues that check would cost more than the read itself, and the tests check
-// every tool's answers against the schema it lists. Errors answer as the API's do (publicError:
+// every tool's answers against the schema it lists. The answer is encoded here, once, and
+// written into the response as those bytes (mcpAnswers). Errors answer as the API's do (publicError:
 // a stable code and a message safe to show, internals only in the log), and a panic answers
 // internal_error rather than end the process: the SDK runs tools on goroutines of its own,
 // outside the HTTP middleware's recovery.
@@ -151,13 +152,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, edit func(in 
 		if err != nil {
 			return s.toolError(t.Name, err), nil
 		}
-		if answers, ok := mcpAnswersOf(ctx); ok {
-			return answers.result(text, raw), nil
-		}
-		return &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(raw)}},
-			StructuredContent: json.RawMessage(raw),
-		}, nil
+		return c.answers.result(text, raw), nil
 	})
 }
 
