@@ -11,6 +11,7 @@ import (
 	"github.com/toolq/toolq/internal/collector"
 	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/server"
+	"github.com/toolq/toolq/internal/tracelink"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -36,6 +37,7 @@ type dashboardFlags struct {
 	dimensions                     []string
 	errorDimension                 string
 	publicURL                      string
+	traceURL                       string
 	notify                         []string
 	notifyInterval, sampleWait     time.Duration
 
@@ -129,6 +131,8 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.Duration(&d.sampleWait, "notify-sample-wait", notify.DefaultSampleWait, "how long a DLQ arrival waits for the sample that names its tools and servers")
 	f.String(&d.publicURL, "public-url", "", "`URL` people reach the dashboard at (https://toolq.example.com), for every link toolq writes: notifications, the summary, embed links")
 
+	f.String(&d.traceURL, "trace-url", "", "link a tool call's trace (its traceparent attribute or AWSTraceHeader) to your tracing system: a `URL` with {traceId} where the id goes (https://grafana.example/explore?traceId={traceId}), on the message's page, in get_message and in the alerts")
+
 	f.Duration(&d.oldestWarning, "oldest-age-warning", views.DefaultThresholds().OldestAgeWarning, "oldest message age that makes a queue 'warning'")
 	f.Duration(&d.oldestCritical, "oldest-age-critical", views.DefaultThresholds().OldestAgeCritical, "oldest message age that makes a queue 'critical'")
 	f.Int64(&d.dlqCritical, "dlq-depth-critical", views.DefaultThresholds().DLQDepthCritical, "dead-letter queue depth that is 'critical' (any message is 'warning')")
@@ -195,6 +199,10 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--public-url: %w", err)}
 	}
+	traceURL, err := tracelink.ParseTemplate(d.traceURL)
+	if err != nil {
+		return app.Config{}, &usageError{err: fmt.Errorf("--trace-url: %w", err)}
+	}
 	var peekOff bool
 	switch d.peek {
 	case "dlq", "":
@@ -241,6 +249,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 		},
 		ErrorDimension: d.errorDimension,
 		PublicURL:      publicURL,
+		TraceURL:       traceURL,
 		Notify:         notify.Options{Targets: targets, Interval: d.notifyInterval, SampleWait: d.sampleWait},
 		Thresholds: views.Thresholds{
 			OldestAgeWarning:  d.oldestWarning,

@@ -27,6 +27,7 @@ import (
 	"github.com/toolq/toolq/internal/replicas"
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/tracelink"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -81,6 +82,9 @@ type Config struct {
 	// PublicURL is the address people reach the dashboard at, for every link toolq writes;
 	// empty: the request's address, and for notifications http://Listen when Listen names a host.
 	PublicURL string
+	// TraceURL links a message's trace to the tracing system (--trace-url): on its page, in
+	// get_message and in the alerts; the zero Template links none.
+	TraceURL tracelink.Template
 	// Notify configures the notifier: its targets and timing. Its stores, views, bus, links and
 	// metrics are filled in here.
 	Notify notify.Options
@@ -148,7 +152,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store) (*Dashboard, error)
 	// those the other replicas relay.
 	vs := views.New(views.Options{Store: st, Thresholds: cfg.Thresholds, AdviceOff: cfg.AdviceOff,
 		Dimensions: dims, ErrorDimension: cfg.ErrorDimension, Changes: bus, Logger: log.With("part", "views"),
-		ArchiveRetention: cfg.Collector.ArchiveRetention})
+		ArchiveRetention: cfg.Collector.ArchiveRetention, TraceURL: cfg.TraceURL})
 
 	clients := make(map[string]actions.SQSAPI, len(cfg.Regions))
 	engineClients := make(map[string]engine.SQSAPI, len(cfg.Regions))

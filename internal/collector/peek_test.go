@@ -103,6 +103,33 @@ func TestPeekNeverDeletesAndReleases(t *testing.T) {
 	}
 }
 
+// TestPeekKeepsTheTraceHeader: a sampled message keeps the AWSTraceHeader SQS gave it, as
+// received, for the trace links; a message without one keeps "".
+func TestPeekKeepsTheTraceHeader(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, dlqURL := e.createPair("web-search", "web-search-dlq", 2)
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	e.send(dlqURL, toolCallBody("fetch_page", 1, "sess_1"), func(in *sqs.SendMessageInput) {
+		in.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(header)},
+		}
+	})
+	e.send(dlqURL, toolCallBody("fetch_page", 2, "sess_1"))
+	c := e.collector(nil)
+	must(t, c.Discover(e.ctx))
+	must(t, c.PeekDue(e.ctx))
+	_, msgs := e.latestMessages("web-search-dlq")
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.TraceHeader)
+	}
+	slices.Sort(got)
+	if want := []string{"", header}; !slices.Equal(got, want) {
+		t.Fatalf("trace headers = %q; want %q", got, want)
+	}
+}
+
 func TestPeekOnlyWhereAllowed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/toolq/toolq/internal/auth"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/tracelink"
 	"github.com/toolq/toolq/internal/views"
 )
 
@@ -59,6 +60,16 @@ type harnessConfig struct {
 // harnessDimensions are the dimensions of the harness's tool calls.
 var harnessDimensions = []string{"mcpServer", "error"}
 
+// harnessTraceURL is the harnesses' --trace-url.
+func harnessTraceURL(t testing.TB) tracelink.Template {
+	t.Helper()
+	tmpl, err := tracelink.ParseTemplate("https://grafana.example/explore?traceId={traceId}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
 // trustedProxy is the proxy network of the proxy-mode harness.
 const trustedProxy = "10.9.0.0/16"
 
@@ -95,7 +106,8 @@ func newAPIHarness(t testing.TB, cfg harnessConfig) *apiHarness {
 	}
 
 	// The views know the harness's dimensions, as app.New tells them the collector's.
-	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"})
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
+		TraceURL: harnessTraceURL(t)})
 	h := &apiHarness{w: w, registry: prometheus.NewRegistry()}
 	if cfg.mode == "" {
 		cfg.mode = auth.ModeToken

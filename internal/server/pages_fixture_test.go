@@ -58,7 +58,8 @@ type pageWorldOptions struct {
 func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	t.Helper()
 	w := actionstest.New(t)
-	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error"})
+	w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
+		TraceURL: harnessTraceURL(t)})
 	w.CreateQueue(t, "web-search-dlq", "", map[string]string{"MessageRetentionPeriod": "1209600"})
 	w.CreateQueue(t, "web-search", "web-search-dlq", map[string]string{"VisibilityTimeout": "30"})
 	w.CreateQueue(t, "tool-calls-dlq.fifo", "", nil)
@@ -124,7 +125,7 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 	pw := &pageWorld{World: w, bus: events.NewBus()}
 	if o.Snapshots {
 		w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
-			Changes: pw.bus, Lag: cmp.Or(o.SnapshotLag, -1)})
+			Changes: pw.bus, Lag: cmp.Or(o.SnapshotLag, -1), TraceURL: harnessTraceURL(t)})
 	}
 	opts := Options{
 		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly, Dimensions: harnessDimensions, ErrorDimension: "error"}), Bus: pw.bus,

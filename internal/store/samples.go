@@ -112,21 +112,21 @@ func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample S
 	}
 	at := ms(sample.At)
 	for chunk := range slices.Chunk(order, sampleBatch) {
-		const cols = 19
+		const cols = 20
 		args := make([]any, 0, len(chunk)*cols)
 		for _, id := range chunk {
 			g := seen[id]
 			m := messages[g.i]
 			args = append(args, sample.QueueID, m.MessageID, m.GroupID, m.DeduplicationID,
 				m.SequenceNumber, ms(m.SentAt), ms(m.FirstReceivedAt), m.DeadLetterSourceARN, attrs[g.i], m.Body, m.BodySize,
-				m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at, g.dims, m.BodyHash, at)
+				m.BodyTruncated, m.ToolName, m.ToolCallID, m.SessionID, at, g.dims, m.BodyHash, at, m.TraceHeader)
 		}
 		// first_seen is set once, by the sample that first saw the message, and never updated:
 		// the bounce-backs of a redrive are told by when they came (redrives.go).
 		rows, err := tx.QueryContext(ctx, `
 			INSERT INTO messages (queue_id, message_id, group_id, deduplication_id, sequence_number, sent_at,
 				first_received_at, dead_letter_source_arn, attributes, body, body_size, body_truncated, tool_name,
-				tool_call_id, session_id, last_seen, dimensions, body_hash, first_seen)
+				tool_call_id, session_id, last_seen, dimensions, body_hash, first_seen, trace_header)
 			VALUES `+valueRows(len(chunk), cols)+`
 			ON CONFLICT (queue_id, message_id) DO UPDATE SET last_seen = greatest(messages.last_seen, excluded.last_seen),
 				dimensions = excluded.dimensions
@@ -166,7 +166,7 @@ func saveSampledMessages(ctx context.Context, tx *dbTx, sampleID int64, sample S
 	return nil
 }
 
-// sampleBatch is how many messages one statement stores: 19 arguments each stays far below
+// sampleBatch is how many messages one statement stores: 20 arguments each stays far below
 // either engine's limit on arguments (32,766 in SQLite, 65,535 in PostgreSQL).
 const sampleBatch = 200
 
@@ -264,7 +264,7 @@ const sampledMessageSelect = `
 	SELECT sm.message_ref, sm.sample_id, m.queue_id, m.message_id, m.group_id, m.deduplication_id,
 		m.sequence_number, sm.receive_count, m.sent_at, m.first_received_at, m.dead_letter_source_arn,
 		m.attributes, m.body, m.body_size, m.body_truncated, m.tool_name, m.tool_call_id, m.session_id,
-		sm.near_max_receive, sm.own_receives, m.dimensions
+		sm.near_max_receive, sm.own_receives, m.dimensions, m.trace_header
 	FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref`
 
 func scanSampledMessage(r rowScanner) (SampledMessage, error) {
@@ -276,7 +276,7 @@ func scanSampledMessage(r rowScanner) (SampledMessage, error) {
 	err := r.Scan(&m.ID, &m.SampleID, &m.QueueID, &m.MessageID, &m.GroupID, &m.DeduplicationID,
 		&m.SequenceNumber, &m.ReceiveCount, &sentAt, &firstRecv, &m.DeadLetterSourceARN, &attrs,
 		&m.Body, &m.BodySize, &m.BodyTruncated, &m.ToolName, &m.ToolCallID, &m.SessionID, &m.NearMaxReceive,
-		&m.OwnReceives, &dims)
+		&m.OwnReceives, &dims, &m.TraceHeader)
 	if err != nil {
 		return SampledMessage{}, err
 	}
@@ -318,6 +318,28 @@ func (s *Store) SampleMessages(ctx context.Context, sampleID int64, f MessageFil
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: messages of sample %d: %w", sampleID, err)
+	}
+	return out, nil
+}
+
+// NewestSampleMessages returns the n messages of a sample that toolq saw first most recently
+// (a DLQ's newest arrivals), newest first.
+func (s *Store) NewestSampleMessages(ctx context.Context, sampleID int64, n int) ([]SampledMessage, error) {
+	rows, err := s.db.QueryContext(ctx, sampledMessageSelect+" WHERE sm.sample_id = ?1 ORDER BY sm.message_ref DESC LIMIT ?2", sampleID, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: newest messages of sample %d: %w", sampleID, err)
+	}
+	defer rows.Close()
+	out := []SampledMessage{}
+	for rows.Next() {
+		m, err := scanSampledMessage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: newest messages of sample %d: %w", sampleID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: newest messages of sample %d: %w", sampleID, err)
 	}
 	return out, nil
 }

@@ -46,6 +46,7 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 		msgs[2].Body = "not json \x00 <b>ü</b>"
 		msgs[2].BodyTruncated = true
 		msgs[0].OwnReceives = 2
+		msgs[3].TraceHeader = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 		groups := []GroupBacklog{
 			{GroupID: "sess_b", Messages: 2, OldestSentAt: t0.Add(-time.Minute), HeadMessageID: "m-0001", HeadReceiveCount: 1},
 			{GroupID: "sess_a", Messages: 3, OldestSentAt: t0.Add(-time.Hour), HeadMessageID: "m-0000", HeadReceiveCount: 5, Blocked: true},
@@ -82,6 +83,11 @@ func TestSaveSampleRoundTrip(t *testing.T) {
 			if fmt.Sprint(m) != fmt.Sprint(want) {
 				t.Errorf("message %d round trip:\n got %+v\nwant %+v", i, m, want)
 			}
+		}
+
+		newest, err := s.NewestSampleMessages(ctx, id, 2)
+		if err != nil || len(newest) != 2 || newest[0].MessageID != "m-0009" || newest[1].MessageID != "m-0008" {
+			t.Errorf("NewestSampleMessages = %+v, %v; want m-0009 and m-0008", newest, err)
 		}
 
 		gs, err := s.SampleGroups(ctx, id)

@@ -156,13 +156,16 @@ type SampledMessage struct {
 	SentAt              time.Time
 	FirstReceivedAt     time.Time
 	DeadLetterSourceARN string
-	Attributes          []MessageAttribute
-	Body                string // at most the collector's body cap
-	BodySize            int    // the full body's size in bytes
-	BodyTruncated       bool
-	ToolName            string // parsed from a JSON body; empty when absent
-	ToolCallID          string
-	SessionID           string
+	// TraceHeader is the AWSTraceHeader system attribute (X-Ray's trace header) as received;
+	// "" when it had none.
+	TraceHeader   string
+	Attributes    []MessageAttribute
+	Body          string // at most the collector's body cap
+	BodySize      int    // the full body's size in bytes
+	BodyTruncated bool
+	ToolName      string // parsed from a JSON body; empty when absent
+	ToolCallID    string
+	SessionID     string
 	// Dimensions are the operator's named dimensions of the tool call that it has a value for
 	// (collector.Dimension); nil and empty alike mean none.
 	Dimensions     map[string]string

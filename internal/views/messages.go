@@ -266,6 +266,7 @@ func (s *Service) messageOf(m store.SampledMessage, sample store.Sample, now tim
 		out.Dimensions[k] = v
 	}
 	out.Reason = s.reasonOf(m.Attributes, out.Dimensions)
+	out.Traces = s.tracesOf(m)
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolq/toolq/internal/choices"
 	"github.com/toolq/toolq/internal/events"
 	"github.com/toolq/toolq/internal/store"
+	"github.com/toolq/toolq/internal/tracelink"
 )
 
 // Options configure a Service. Store is required.
@@ -47,6 +48,8 @@ type Options struct {
 	// ArchiveRetention is how long the archive keeps discarded messages (--archive-retention),
 	// shown beside its size; 0: forever.
 	ArchiveRetention time.Duration
+	// TraceURL links a message's trace (--trace-url); the zero Template links none.
+	TraceURL tracelink.Template
 }
 
 // Service is the read side: it turns store rows into what the pages and the API show.
@@ -59,6 +62,7 @@ type Service struct {
 	errorDim  string
 	// archiveRetention: Options.ArchiveRetention.
 	archiveRetention time.Duration
+	traceURL         tracelink.Template
 	log              *slog.Logger
 	snaps            snapshots
 	// breakdowns guards the samples' breakdowns (sampleFacts.breakdown), counted once a sample.
@@ -76,7 +80,7 @@ func New(opts Options) *Service {
 	}
 	s := &Service{store: opts.Store, th: opts.Thresholds.withDefaults(), now: opts.Now, adviceOff: off,
 		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension, archiveRetention: opts.ArchiveRetention,
-		log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))}
+		traceURL: opts.TraceURL, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))}
 	s.snaps = snapshots{bus: opts.Changes, minInterval: cmp.Or(max(opts.MinInterval, 0), DefaultMinInterval),
 		lag: cmp.Or(opts.Lag, DefaultLag)}
 	// The history reaches as far back as the growth rule looks, with a margin for a clock that

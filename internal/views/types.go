@@ -308,12 +308,15 @@ type Message struct {
 	// or the error dimension; null otherwise.
 	Reason         *FailureReason     `json:"reason"`
 	NearMaxReceive bool               `json:"nearMaxReceive"`
-	Attributes     []MessageAttribute `json:"attributes"`  // never nil
-	BodyPreview    string             `json:"bodyPreview"` // the first 200 characters, one line
-	Body           string             `json:"body"`
-	BodySize       int                `json:"bodySize"`
-	BodyTruncated  bool               `json:"bodyTruncated"`
-	SampledAt      time.Time          `json:"sampledAt"`
+	Attributes     []MessageAttribute `json:"attributes"` // never nil
+	// Traces are its trace contexts (a traceparent attribute, its AWSTraceHeader), with their
+	// links under --trace-url; never nil.
+	Traces        []MessageTrace `json:"traces"`
+	BodyPreview   string         `json:"bodyPreview"` // the first 200 characters, one line
+	Body          string         `json:"body"`
+	BodySize      int            `json:"bodySize"`
+	BodyTruncated bool           `json:"bodyTruncated"`
+	SampledAt     time.Time      `json:"sampledAt"`
 }
 
 // Receives are a message's receives, counted one way on every page and in the API. All is what
