@@ -12,7 +12,7 @@ import (
 // which for a Slack webhook is a credential.
 type NotifyTarget struct {
 	Name     string
-	Kind     string // slack or webhook
+	Kind     string // slack, webhook, teams or pagerduty
 	Endpoint string // scheme and host
 	Filter   string // what it is sent, in words
 	SeenAt   time.Time
@@ -238,10 +238,15 @@ func scanMessage(r rowScanner) (NotifyMessage, error) {
 	return m, err
 }
 
-const dueMessagesQuery = "SELECT " + messageColumns + ` FROM notify_messages
-	WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`
+const dueMessagesQuery = "SELECT " + messageColumns + ` FROM notify_messages m
+	WHERE status = ?1 AND next_attempt_at <= ?2 AND NOT EXISTS (SELECT 1 FROM notify_messages e
+		WHERE e.target = m.target AND e.group_key = m.group_key AND e.status = ?1 AND e.id < m.id)
+	ORDER BY next_attempt_at, id LIMIT ?3`
 
-// DueMessages returns the pending messages whose next attempt is due at now, oldest first.
+// DueMessages returns the pending messages whose next attempt is due at now, oldest first, each
+// the oldest pending message of its target's group: a group's messages go out in order, a later
+// one waiting while an earlier one is retried (a PagerDuty incident's resolve never overtakes its
+// trigger).
 func (s *Store) DueMessages(ctx context.Context, now time.Time, limit int) ([]NotifyMessage, error) {
 	rows, err := s.db.QueryContext(ctx, dueMessagesQuery, MessagePending, ms(now), limit)
 	if err != nil {

@@ -135,6 +135,26 @@ func TestNotifyOutboxAndDeliveries(t *testing.T) {
 		if ops.LastFailure == nil || ops.LastFailure.Outcome != DeliveryFailed || ops.LastFailure.HTTPStatus != 410 {
 			t.Errorf("ops' last failure = %+v; want the given-up attempt", ops.LastFailure)
 		}
+
+		// A group's messages go in order: a later one waits while an earlier one is retried.
+		first, err := s.CreateMessage(ctx, NotifyMessage{Target: "ops", GroupKey: "queue:3", CreatedAt: t0, NextAttemptAt: t0.Add(time.Hour)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := s.CreateMessage(ctx, NotifyMessage{Target: "ops", GroupKey: "queue:3", CreatedAt: t0, NextAttemptAt: t0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if due, err := s.DueMessages(ctx, t0.Add(time.Minute), 10); err != nil || len(due) != 0 {
+			t.Errorf("DueMessages = %+v, %v; want none: the group's first message is retried in an hour", due, err)
+		}
+		if err := s.RecordDelivery(ctx, NotifyDelivery{MessageID: first, Target: "ops", At: t0.Add(time.Hour), Attempt: 1, Outcome: DeliverySent},
+			NotifyMessage{ID: first, Target: "ops", Status: MessageSent, Attempts: 1, SentAt: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if due, err := s.DueMessages(ctx, t0.Add(time.Hour), 10); err != nil || len(due) != 1 || due[0].ID != second {
+			t.Errorf("DueMessages = %+v, %v; want the group's second message once the first went", due, err)
+		}
 	})
 }
 
