@@ -19,6 +19,8 @@ STAMP   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 LDFLAGS := -s -w $(STAMP)
 # The npm packages of the simulator's third-party client suites.
 CLIENTS := sqsim/testdata/clients
+# The npm packages the notifier's Teams cards are parsed with (adaptivecards, markdown-it).
+CARDS   := internal/notify/testdata/cards
 
 .PHONY: help run test test-beside-unit test-unit test-clients test-postgres test-browser test-docs test-deploy stress templ-check bench build generate lint docker clean
 
@@ -34,7 +36,8 @@ run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no 
 #   test-unit      every package not named below; needs Go and nothing else
 #   test-clients   the simulator and the traffic, with the third-party clients (JavaScript SDK,
 #                  boto3, aws CLI, moto, kumo), and the tests elsewhere whose names say Moto,
-#                  Kumo or AWSCLI (the collector and the binary against those peers)
+#                  Kumo, AWSCLI or AdaptiveCards (the collector and the binary against those
+#                  peers, the notifier's Teams cards through Microsoft's parser)
 #   test-postgres  the store on SQLite and PostgreSQL, and the replicas
 #   test-browser   the binary's demo in Chromium (e2e/)
 #   test-docs      the examples of README.md and docs/ against the binary's demo (docs/)
@@ -51,8 +54,8 @@ run: ## the demo on http://127.0.0.1:8080: simulator, traffic and dashboard, no 
 # lint runs all of them on the same packages, test files included, and CI runs make lint first.
 TESTFLAGS    := -race -count=1 -vet=off -gcflags='modernc.org/...=-d=checkptr=0'
 GOTESTSUM     = $(GO) tool gotestsum --format standard-quiet $(if $(TESTJSON),--jsonfile $(TESTJSON)/$@$(1).json)
-CLIENT_TESTS := Moto|Kumo|AWSCLI
-CLIENT_ELSEWHERE := ./internal/collector ./internal/engine ./cmd/dashboard
+CLIENT_TESTS := Moto|Kumo|AWSCLI|AdaptiveCards
+CLIENT_ELSEWHERE := ./internal/collector ./internal/engine ./cmd/dashboard ./internal/notify
 NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|deploy|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
 # make test runs test-unit beside the other parts, which run one after another: the unit tests
@@ -72,7 +75,7 @@ test-beside-unit:
 test-unit: ## the tests that need Go alone
 	$(call GOTESTSUM) --packages "$$($(GO) list ./... | grep -Ev '$(NOT_UNIT)' | tr '\n' ' ')" -- $(TESTFLAGS) -skip '$(CLIENT_TESTS)'
 
-test-clients: $(CLIENTS)/node_modules/.installed ## the simulator and the traffic with the third-party clients, and the collector and the binary against them
+test-clients: $(CLIENTS)/node_modules/.installed $(CARDS)/node_modules/.installed ## the simulator and the traffic with the third-party clients, and the collector and the binary against them
 	$(call GOTESTSUM) --packages "./sqsim/... ./traffic/..." -- $(TESTFLAGS)
 	$(call GOTESTSUM,-elsewhere) --packages "$(CLIENT_ELSEWHERE)" -- $(TESTFLAGS) -run '$(CLIENT_TESTS)'
 
@@ -112,15 +115,16 @@ stress: ## the collector's call-counting tests under load, to find lost answers
 	grep -h -e '--- FAIL' -e 'closed network' ../../bin/stress-*.log || true; exit $$failed
 
 # The simulator's third-party client suites (sqsim/clients_test.go) run the JavaScript SDK from
-# these pinned packages. npm ci installs them when node_modules is missing or older than the
-# lockfile. Without npm, or when npm ci fails (offline), the suite skips with the reason, and
-# fails under CI=true, where .ci/run has installed npm.
-$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json
+# pinned packages, and the notifier's Teams card test (internal/notify/teams_test.go) Microsoft's
+# adaptivecards. npm ci installs a directory's packages when its node_modules is missing or
+# older than its lockfile. Without npm, or when npm ci fails (offline), those tests skip with
+# the reason, and fail under CI=true, where .ci/run has installed npm.
+%/node_modules/.installed: %/package-lock.json %/package.json
 	@if ! command -v npm >/dev/null; then \
-		echo "npm not found: the JavaScript SDK client suite will skip" >&2; \
-	elif (cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error); then \
+		echo "npm not found: the node tests of $* will skip" >&2; \
+	elif (cd $* && npm ci --no-audit --no-fund --loglevel=error); then \
 		touch $@; \
-	else echo "npm ci failed in $(CLIENTS): the JavaScript SDK client suite will skip" >&2; fi
+	else echo "npm ci failed in $*: the node tests of $* will skip" >&2; fi
 
 # templ generate -check fails when a *_templ.go file does not match its .templ source. It is
 # skipped until the first .templ file exists.

@@ -126,7 +126,7 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 	f.String(&d.session, "session-id-field", "sessionId", "JSON `path` of the session id")
 	f.List(&d.dimensions, "dimension", def.dimensions, "a named dimension of tool calls to group, filter and search by: `NAME=attr:ATTRIBUTE` or NAME=json:$.PATH (repeatable, at most 16)")
 	f.String(&d.errorDimension, "error-dimension", "error", "the dimension (`name`) that says why a call failed: a message's reason when it has no EventBridge failure attributes")
-	f.List(&d.notify, "notify", nil, "send alerts to `slack:URL` (a Slack incoming webhook) or webhook:URL (signed JSON), options after #: queue-prefix=, kinds=dlq+health+session+redrive+region, min-severity=, name=, secret= (repeatable)")
+	f.List(&d.notify, "notify", nil, "send alerts to `slack:URL` (a Slack incoming webhook), webhook:URL (signed JSON), teams:URL (a Teams Workflows webhook, https) or pagerduty:[URL] (Events API v2, an incident a problem), options after #: queue-prefix=, kinds=dlq+health+session+redrive+region, min-severity=, name=, secret= (webhook), routing-key-file= or routing-key-env= (pagerduty) (repeatable)")
 	f.Duration(&d.notifyInterval, "notify-interval", notify.DefaultInterval, "least time between two notifications about one queue to one target, unless the second brings news (a kind not told, a worse severity); repeats are summarised in the next")
 	f.Duration(&d.sampleWait, "notify-sample-wait", notify.DefaultSampleWait, "how long a DLQ arrival waits for the sample that names its tools and servers")
 	f.String(&d.publicURL, "public-url", "", "`URL` people reach the dashboard at (https://toolq.example.com), for every link toolq writes: notifications, the summary, embed links")
@@ -157,7 +157,8 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 }
 
 // config turns the flags into the dashboard's configuration; regions are the caller's.
-func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
+// lookupEnv reads the variables the flags name (a PagerDuty target's routing-key-env).
+func (d *dashboardFlags) config(lookupEnv lookupEnvFunc, version, commit string) (app.Config, error) {
 	mode, err := auth.ParseMode(d.authMode)
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--auth: %w", err)}
@@ -186,7 +187,7 @@ func (d *dashboardFlags) config(version, commit string) (app.Config, error) {
 	}
 	var targets []notify.Target
 	for _, spec := range d.notify {
-		t, err := notify.ParseTarget(spec)
+		t, err := notify.ParseTargetEnv(spec, lookupEnv)
 		if err != nil {
 			return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
 		}

@@ -75,7 +75,8 @@ func runDemoCommand(ctx context.Context, env *environment, args []string) error 
 	if err != nil {
 		return err
 	}
-	if cfg.dashboard, err = dash.config(buildVersion()); err != nil {
+	version, commit := buildVersion()
+	if cfg.dashboard, err = dash.config(env.lookupEnv, version, commit); err != nil {
 		return err
 	}
 	return runDemo(ctx, cfg, log)

@@ -200,7 +200,7 @@ func newTestClient(t *testing.T, endpoint string) *sqs.Client {
 func testDashboard(listen string) app.Config {
 	var d dashboardFlags
 	d.register(newEnvFlags("demo", "demo", "", io.Discard), demoDefaults)
-	cfg, err := d.config("test", "abc1234")
+	cfg, err := d.config(env(nil), "test", "abc1234")
 	if err != nil {
 		panic(err)
 	}

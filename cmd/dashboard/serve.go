@@ -82,7 +82,8 @@ func parseServe(env *environment, args []string) (serveConfig, *slog.Logger, err
 	if err != nil {
 		return cfg, nil, err
 	}
-	if cfg.dashboard, err = dash.config(buildVersion()); err != nil {
+	version, commit := buildVersion()
+	if cfg.dashboard, err = dash.config(env.lookupEnv, version, commit); err != nil {
 		return cfg, nil, err
 	}
 	if cfg.endpointURL != "" && !cfg.staticCredentials && !credentialsConfigured(env.lookupEnv) {

@@ -137,7 +137,7 @@ func TestImportRules(t *testing.T) {
 			"internal/store":     {"internal/arn", "migrations"},
 			"internal/awscalls":  {"internal/safetext", "internal/store"},
 			"internal/collector": {"internal/arn", "internal/awscalls", "internal/events", "internal/safetext", "internal/store"},
-			"internal/views":     {"internal/arn", "internal/awscalls", "internal/choices", "internal/events", "internal/safetext", "internal/store"},
+			"internal/views":     {"internal/arn", "internal/awscalls", "internal/choices", "internal/events", "internal/safetext", "internal/store", "internal/tracelink"},
 			"internal/actions":   {"internal/arn", "internal/auth", "internal/awscalls", "internal/choices", "internal/engine", "internal/events", "internal/safetext", "internal/store"},
 			// The engine moves chosen messages: it reads what a message is through the reader the
 			// collector gives it, not by importing the collector.
@@ -149,6 +149,8 @@ func TestImportRules(t *testing.T) {
 			"internal/choices": {},
 			// The stdio bridge is a client of a running toolq, over HTTP only.
 			"internal/mcpbridge": {},
+			// Trace contexts are read as the ARNs are: a leaf, from what a message carries.
+			"internal/tracelink": {},
 		}
 		for name, ok := range allowed {
 			for _, imp := range local(must(name).Imports) {

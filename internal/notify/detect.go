@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,9 @@ type queueMemory struct {
 	Tasks map[string]string `json:"tasks,omitempty"`
 	// Pending is an arrival waiting for the sample that shows it.
 	Pending *pendingArrival `json:"pending,omitempty"`
+	// Worst is the severity of the worst arrival told since a DLQ was last empty: its
+	// dlq.drained is of that severity, as a resolution is of its problem's.
+	Worst views.AlertSeverity `json:"worst,omitempty"`
 	// Outcomes are what was said of a DLQ's redrives' outcomes, by redrive id (outcome.go).
 	Outcomes map[string]string `json:"outcomes,omitempty"`
 }
@@ -213,6 +217,9 @@ func (d *detection) queue(q views.QueueSummary, current bool) error {
 			}
 			m.Pending.New += depth - m.Depth
 		}
+		if depth == 0 && m.Depth > 0 {
+			raised = append(raised, drained(base, q, m))
+		}
 		m.Depth = depth
 	}
 	if current {
@@ -268,6 +275,12 @@ func (d *detection) arrival(base views.Alert, q views.QueueSummary, m *queueMemo
 	if line := tr.Line(); line != "" {
 		a.Title += ": " + line
 	}
+	if a.Traces, err = d.s.opts.Views.NewestTraces(d.ctx, q.ID); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	if a.Severity.Rank() > m.Worst.Rank() {
+		m.Worst = a.Severity
+	}
 	d.alerts = append(d.alerts, a)
 	for _, h := range p.Held {
 		h.Alert.Group, h.Alert.QueueID = h.Group, h.QueueID
@@ -275,6 +288,16 @@ func (d *detection) arrival(base views.Alert, q views.QueueSummary, m *queueMemo
 	}
 	m.Pending = nil
 	return nil
+}
+
+// drained says that a DLQ is empty again, whatever emptied it (its consumers, a redrive, a
+// discard): the end of the problem its arrivals told.
+func drained(base views.Alert, q views.QueueSummary, m *queueMemory) views.Alert {
+	a := base
+	a.Kind, a.Severity, a.Resolved = views.AlertDLQDrained, cmp.Or(m.Worst, views.SeverityWarning), true
+	a.Title = fmt.Sprintf("%s is empty again (%s before)", q.Name, views.Plural(m.Depth, "message"))
+	m.Worst = ""
+	return a
 }
 
 // healthChange says when a queue became warning or critical, or ok again. Unknown (a rule that
@@ -348,6 +371,9 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 			Messages: g.Messages, Dimensions: map[string]string{}}
 		if head, err := d.s.opts.Views.Message(d.ctx, q.ID, g.HeadMessageID); err == nil {
 			a.Session.ToolName, a.Session.Dimensions = head.ToolName, head.Dimensions
+			if t, ok := head.TraceLink(); ok {
+				a.Traces = []views.AlertTrace{t}
+			}
 		}
 		a.Title = fmt.Sprintf("session %s blocked in %s: its head failed %s, %s behind it",
 			safetext.Line(g.GroupID, 64), q.Name, views.Plural(int64(g.HeadReceiveCount), "time"), views.Plural(int64(g.Messages-1), "message"))
@@ -362,8 +388,27 @@ func (d *detection) blocked(base views.Alert, q views.QueueSummary, m *queueMemo
 		a.Title = fmt.Sprintf("%s more blocked in %s", views.Plural(int64(extra), "session"), q.Name)
 		out = append(out, a)
 	}
+	if len(now) == 0 && len(m.Blocked) > 0 {
+		out = append(out, unblocked(base, q, m.Blocked))
+	}
 	m.Blocked = now
 	return out, nil
+}
+
+// unblocked says that no session of a FIFO queue is blocked any more: those that were (was)
+// moved on, their heads done or dead-lettered.
+func unblocked(base views.Alert, q views.QueueSummary, was []string) views.Alert {
+	a := base
+	a.Kind, a.Severity, a.Resolved = views.AlertSessionUnblocked, views.SeverityWarning, true
+	var names []string
+	for _, g := range was[:min(len(was), 3)] {
+		names = append(names, safetext.Line(g, 64))
+	}
+	if len(was) > 3 {
+		names = append(names, fmt.Sprintf("%d more", len(was)-3))
+	}
+	a.Title = fmt.Sprintf("no session of %s is blocked any more (%s moving again)", q.Name, strings.Join(names, ", "))
+	return a
 }
 
 // redrives raises an alert when a DLQ's move task starts or ends. Tasks of a queue first seen

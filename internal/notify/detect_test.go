@@ -196,7 +196,7 @@ func TestParseTarget(t *testing.T) {
 		{spec: "webhook:https://bot.example/hook#queue-prefix=a&queue-prefix=b&secret=not+base64/just=text",
 			want: notify.Target{Name: "webhook-bot.example", Kind: notify.Webhook, URL: "https://bot.example/hook", Secret: "not+base64/just=text",
 				Filter: notify.Filter{QueuePrefixes: []string{"a", "b"}}}},
-		{spec: "email:ops@example.com", wantErr: "slack:URL or webhook:URL"},
+		{spec: "email:ops@example.com", wantErr: "slack:URL, webhook:URL, teams:URL or pagerduty:"},
 		{spec: "slack:ftp://x", wantErr: "http(s) URL"},
 		{spec: "slack:https://x#secret=s", wantErr: "only webhook targets are signed"},
 		{spec: "webhook:https://x#kinds=dlq.arrival+nonsense", wantErr: "unknown alert kind"},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,8 +54,8 @@ func (s *Service) route(ctx context.Context) error {
 		var entries []store.OutboxEntry
 		for _, a := range alerts {
 			for _, t := range s.opts.Targets {
-				if t.Filter.Match(a) {
-					entries = append(entries, store.OutboxEntry{AlertID: a.ID, Target: t.Name, GroupKey: a.Group, CreatedAt: s.opts.Now().UTC()})
+				if group, ok := t.route(a); ok {
+					entries = append(entries, store.OutboxEntry{AlertID: a.ID, Target: t.Name, GroupKey: group, CreatedAt: s.opts.Now().UTC()})
 				}
 			}
 			cursor = a.ID
@@ -155,7 +156,7 @@ func (s *Service) batch(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("notify: %w", err)
 			}
-			if !news(alerts, toldAlerts) {
+			if !news(alerts, toldAlerts) && (t.Kind != PagerDuty || !turned(alerts, toldAlerts)) {
 				s.held[k] = heldGroup{newest: ids[len(ids)-1], until: told.Oldest.Add(s.opts.Interval)}
 				continue
 			}
@@ -225,6 +226,10 @@ func (s *Service) write(ctx context.Context, t Target, m message) error {
 	switch t.Kind {
 	case Slack:
 		payload, err = renderSlack(m, s.opts.PublicURL, s.opts.ChatSafe)
+	case Teams:
+		payload, err = renderTeams(m, s.opts.PublicURL, s.opts.ChatSafe)
+	case PagerDuty:
+		payload, err = renderPagerDuty(m, s.opts.PublicURL)
 	default:
 		payload, err = renderWebhook(m, s.opts.PublicURL)
 	}
@@ -292,7 +297,7 @@ func (s *Service) deliver(ctx context.Context, t Target, m store.NotifyMessage) 
 		return s.write(ctx, t, message{ID: m.ID, Target: m.Target, Group: m.GroupKey, CreatedAt: m.CreatedAt, Alerts: alerts})
 	}
 	start := s.opts.Now()
-	status, retryAfter, err := s.post(ctx, t, m)
+	status, retryAfter, refusal, err := s.post(ctx, t, m)
 	if ctx.Err() != nil {
 		return nil // shutting down: the attempt did not count, the message stays due
 	}
@@ -313,7 +318,7 @@ func (s *Service) deliver(ctx context.Context, t Target, m store.NotifyMessage) 
 		d.Outcome, m.Status = store.DeliveryFailed, store.MessageFailed
 	}
 	if d.Outcome != store.DeliverySent {
-		d.Error = deliveryError(status, err)
+		d.Error = deliveryError(status, refusal, err)
 		m.LastError = d.Error
 		s.log.Warn("notify: delivery failed", "target", t.Name, "message", m.ID, "attempt", m.Attempts, "outcome", d.Outcome, "err", d.Error)
 	}
@@ -330,19 +335,27 @@ func (s *Service) messageAlerts(ctx context.Context, m store.NotifyMessage) ([]v
 	return s.opts.Views.AlertsByID(ctx, ids)
 }
 
-// post sends a message's payload, signed for a webhook. It returns the HTTP status and how long
-// the target asked to wait (Retry-After), if it did.
-func (s *Service) post(ctx context.Context, t Target, m store.NotifyMessage) (int, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader([]byte(m.Payload)))
+// post sends a message's payload, signed for a webhook, with its routing key for PagerDuty. It
+// returns the HTTP status, how long the target asked to wait (Retry-After), if it did, and why it
+// refused the message when it said so in a shape toolq reads (PagerDuty's errors).
+func (s *Service) post(ctx context.Context, t Target, m store.NotifyMessage) (int, time.Duration, string, error) {
+	body := []byte(m.Payload)
+	if t.Kind == PagerDuty {
+		var err error
+		if body, err = withRoutingKey(body, t.RoutingKey); err != nil {
+			return 0, 0, "", err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "toolq-notify")
 	if t.Kind == Webhook {
 		key, err := t.signingKey() // New checked it
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, "", err
 		}
 		id, ts := webhookID(m.ID), s.opts.Now().Unix()
 		req.Header.Set("webhook-id", id)
@@ -353,15 +366,22 @@ func (s *Service) post(ctx context.Context, t Target, m store.NotifyMessage) (in
 	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var wait time.Duration
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 		wait = time.Duration(secs) * time.Second
 	}
-	return resp.StatusCode, wait, nil
+	var refusal string
+	if t.Kind == PagerDuty && resp.StatusCode >= 300 {
+		// What PagerDuty says is wrong with the event; it never needs the key repeated.
+		if refusal = pagerDutyError(answer); t.RoutingKey != "" {
+			refusal = strings.ReplaceAll(refusal, t.RoutingKey, "…")
+		}
+	}
+	return resp.StatusCode, wait, refusal, nil
 }
 
 // retryable reports whether a target's answer may go better later: it is busy, limits the rate,
@@ -370,10 +390,14 @@ func retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
-// deliveryError says why an attempt failed, without the target's URL: a Slack webhook's URL is
-// a credential, and net/http puts it in its errors.
-func deliveryError(status int, err error) string {
+// deliveryError says why an attempt failed, with the target's own words when it gave them
+// (refusal), without the target's URL: a Slack webhook's URL is a credential, and net/http puts
+// it in its errors.
+func deliveryError(status int, refusal string, err error) string {
 	if err == nil {
+		if refusal != "" {
+			return safetext.Line(fmt.Sprintf("HTTP %d %s: %s", status, http.StatusText(status), refusal), 300)
+		}
 		return fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 	}
 	var ue *url.Error

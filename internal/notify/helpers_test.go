@@ -23,6 +23,7 @@ import (
 	"github.com/toolq/toolq/internal/server"
 	"github.com/toolq/toolq/internal/store"
 	"github.com/toolq/toolq/internal/store/storetest"
+	"github.com/toolq/toolq/internal/tracelink"
 	"github.com/toolq/toolq/internal/views"
 	"github.com/toolq/toolq/sqsim"
 )
@@ -46,6 +47,8 @@ type world struct {
 	coll   *collector.Collector
 	bus    *events.Bus
 	recv   *receiver
+	// traceURL is the views' --trace-url; set it with withTraceURL.
+	traceURL tracelink.Template
 }
 
 // dlqAttributes keep a DLQ's messages 14 days, longer than its source's 4: a healthy DLQ.
@@ -92,7 +95,7 @@ func (w *world) open() {
 	}
 	w.t.Cleanup(func() { st.Close() })
 	w.store = st
-	w.views = views.New(views.Options{Store: st, Now: w.clock.Now, Dimensions: []string{"mcpServer", "error"}, ErrorDimension: "error"})
+	w.views = w.newViews()
 	w.coll, err = collector.New(collector.Options{
 		Regions: []collector.Region{{Name: "us-east-1", SQS: w.sqs}}, Store: st, Publisher: w.bus, Now: w.clock.Now,
 		Backfill: -1, Dimensions: testDimensions,
@@ -100,6 +103,21 @@ func (w *world) open() {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// newViews builds the views over the world's store.
+func (w *world) newViews() *views.Service {
+	return views.New(views.Options{Store: w.store, Now: w.clock.Now, Dimensions: []string{"mcpServer", "error"}, ErrorDimension: "error",
+		TraceURL: w.traceURL})
+}
+
+// withTraceURL runs the views under --trace-url template from now on.
+func (w *world) withTraceURL(template string) {
+	w.t.Helper()
+	tmpl, err := tracelink.ParseTemplate(template)
+	w.must(err)
+	w.traceURL = tmpl
+	w.views = w.newViews()
 }
 
 // notifier builds a notifier over the world with targets, changed by mod.

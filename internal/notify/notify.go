@@ -1,7 +1,8 @@
 // Package notify tells people and bots what changed: it compares what the views show with what
 // it saw last (DLQ arrivals, health changes, blocked sessions, redrives, regions toolq cannot
 // see) and stores alerts, which GET /api/v1/events streams; and it sends them to the --notify
-// targets (Slack incoming webhooks, signed JSON webhooks), one message a queue every few minutes
+// targets (Slack incoming webhooks, signed JSON webhooks, Teams Workflows webhooks, PagerDuty's
+// Events API, where each problem is an incident), one message a queue every few minutes
 // at most but for news (a kind not told lately, a worse severity), through an outbox in the
 // store, with retries, so that a restart neither loses nor repeats one. It reads the views and writes only its own tables: what changed is computed from
 // the read side, never by reading AWS again.
@@ -48,7 +49,7 @@ type Options struct {
 	// PublicURL starts every link of a message (no trailing slash); "" writes none.
 	PublicURL string
 	// ChatSafe makes text safe to post to a chat as it is (the summary's chat-safety, which
-	// the server owns); required when a Slack target is configured.
+	// the server owns); required when a Slack or Teams target is configured.
 	ChatSafe func(string) string
 	// Interval is the least time between two messages of one queue (or region) to one target,
 	// unless the second brings news (see news): what only repeats is summarised in the next.
@@ -97,8 +98,8 @@ func New(opts Options) (*Service, error) {
 	if err := CheckTargets(opts.Targets); err != nil {
 		return nil, err
 	}
-	if opts.ChatSafe == nil && slices.ContainsFunc(opts.Targets, func(t Target) bool { return t.Kind == Slack }) {
-		return nil, errors.New("notify: a Slack target needs ChatSafe")
+	if opts.ChatSafe == nil && slices.ContainsFunc(opts.Targets, func(t Target) bool { return t.Kind == Slack || t.Kind == Teams }) {
+		return nil, errors.New("notify: a Slack or Teams target needs ChatSafe")
 	}
 	opts.Publisher = cmp.Or[events.Publisher](opts.Publisher, events.Discard)
 	opts.Interval = cmp.Or(max(opts.Interval, 0), DefaultInterval)

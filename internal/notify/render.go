@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,99 +135,176 @@ const (
 	slackLines      = 10
 )
 
-// renderSlack writes a message for a Slack incoming webhook, in Block Kit: what happened, the
-// queue, how many messages, the top tools and dimension values (the MCP servers), the oldest
-// message's age and a link. Each thing is said once: the header is the alert (or the queue and
-// how many alerts), the arrival's fields say the arrival, and the lines below list the other
-// alerts. Every text toolq did not write itself (names of tools, servers, group ids, reasons)
-// goes through safe, the chat-safety the summary uses, so that it can neither ping nor link.
-func renderSlack(m message, base string, safe func(string) string) ([]byte, error) {
-	text := func(s string, n int) string { return safetext.Truncate(safe(s), n) }
+// chatText is what a message says in a chat, before a chat's markup: Slack's and Teams'
+// renderings say the same, each in its own. Every text toolq did not write itself went through
+// the chat's safe; the URLs are toolq's own or built from parsed ids.
+type chatText struct {
+	Header string     // the alert (or the subject and how many alerts), after its severity mark
+	Facts  []chatFact // the arrival's fields
+	Lines  []string   // the other alerts, one a line, each after its mark; made safe
+	// Link is the dashboard's page, "" without a public URL; LinkText its words.
+	Link, LinkText string
+	Traces         []views.AlertTrace
+	Context        string // when, and what the counts come from
+}
+
+// chatFact is one labelled field; URL, when set, is the dashboard's page of what Value names.
+type chatFact struct{ Label, Value, URL string }
+
+// chat is how a chat writes: safe makes hostile text inert in its markup, mark is an alert's
+// severity as its emoji, headerMax bounds the header (0: none).
+type chat struct {
+	safe      func(string) string
+	mark      func(views.Alert) string
+	headerMax int
+}
+
+// text says what a message tells a chat: what happened, the queue, how many messages, the top
+// tools and dimension values (the MCP servers), the oldest message's age, the links. Each thing
+// is said once: the header is the alert (or the queue and how many alerts), the arrival's facts
+// say the arrival, and the lines below list the other alerts.
+func (c chat) text(m message, base string) chatText {
 	worst := m.worst()
 	header := m.title()
 	if len(m.Alerts) > 1 {
 		header = fmt.Sprintf("%s: %d alerts", m.subject(), len(m.Alerts))
 	}
-	header = safe(severityMark(worst) + " " + header)
-	blocks := []map[string]any{{
-		"type": "header",
-		"text": map[string]any{"type": "plain_text", "text": safetext.Line(header, slackHeaderMax-1), "emoji": true},
-	}}
+	out := chatText{Header: c.safe(c.mark(worst) + " " + header), Traces: m.traces()}
+	cut := out.Header
+	if c.headerMax > 0 {
+		cut = safetext.Line(out.Header, c.headerMax-1)
+	}
 	arrival := m.arrival()
-	if a := arrival; a != nil {
-		fields := []string{
-			fmt.Sprintf("*Queue*\n%s", queueLink(base, m, safe)),
-			fmt.Sprintf("*New messages*\n%d (%d in the queue)", a.New, a.Depth),
-		}
-		if a.OldestAgeSeconds != nil {
-			fields = append(fields, "*Oldest message*\n"+views.HumanDuration(time.Duration(*a.OldestAgeSeconds*float64(time.Second)))+" old")
-		}
-		if tools := toolList(a.Triage.Tools, safe); tools != "" {
-			fields = append(fields, "*Top tools*\n"+tools)
-		}
-		reasons := valueList(a.Triage.Reasons, safe)
-		for _, d := range a.Triage.Dimensions {
-			// The error dimension is where the reasons come from (--error-dimension): listing
-			// it beside them would say the same twice.
-			if vs := valueList(d.Values, safe); vs != "" && vs != reasons {
-				fields = append(fields, "*"+d.Name+"*\n"+vs)
-			}
-		}
-		if reasons != "" {
-			fields = append(fields, "*Reasons*\n"+reasons)
-		}
-		// The fields' hostile parts were made safe one by one: the link's own <…|…> must stay.
-		section := map[string]any{"type": "section", "fields": []map[string]any{}}
-		for _, f := range fields[:min(len(fields), 10)] {
-			section["fields"] = append(section["fields"].([]map[string]any), map[string]any{"type": "mrkdwn", "text": safetext.Truncate(f, slackFieldMax)})
-		}
-		blocks = append(blocks, section)
+	if arrival != nil {
+		out.Facts = c.arrivalFacts(m, base, arrival)
 	}
 	var others []views.Alert
 	for _, a := range m.Alerts {
-		if arrival == nil || a.Kind != views.AlertDLQArrival { // the fields say the arrivals
+		if arrival == nil || a.Kind != views.AlertDLQArrival { // the facts say the arrivals
 			others = append(others, a)
 		}
 	}
-	if len(m.Alerts) == 1 && safetext.Line(header, slackHeaderMax-1) == header {
+	if len(m.Alerts) == 1 && cut == out.Header {
 		others = nil // the header said it whole
 	}
-	var lines []string
 	for i, a := range others {
 		if i == slackLines {
-			lines = append(lines, fmt.Sprintf("… and %d more", len(others)-i))
+			out.Lines = append(out.Lines, fmt.Sprintf("… and %d more", len(others)-i))
 			break
 		}
-		lines = append(lines, severityMark(a)+" "+safetext.Line(a.Title, 300))
+		out.Lines = append(out.Lines, c.safe(c.mark(a)+" "+safetext.Line(a.Title, 300)))
 	}
-	if len(lines) > 0 {
-		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": text(strings.Join(lines, "\n"), slackSectionMax)}})
+	if out.Link = link(base, worst); out.Link != "" {
+		out.LinkText = "Open " + c.safe(safetext.Line(m.subject(), 100)) + " in toolq"
 	}
-	if u := link(base, worst); u != "" {
-		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn",
-			"text": "<" + u + "|Open " + safe(safetext.Line(m.subject(), 100)) + " in toolq>"}})
-	}
-	ctx := fmt.Sprintf("toolq · %s", m.CreatedAt.UTC().Format("15:04:05 UTC"))
+	out.Context = fmt.Sprintf("toolq · %s", m.CreatedAt.UTC().Format("15:04:05 UTC"))
 	if a := arrival; a != nil && a.Triage.SampledAt != nil {
-		ctx += fmt.Sprintf(" · counts from a sample of %d of about %d messages", a.Triage.Seen, a.Triage.ApproxVisible)
+		out.Context += fmt.Sprintf(" · counts from a sample of %d of about %d messages", a.Triage.Seen, a.Triage.ApproxVisible)
 		if !a.SampleCovers {
-			ctx += " taken before these arrived"
+			out.Context += " taken before these arrived"
 		}
 	}
-	blocks = append(blocks, map[string]any{"type": "context", "elements": []map[string]any{{"type": "mrkdwn", "text": ctx}}})
+	return out
+}
+
+// arrivalFacts are the fields of a message's DLQ arrivals.
+func (c chat) arrivalFacts(m message, base string, a *views.AlertArrival) []chatFact {
+	facts := []chatFact{
+		{Label: "Queue", Value: c.safe(m.subject()), URL: queueURL(base, m)},
+		{Label: "New messages", Value: fmt.Sprintf("%d (%d in the queue)", a.New, a.Depth)},
+	}
+	if a.OldestAgeSeconds != nil {
+		facts = append(facts, chatFact{Label: "Oldest message", Value: views.HumanDuration(time.Duration(*a.OldestAgeSeconds*float64(time.Second))) + " old"})
+	}
+	if tools := toolList(a.Triage.Tools, c.safe); tools != "" {
+		facts = append(facts, chatFact{Label: "Top tools", Value: tools})
+	}
+	reasons := valueList(a.Triage.Reasons, c.safe)
+	for _, d := range a.Triage.Dimensions {
+		// The error dimension is where the reasons come from (--error-dimension): listing
+		// it beside them would say the same twice.
+		if vs := valueList(d.Values, c.safe); vs != "" && vs != reasons {
+			facts = append(facts, chatFact{Label: c.safe(d.Name), Value: vs})
+		}
+	}
+	if reasons != "" {
+		facts = append(facts, chatFact{Label: "Reasons", Value: reasons})
+	}
+	return facts
+}
+
+// slackChat writes for Slack: its mrkdwn made inert by safe, its emoji, its header limit.
+func slackChat(safe func(string) string) chat {
+	return chat{safe: safe, mark: severityMark, headerMax: slackHeaderMax}
+}
+
+// renderSlack writes a message for a Slack incoming webhook, in Block Kit (see chat.text).
+// Every text toolq did not write itself (names of tools, servers, group ids, reasons) goes
+// through safe, the chat-safety the summary uses, so that it can neither ping nor link.
+func renderSlack(m message, base string, safe func(string) string) ([]byte, error) {
+	text := func(s string, n int) string { return safetext.Truncate(safe(s), n) }
+	ct := slackChat(safe).text(m, base)
+	blocks := []map[string]any{{
+		"type": "header",
+		"text": map[string]any{"type": "plain_text", "text": safetext.Line(ct.Header, slackHeaderMax-1), "emoji": true},
+	}}
+	if len(ct.Facts) > 0 {
+		// The facts' hostile parts were made safe one by one: the link's own <…|…> must stay.
+		section := map[string]any{"type": "section", "fields": []map[string]any{}}
+		for _, f := range ct.Facts[:min(len(ct.Facts), 10)] {
+			value := f.Value
+			if f.URL != "" {
+				value = "<" + f.URL + "|" + value + ">"
+			}
+			section["fields"] = append(section["fields"].([]map[string]any),
+				map[string]any{"type": "mrkdwn", "text": safetext.Truncate("*"+f.Label+"*\n"+value, slackFieldMax)})
+		}
+		blocks = append(blocks, section)
+	}
+	if len(ct.Lines) > 0 {
+		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": safetext.Truncate(strings.Join(ct.Lines, "\n"), slackSectionMax)}})
+	}
+	var links []string
+	if ct.Link != "" {
+		links = append(links, "<"+ct.Link+"|"+ct.LinkText+">")
+	}
+	for _, t := range ct.Traces {
+		links = append(links, "<"+t.URL+"|trace "+t.TraceID+">")
+	}
+	if len(links) > 0 {
+		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": strings.Join(links, " · ")}})
+	}
+	blocks = append(blocks, map[string]any{"type": "context", "elements": []map[string]any{{"type": "mrkdwn", "text": ct.Context}}})
 	return json.Marshal(map[string]any{"text": text(m.title(), slackSectionMax), "blocks": blocks})
 }
 
-// queueLink is the queue's name, linked to its page when there is a public URL.
-func queueLink(base string, m message, safe func(string) string) string {
-	name := safe(m.subject())
+// queueURL is the dashboard's page of the message's queue, "" without one.
+func queueURL(base string, m message) string {
 	for _, a := range m.Alerts {
 		if u := link(base, a); u != "" && a.Queue != "" {
-			return "<" + u + "|" + name + ">"
+			return u
 		}
 	}
-	return name
+	return ""
 }
+
+// traces are the trace links of a message's alerts, each once, at most three.
+func (m message) traces() []views.AlertTrace {
+	var out []views.AlertTrace
+	seen := map[string]bool{}
+	for _, a := range slices.Backward(m.Alerts) { // the newest first
+		for _, t := range a.Traces {
+			if len(out) < maxTraceLinks && t.URL != "" && !seen[t.URL] {
+				seen[t.URL] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// maxTraceLinks bounds the trace links of one notification.
+const maxTraceLinks = 3
 
 // severityMark is an alert's severity as Slack's emoji.
 func severityMark(a views.Alert) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,6 +22,11 @@ const (
 	Slack Kind = "slack"
 	// Webhook is any HTTPS endpoint: the alerts as JSON, signed as Standard Webhooks sign.
 	Webhook Kind = "webhook"
+	// PagerDuty is PagerDuty's Events API v2: an incident a problem, triggered, updated and
+	// resolved (pagerduty.go).
+	PagerDuty Kind = "pagerduty"
+	// Teams is a Microsoft Teams channel's Workflows webhook: Adaptive Cards (teams.go).
+	Teams Kind = "teams"
 )
 
 // Target is one place notifications go (--notify).
@@ -28,14 +34,18 @@ type Target struct {
 	// Name tells targets apart on the status page and in the metrics; default the kind and host.
 	Name string
 	Kind Kind
-	// URL is where messages are posted. A Slack webhook's URL is a credential: it is never
-	// shown, logged or stored.
+	// URL is where messages are posted. A Slack webhook's URL, and a Teams Workflows URL (its
+	// sig parameter), are credentials: they are never shown, logged or stored.
 	URL string
 	// Secret signs a webhook's messages: whsec_ and the base64 of a 24- to 64-byte key, as
 	// Standard Webhooks write it (New refuses one that does not decode), or any other text, whose
 	// bytes are the key; "" sends them unsigned.
 	Secret string
-	Filter Filter
+	// RoutingKey is a PagerDuty target's Events API v2 integration key, read at start from a
+	// file or the environment (never the command line); like a Slack URL it is never shown,
+	// logged or stored: the outbox keeps events without it.
+	RoutingKey string
+	Filter     Filter
 }
 
 // Filter selects the alerts a target (or an event stream) is sent. The zero Filter passes all.
@@ -120,25 +130,39 @@ var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // be given more than once.
 var targetOptions = map[string]struct{ repeatable bool }{
 	"queue-prefix": {repeatable: true}, "kinds": {repeatable: true}, "min-severity": {}, "name": {}, "secret": {},
+	"routing-key-file": {}, "routing-key-env": {},
 }
 
-// ParseTarget reads a --notify flag: KIND:URL, with toolq's options in the URL's fragment, which
-// HTTP never sends (slack:https://hooks.slack.com/services/T/B/X#queue-prefix=tool-calls&
-// kinds=dlq+health&min-severity=warning&name=oncall; webhook:https://bot.example/hook#secret=whsec_…).
-// The options are name=value pairs separated by "&", each value as written but for %XX escapes:
-// a "+" is a plus, never a space, so that a base64 secret keeps its "+", "/" and "=".
-func ParseTarget(spec string) (Target, error) {
+// ParseTarget is ParseTargetEnv over the process's environment.
+func ParseTarget(spec string) (Target, error) { return ParseTargetEnv(spec, os.LookupEnv) }
+
+// ParseTargetEnv reads a --notify flag: KIND:URL, with toolq's options in the URL's fragment,
+// which HTTP never sends (slack:https://hooks.slack.com/services/T/B/X#queue-prefix=tool-calls&
+// kinds=dlq+health&min-severity=warning&name=oncall; webhook:https://bot.example/hook#secret=whsec_…;
+// teams:https://…/workflows/…; pagerduty:#routing-key-env=PAGERDUTY_ROUTING_KEY, whose URL is
+// PagerDutyEventsURL unless given). The options are name=value pairs separated by "&", each value
+// as written but for %XX escapes: a "+" is a plus, never a space, so that a base64 secret keeps
+// its "+", "/" and "=". A PagerDuty target's routing key is read here, from the file or the
+// variable (lookupEnv) its options name, and its shape checked.
+func ParseTargetEnv(spec string, lookupEnv func(string) (string, bool)) (Target, error) {
 	kind, rest, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	t := Target{Kind: Kind(kind)}
-	if !ok || (t.Kind != Slack && t.Kind != Webhook) {
-		return Target{}, errors.New("notify: a target is slack:URL or webhook:URL")
+	if !ok || !slices.Contains([]Kind{Slack, Webhook, Teams, PagerDuty}, t.Kind) {
+		return Target{}, errors.New("notify: a target is slack:URL, webhook:URL, teams:URL or pagerduty:[URL]#routing-key-env=NAME")
 	}
 	// The fragment is cut off before the URL is parsed: url.Parse would unescape it first, and
 	// a value's own %XX escapes would then be read twice.
 	rawURL, fragment, _ := strings.Cut(rest, "#")
+	if t.Kind == PagerDuty && rawURL == "" {
+		rawURL = PagerDutyEventsURL
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return Target{}, fmt.Errorf("notify: %s target: want an http(s) URL with a host", kind)
+	}
+	if t.Kind == Teams && u.Scheme != "https" {
+		// The URL carries the workflow's signature: over http it would travel in the clear.
+		return Target{}, errors.New("notify: teams target: a Workflows webhook URL is https://…; refusing to post to http")
 	}
 	opts, err := parseOptions(fragment)
 	if err != nil {
@@ -149,7 +173,10 @@ func ParseTarget(spec string) (Target, error) {
 	}
 	t.Secret = opts.Get("secret")
 	if t.Secret != "" && t.Kind != Webhook {
-		return Target{}, errors.New("notify: only webhook targets are signed; a Slack webhook's URL is its secret")
+		return Target{}, errors.New("notify: only webhook targets are signed; a Slack or Teams webhook's URL is its secret")
+	}
+	if t.RoutingKey, err = routingKey(t.Kind, opts, lookupEnv); err != nil {
+		return Target{}, err
 	}
 	t.Name = opts.Get("name")
 	if t.Name == "" {
@@ -244,7 +271,8 @@ func (t Target) endpoint() string {
 	return u.Scheme + "://" + u.Host
 }
 
-// CheckTargets refuses two targets of one name, and a secret no receiver could verify.
+// CheckTargets refuses two targets of one name, a secret no receiver could verify, a PagerDuty
+// target without a routing key of PagerDuty's shape, and a Teams URL that is not https.
 func CheckTargets(targets []Target) error {
 	seen := map[string]bool{}
 	for _, t := range targets {
@@ -254,6 +282,12 @@ func CheckTargets(targets []Target) error {
 		seen[t.Name] = true
 		if _, err := t.signingKey(); err != nil {
 			return err
+		}
+		if t.Kind == PagerDuty && !routingKeyShape.MatchString(t.RoutingKey) {
+			return fmt.Errorf("notify: pagerduty target %s: its routing key is not of PagerDuty's shape (%s)", t.Name, routingKeyWant)
+		}
+		if t.Kind == Teams && !strings.HasPrefix(t.URL, "https://") {
+			return fmt.Errorf("notify: teams target %s: a Workflows webhook URL is https://…", t.Name)
 		}
 	}
 	return nil

@@ -62,13 +62,28 @@ func (s *Service) SendTest(ctx context.Context, r TestRequest) (sent []string, e
 	for _, t := range targets {
 		a := views.Alert{At: now, Kind: views.AlertTest, Severity: views.SeverityInfo, Path: "/status", Group: "test",
 			Title: fmt.Sprintf("Test notification from toolq to %s, sent by %s", t.Name, by)}
-		m := message{Target: t.Name, Group: "test", CreatedAt: now, Alerts: []views.Alert{a}}
-		if err := s.enqueue(ctx, t, m, nil); err != nil {
+		if err := s.enqueueTest(ctx, t, a); err != nil {
 			return sent, err
 		}
 		sent = append(sent, t.Name)
 	}
 	return sent, nil
+}
+
+// enqueueTest queues a test alert's message to a target. PagerDuty's is an incident of its own,
+// triggered and resolved at once, so that a test pages nobody for long and leaves nothing open.
+func (s *Service) enqueueTest(ctx context.Context, t Target, a views.Alert) error {
+	group := "test"
+	if t.Kind == PagerDuty {
+		group = testDedupKey(t.Name, a.At)
+	}
+	m := message{Target: t.Name, Group: group, CreatedAt: a.At, Alerts: []views.Alert{a}}
+	if err := s.enqueue(ctx, t, m, nil); err != nil || t.Kind != PagerDuty {
+		return err
+	}
+	a.Resolved, a.Title = true, "Test notification from toolq to "+t.Name+": resolved"
+	m.Alerts = []views.Alert{a}
+	return s.enqueue(ctx, t, m, nil)
 }
 
 // auditTest records a test request; the row outlives a client that hangs up.

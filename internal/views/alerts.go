@@ -16,8 +16,10 @@ type AlertKind string
 // The kinds of alerts, one JSON shape for the notifier and GET /api/v1/events alike.
 const (
 	AlertDLQArrival       AlertKind = "dlq.arrival"       // messages arrived in a dead-letter queue
+	AlertDLQDrained       AlertKind = "dlq.drained"       // … it is empty again (drained, redriven, discarded)
 	AlertHealthChanged    AlertKind = "health.changed"    // a queue became warning or critical, or ok again
 	AlertSessionBlocked   AlertKind = "session.blocked"   // a FIFO session is blocked behind a failing head
+	AlertSessionUnblocked AlertKind = "session.unblocked" // … no session of the queue is blocked any more
 	AlertRedriveStarted   AlertKind = "redrive.started"   // a move task started
 	AlertRedriveCompleted AlertKind = "redrive.completed" // … completed
 	AlertRedriveFailed    AlertKind = "redrive.failed"    // … failed
@@ -33,7 +35,7 @@ const (
 )
 
 // AlertKinds lists every kind, in the documentation's order.
-var AlertKinds = []AlertKind{AlertDLQArrival, AlertHealthChanged, AlertSessionBlocked, AlertRedriveStarted,
+var AlertKinds = []AlertKind{AlertDLQArrival, AlertDLQDrained, AlertHealthChanged, AlertSessionBlocked, AlertSessionUnblocked, AlertRedriveStarted,
 	AlertRedriveCompleted, AlertRedriveFailed, AlertRedriveCancelled, AlertRedriveOutcome, AlertDiscard, AlertRegionBlind, AlertRegionVisible, AlertTest}
 
 // AlertSeverity orders alerts for filters: info < warning < critical.
@@ -61,14 +63,15 @@ func (s AlertSeverity) Rank() int {
 
 // Alert is one thing toolq tells people and bots: the notifier's messages summarise alerts, and
 // GET /api/v1/events streams them, in this one JSON shape. Exactly one of the kind's objects
-// (arrival, health, session, redrive, sight) is set.
+// (arrival, health, session, redrive, sight) is set, or none for dlq.drained, session.unblocked
+// and test.
 type Alert struct {
 	ID       int64         `json:"id"`
 	At       time.Time     `json:"at"`
 	Kind     AlertKind     `json:"kind"`
 	Severity AlertSeverity `json:"severity"`
-	// Resolved: the alert says a problem ended (a queue ok again, a region seen again); its
-	// severity is the problem's.
+	// Resolved: the alert says a problem ended (a queue ok again, a DLQ empty again, no session
+	// blocked any more, a region seen again); its severity is the problem's.
 	Resolved bool   `json:"resolved"`
 	Queue    string `json:"queue,omitempty"` // the queue's name; "" for a region's alert
 	QueueARN string `json:"queueArn,omitempty"`
@@ -81,6 +84,9 @@ type Alert struct {
 	Path    string        `json:"path"`
 	URL     string        `json:"url,omitempty"`
 	Arrival *AlertArrival `json:"arrival,omitempty"`
+	// Traces link the traces of the messages the alert is about (a blocked session's head, a
+	// DLQ's newest messages) under --trace-url; none without it.
+	Traces  []AlertTrace  `json:"traces,omitempty"`
 	Health  *AlertHealth  `json:"health,omitempty"`
 	Session *AlertSession `json:"session,omitempty"`
 	Redrive *AlertRedrive `json:"redrive,omitempty"`
@@ -212,7 +218,7 @@ func (s *Service) LatestAlertID(ctx context.Context) (int64, error) {
 // NotificationTarget is one configured target as the status page and the API show it.
 type NotificationTarget struct {
 	Name     string `json:"name"`
-	Kind     string `json:"kind"`     // slack or webhook
+	Kind     string `json:"kind"`     // slack, webhook, teams or pagerduty
 	Endpoint string `json:"endpoint"` // scheme and host only: a Slack webhook's URL is a secret
 	Filter   string `json:"filter"`
 	Sent     int    `json:"sent"`
