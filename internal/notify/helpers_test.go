@@ -232,6 +232,19 @@ func (w *world) collect(peek bool) {
 	}
 }
 
+// sampleAndCheck lets the collector see what reached the DLQs (the attribute cycle, then the
+// samples due a second later), and the notifier check and send what that changed.
+func (w *world) sampleAndCheck(n *notify.Service) []views.Alert {
+	w.t.Helper()
+	w.collect(false)
+	w.advance(time.Second)
+	w.must(w.coll.PeekDue(w.ctx))
+	alerts, err := n.Check(w.ctx)
+	w.must(err)
+	w.must(n.Dispatch(w.ctx))
+	return alerts
+}
+
 // receiver is a real local HTTP server that keeps every request it gets; status decides each
 // answer (default 200).
 type receiver struct {

@@ -306,20 +306,38 @@ func (m message) traces() []views.AlertTrace {
 // maxTraceLinks bounds the trace links of one notification.
 const maxTraceLinks = 3
 
-// severityMark is an alert's severity as Slack's emoji.
-func severityMark(a views.Alert) string {
+// tone is what an alert's mark says: a problem's end, a test, or its severity.
+type tone int
+
+const (
+	toneInfo tone = iota
+	toneWarning
+	toneCritical
+	toneResolved
+	toneTest
+)
+
+// toneOf is an alert's tone.
+func toneOf(a views.Alert) tone {
 	switch {
 	case a.Resolved:
-		return ":large_green_circle:"
+		return toneResolved
 	case a.Kind == views.AlertTest:
-		return ":wave:"
+		return toneTest
 	case a.Severity == views.SeverityCritical:
-		return ":red_circle:"
+		return toneCritical
 	case a.Severity == views.SeverityWarning:
-		return ":large_orange_circle:"
+		return toneWarning
 	}
-	return ":large_blue_circle:"
+	return toneInfo
 }
+
+// slackMarks are the tones as Slack's emoji.
+var slackMarks = [...]string{toneInfo: ":large_blue_circle:", toneWarning: ":large_orange_circle:", toneCritical: ":red_circle:",
+	toneResolved: ":large_green_circle:", toneTest: ":wave:"}
+
+// severityMark is an alert's severity as Slack's emoji.
+func severityMark(a views.Alert) string { return slackMarks[toneOf(a)] }
 
 func toolList(tools []views.ToolCount, safe func(string) string) string {
 	var parts []string

@@ -57,20 +57,15 @@ func escapeLineStart(l string) string {
 	return l
 }
 
+// teamsMarks and teamsColors are the tones as Unicode emoji, and as the colours of a card's
+// title: Attention for critical, Warning for warning, Good for an end.
+var (
+	teamsMarks  = [...]string{toneInfo: "🔵", toneWarning: "🟠", toneCritical: "🔴", toneResolved: "🟢", toneTest: "👋"}
+	teamsColors = [...]string{toneInfo: "Default", toneWarning: "Warning", toneCritical: "Attention", toneResolved: "Good", toneTest: "Default"}
+)
+
 // teamsMark is an alert's severity as an emoji Teams shows.
-func teamsMark(a views.Alert) string {
-	switch {
-	case a.Resolved:
-		return "🟢"
-	case a.Kind == views.AlertTest:
-		return "👋"
-	case a.Severity == views.SeverityCritical:
-		return "🔴"
-	case a.Severity == views.SeverityWarning:
-		return "🟠"
-	}
-	return "🔵"
-}
+func teamsMark(a views.Alert) string { return teamsMarks[toneOf(a)] }
 
 // renderTeams writes a message for a Teams Workflows webhook ("Post to a channel when a webhook
 // request is received"): a message whose one attachment is an Adaptive Card saying what the
@@ -79,7 +74,7 @@ func teamsMark(a views.Alert) string {
 func renderTeams(m message, base string, chatSafe func(string) string) ([]byte, error) {
 	ct := teamsChat(chatSafe).text(m, base)
 	body := []map[string]any{{"type": "TextBlock", "text": ct.Header, "weight": "Bolder", "size": "Medium", "wrap": true,
-		"color": teamsColor(m.worst())}}
+		"color": teamsColors[toneOf(m.worst())]}}
 	if len(ct.Facts) > 0 {
 		facts := []map[string]any{}
 		for _, f := range ct.Facts {
@@ -120,17 +115,4 @@ func renderTeams(m message, base string, chatSafe func(string) string) ([]byte, 
 			"content":     card,
 		}},
 	})
-}
-
-// teamsColor is the title's colour: Attention for critical, Warning for warning, Good for an end.
-func teamsColor(a views.Alert) string {
-	switch {
-	case a.Resolved:
-		return "Good"
-	case a.Severity == views.SeverityCritical:
-		return "Attention"
-	case a.Severity == views.SeverityWarning:
-		return "Warning"
-	}
-	return "Default"
 }

@@ -86,12 +86,7 @@ func teamsScenario(t *testing.T) (teams [][]byte, slack []received) {
 	_, err = n.Check(w.ctx)
 	w.must(err)
 	w.deadLetter(src, hostileServer, 3)
-	w.collect(false)
-	w.advance(time.Second)
-	w.must(w.coll.PeekDue(w.ctx))
-	_, err = n.Check(w.ctx)
-	w.must(err)
-	w.must(n.Dispatch(w.ctx))
+	w.sampleAndCheck(n)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if !strings.Contains(tr.path, "sig=SECRETSIG") {

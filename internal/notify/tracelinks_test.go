@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -52,12 +51,7 @@ func TestAlertsCarryTraceLinks(t *testing.T) {
 		_, err := w.sqs.SendMessage(w.ctx, in)
 		w.must(err)
 	}
-	w.collect(false)
-	w.advance(time.Second)
-	w.must(w.coll.PeekDue(w.ctx))
-	_, err = n.Check(w.ctx)
-	w.must(err)
-	w.must(n.Dispatch(w.ctx))
+	w.sampleAndCheck(n)
 
 	links := []string{
 		"https://grafana.example/explore?traceId=4bf92f3577b34da6a3ce929d0e0e4736",
