@@ -17,15 +17,15 @@ import (
 
 // overviewRendering is one snapshot's overview, rendered once for every page and push that shows
 // it: each queue's row, for each kind of link context (whether links leave an embedded view),
-// and the parts besides the rows as pushes swap them.
+// rendered the first time a page shows it, and the parts besides the rows as pushes swap them.
 type overviewRendering struct {
 	snap  *views.Snapshot
 	mu    sync.Mutex
-	table map[bool][]*templates.RenderedRow // by Nav.LeavesEmbed, in the snapshot's order
-	parts map[bool]overviewParts            // by Nav.Embed
-	// before are the previous snapshot's rows, by link context, until this one's are rendered:
-	// a queue whose summary is the same keeps its row, rendered once for both.
-	before map[bool][]*templates.RenderedRow
+	table map[bool]map[int64]*templates.RenderedRow // by Nav.LeavesEmbed, then queue id
+	parts map[bool]overviewParts                    // by Nav.Embed
+	// before are the rows the previous snapshot's rendering had rendered, by link context: a
+	// queue whose summary is the same keeps its row, rendered once for both.
+	before map[bool]map[int64]*templates.RenderedRow
 }
 
 // overviewParts are the renderings of the overview's parts in a push: the problem list, the
@@ -40,13 +40,16 @@ func (s *Server) renderingOf(snap *views.Snapshot) *overviewRendering {
 		if cur != nil && cur.snap == snap {
 			return cur
 		}
-		next := &overviewRendering{snap: snap, table: map[bool][]*templates.RenderedRow{}, parts: map[bool]overviewParts{}}
+		next := &overviewRendering{snap: snap, table: map[bool]map[int64]*templates.RenderedRow{}, parts: map[bool]overviewParts{}}
 		if cur != nil && cur.snap.Seq > snap.Seq {
 			return next
 		}
 		if cur != nil {
 			cur.mu.Lock()
-			next.before = maps.Clone(cur.table)
+			next.before = make(map[bool]map[int64]*templates.RenderedRow, len(cur.table))
+			for key, rows := range cur.table {
+				next.before[key] = maps.Clone(rows)
+			}
 			cur.mu.Unlock()
 		}
 		if s.overview.CompareAndSwap(cur, next) {
@@ -55,34 +58,37 @@ func (s *Server) renderingOf(snap *views.Snapshot) *overviewRendering {
 	}
 }
 
-// rows returns every queue's row for links of nav, made on the first call: the previous
-// snapshot's row of a queue whose summary is the same, else rendered.
-func (r *overviewRendering) rows(ctx context.Context, nav templates.Nav) ([]*templates.RenderedRow, error) {
+// rows returns the rows of the snapshot's queues at the places order names (indexes into
+// Overview.Queues), for links of nav: each rendered once for the snapshot, on the first call
+// that needs it, or the previous snapshot's row of a queue whose summary is the same. A page
+// renders its own page of rows, never the fleet's.
+func (r *overviewRendering) rows(ctx context.Context, nav templates.Nav, order []int) ([]*templates.RenderedRow, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := nav.LeavesEmbed()
-	if rows, ok := r.table[key]; ok {
-		return rows, nil
+	table := r.table[key]
+	if table == nil {
+		table = make(map[int64]*templates.RenderedRow, len(order))
+		r.table[key] = table
 	}
-	before := make(map[int64]*templates.RenderedRow, len(r.before[key]))
-	for _, row := range r.before[key] {
-		before[row.ID] = row
-	}
-	queues := r.snap.Overview.Queues
-	rows := make([]*templates.RenderedRow, len(queues))
-	for i, q := range queues {
-		if row, ok := before[q.ID]; ok && sameRow(row.QueueSummary, q) {
-			rows[i] = row
-			continue
+	out := make([]*templates.RenderedRow, len(order))
+	for i, k := range order {
+		q := r.snap.Overview.Queues[k]
+		row, ok := table[q.ID]
+		if !ok {
+			if old, kept := r.before[key][q.ID]; kept && sameRow(old.QueueSummary, q) {
+				row = old
+			} else {
+				var err error
+				if row, err = templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: q}, nav); err != nil {
+					return nil, fmt.Errorf("render: %w", err)
+				}
+			}
+			table[q.ID] = row
 		}
-		var err error
-		if rows[i], err = templates.RenderRow(ctx, templates.OverviewRow{QueueSummary: q}, nav); err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
+		out[i] = row
 	}
-	r.table[key] = rows
-	delete(r.before, key)
-	return rows, nil
+	return out, nil
 }
 
 // partsOf returns the parts a push of p swaps, rendered on the first call.
@@ -118,6 +124,7 @@ func sameRow(a, b views.QueueSummary) bool {
 type overviewMemo struct {
 	rows  []*templates.RenderedRow
 	parts overviewParts
+	pager []byte
 }
 
 // overviewPush renders what the hub sends the overview subscribers of one view, filtered, sorted
@@ -136,7 +143,11 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	if err != nil {
 		return live.Push{}, err
 	}
-	next := &overviewMemo{rows: p.Rows, parts: parts}
+	pager, err := renderBytes(ctx, templates.OverviewPager(p, true))
+	if err != nil {
+		return live.Push{}, err
+	}
+	next := &overviewMemo{rows: p.Rows, parts: parts, pager: pager}
 	push := live.Push{Memo: next}
 	prev, _ := memo.(*overviewMemo)
 	if prev == nil || changes[live.Connect] {
@@ -149,7 +160,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 		return push, nil
 	}
 	changed := templates.OverviewPartSet{Attention: !bytes.Equal(prev.parts[0], parts[0]), Sight: !bytes.Equal(prev.parts[1], parts[1]),
-		Totals: !bytes.Equal(prev.parts[2], parts[2]), Cost: !bytes.Equal(prev.parts[3], parts[3])}
+		Totals: !bytes.Equal(prev.parts[2], parts[2]), Cost: !bytes.Equal(prev.parts[3], parts[3]), Pager: !bytes.Equal(prev.pager, pager)}
 	push.Update, err = renderMessages(ctx, append(diffRows(prev.rows, p.Rows).messages(p), templates.OverviewParts(p, changed))...)
 	return push, err
 }

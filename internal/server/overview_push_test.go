@@ -68,7 +68,7 @@ func applyPush(t *testing.T, page *goquery.Document, msgs [][]byte) {
 }
 
 // overviewParts are the parts of the overview page a push keeps as they render.
-var overviewPageParts = []string{"#" + ids.OverviewRows(), "#" + ids.Attention(), "#" + ids.Sight(), "#" + ids.Totals(), "#" + ids.Cost(), "#freshness"}
+var overviewPageParts = []string{"#" + ids.OverviewRows(), "#" + ids.Attention(), "#" + ids.Sight(), "#" + ids.Totals(), "#" + ids.Cost(), "#" + ids.OverviewPager(), "#freshness"}
 
 // samePage fails the test when a page that took pushes differs from the page rendered now.
 func samePage(t *testing.T, step string, pushed, rendered *goquery.Document) {

@@ -48,7 +48,7 @@ type pageWorldOptions struct {
 	// the snapshot that has it). Otherwise every read builds its own.
 	Snapshots bool
 	// SnapshotLag is the views' Lag with Snapshots (0: none): a read may be served a snapshot
-	// that misses a change younger than it, as in the product (views.DefaultLag).
+	// that misses a change younger than it, as in the product (where it is unbounded).
 	SnapshotLag time.Duration
 }
 

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -16,10 +18,10 @@ import (
 	"github.com/toolq/toolq/web/templates"
 )
 
-// overviewPage answers GET /?q=&misconfigured=1&account=&region=&sort=&dir=&scale=: every queue,
-// filtered (by name, to those the advisor found something on, to one account and one region),
-// sorted and scaled on the server so that the links work without JavaScript; an HTMX request
-// gets the table alone. The rows are the current snapshot's, rendered once for every page.
+// overviewPage answers GET /?q=&misconfigured=1&account=&region=&sort=&dir=&scale=&page=: what
+// needs a person, then one page of the queues, filtered (by name, to those the advisor found
+// something on, to one account and one region), sorted and scaled on the server so that the
+// links work without JavaScript; an HTMX request gets the table alone. The rows are the current snapshot's, rendered once for every page.
 func (s *Server) overviewPage(c echo.Context) error {
 	p, err := overviewView(c)
 	if err != nil {
@@ -42,6 +44,9 @@ func overviewView(c echo.Context) (templates.OverviewProps, error) {
 	if _, err := textParam(c, "q", 200); err != nil {
 		return templates.OverviewProps{}, err
 	}
+	if _, err := intParam(c, "page", 1, 1, math.MaxInt32); err != nil {
+		return templates.OverviewProps{}, err
+	}
 	if _, _, err := scopeParams(c); err != nil {
 		return templates.OverviewProps{}, err
 	}
@@ -52,31 +57,34 @@ func overviewView(c echo.Context) (templates.OverviewProps, error) {
 // overviewView checked and OverviewProps.View wrote them).
 func overviewViewOf(v url.Values) templates.OverviewProps {
 	key, dir := sortParams(v)
+	page, err := strconv.Atoi(v.Get("page"))
+	if err != nil || page < 1 {
+		page = 1
+	}
 	return templates.OverviewProps{Query: v.Get("q"), Misconfigured: v.Get("misconfigured") == "1",
-		Account: v.Get("account"), Region: v.Get("region"), Sort: key, Dir: dir, SharedScale: v.Get("scale") == "shared"}
+		Account: v.Get("account"), Region: v.Get("region"), Sort: key, Dir: dir, SharedScale: v.Get("scale") == "shared",
+		PageNo: page}
 }
 
-// overviewOf fills a view of the overview with the current snapshot: its queues, filtered,
-// sorted and scaled as the view says, their rows as rendered once for the snapshot, and its
-// freshness now. It returns the snapshot's rendering.
+// overviewOf fills a view of the overview with the current snapshot: its queues, filtered and
+// sorted as the view says, the rows of the view's page as rendered once for the snapshot and
+// scaled, and its freshness now. It returns the snapshot's rendering.
 func (s *Server) overviewOf(ctx context.Context, p *templates.OverviewProps) (*overviewRendering, error) {
 	snap, err := s.opts.Views.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r := s.renderingOf(snap)
-	all, err := r.rows(ctx, p.Nav)
-	if err != nil {
-		return nil, err
-	}
 	p.Overview = snap.Overview
 	p.Freshness = snap.FreshnessAt(s.opts.Now().UTC())
 	p.Overview.Freshness = p.Freshness
 	p.StaleAfter = s.staleAfter()
 	order := overviewOrder(snap.Overview.Queues, p.Query, p.Misconfigured, p.Account, p.Region, p.Sort, p.Dir)
-	p.Rows = make([]*templates.RenderedRow, len(order))
-	for i, k := range order {
-		p.Rows[i] = all[k]
+	p.Matching = len(order)
+	p.PageNo = min(max(p.PageNo, 1), p.Pages())
+	order = order[(p.PageNo-1)*templates.OverviewPageSize : min(p.PageNo*templates.OverviewPageSize, len(order))]
+	if p.Rows, err = r.rows(ctx, p.Nav, order); err != nil {
+		return nil, err
 	}
 	if p.SharedScale {
 		top := templates.SparkTop(p.Rows)

@@ -11,23 +11,24 @@ import (
 	"github.com/toolq/toolq/internal/store"
 )
 
-// How the Service keeps its current snapshot. With a change bus (Options.Changes), a snapshot
-// serves every read until the store changes or until its own Until; Run builds the next one
-// soon after each change, at most one a MinInterval, and at each Until, and announces it on the
-// bus; a read that comes while a change waits for Run is served the snapshot before it for up to
-// Lag, then waits for a new one. Without a bus every read builds a snapshot of its own.
+// How the Service keeps its current snapshot. With a change bus (Options.Changes), Run builds
+// the next snapshot soon after each change, at most one a MinInterval, and at each Until, and
+// announces it on the bus. By default a read never waits for a build: it is served the current
+// snapshot, whose freshness says how old what it shows is, however long the next build takes
+// (at 10,000 queues a build takes seconds on a loaded machine, and pages that waited on it took
+// as long). With a Lag, a read that comes while a change waits for Run is served the snapshot
+// before it for up to Lag, then waits for a new one; a negative Lag makes every read after a
+// change wait (tests that read what they just stored). Only the first read, before any
+// snapshot, waits for one. Without a bus every read builds a snapshot of its own.
 
-// Defaults of Options.
-const (
-	DefaultMinInterval = time.Second
-	DefaultLag         = 3 * time.Second
-)
+// DefaultMinInterval is the default of Options.MinInterval.
+const DefaultMinInterval = time.Second
 
 // snapshots is the Service's current snapshot and what it needs to know to replace it.
 type snapshots struct {
 	bus         *events.Bus
 	minInterval time.Duration
-	lag         time.Duration // <= 0: none
+	lag         time.Duration // 0: unbounded, a read never waits; < 0: none
 
 	current atomic.Pointer[Snapshot]
 	// changes counts the change events seen; changedAt is the wall-clock time (unix ns) of the
@@ -92,7 +93,13 @@ func (m *snapshots) watch() {
 
 // serves reports whether snap may answer a read at now, given lag.
 func (m *snapshots) serves(snap *Snapshot, now time.Time, lag time.Duration) bool {
-	if snap == nil || m.bus == nil || (!snap.Until.IsZero() && !now.Before(snap.Until)) {
+	if snap == nil || m.bus == nil {
+		return false
+	}
+	if lag == 0 {
+		return true // Run builds the next; the snapshot's freshness says its age
+	}
+	if !snap.Until.IsZero() && !now.Before(snap.Until) {
 		return false
 	}
 	if m.changes.Load() == snap.changes {
@@ -102,8 +109,8 @@ func (m *snapshots) serves(snap *Snapshot, now time.Time, lag time.Duration) boo
 	return lag > 0 && since != 0 && time.Since(time.Unix(0, since)) < lag
 }
 
-// Snapshot returns the current snapshot, building one first when there is none, when the clock
-// passed its Until, or when it misses a change older than Lag.
+// Snapshot returns the current snapshot, building one first when there is none or, with a Lag,
+// when the clock passed its Until or it misses a change older than Lag.
 func (s *Service) Snapshot(ctx context.Context) (*Snapshot, error) {
 	m := &s.snaps
 	asked := m.builds.Load()
@@ -152,7 +159,7 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		last = time.Now()
 		var wake <-chan time.Time
-		snap, err := s.rebuild(ctx, m.builds.Load(), 0)
+		snap, err := s.rebuild(ctx, m.builds.Load(), -1)
 		switch {
 		case ctx.Err() != nil:
 			return nil

@@ -40,8 +40,9 @@ type Options struct {
 	Changes *events.Bus
 	// MinInterval is the least time between two builds that changes start (default
 	// DefaultMinInterval); Lag how long after a change a read may still be answered from the
-	// snapshot before it while Run builds the next (default DefaultLag; negative: none, every
-	// read after a change waits for the snapshot that has it).
+	// snapshot before it while Run builds the next (default 0: for as long as the build takes,
+	// a read never waits once there is a snapshot; negative: none, every read after a change
+	// waits for the snapshot that has it).
 	MinInterval time.Duration
 	Lag         time.Duration
 	Logger      *slog.Logger // default: discard
@@ -82,7 +83,7 @@ func New(opts Options) *Service {
 		dims: append([]string{}, opts.Dimensions...), errorDim: opts.ErrorDimension, archiveRetention: opts.ArchiveRetention,
 		traceURL: opts.TraceURL, log: cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))}
 	s.snaps = snapshots{bus: opts.Changes, minInterval: cmp.Or(max(opts.MinInterval, 0), DefaultMinInterval),
-		lag: cmp.Or(opts.Lag, DefaultLag)}
+		lag: opts.Lag}
 	// The history reaches as far back as the growth rule looks, with a margin for a clock that
 	// runs a little ahead of the samples'.
 	s.snaps.memory.history.keep = growthBack(s.th.GrowthWindow) + 5*time.Minute

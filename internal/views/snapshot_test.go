@@ -139,3 +139,40 @@ func randomFleet(t *testing.T, f *fixture, r *rand.Rand, clock time.Time, histor
 	}
 	f.finishedRun(clock.Add(-time.Duration(r.IntN(60)) * time.Second))
 }
+
+// TestReadNeverWaitsOnABuild: with the product's default Lag, a read while a build holds the
+// builder (a change waits, and the clock passed the snapshot's Until) is served the snapshot it
+// has at once, with its freshness counted to the read's instant; with a negative Lag the same
+// read waits for the build.
+func TestReadNeverWaitsOnABuild(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.scenario()
+	clock := now
+	bus := events.NewBus()
+	s := New(Options{Store: f.store, Now: func() time.Time { return clock }, Changes: bus})
+	first, err := s.Snapshot(f.ctx)
+	f.must(err)
+	bus.Publish(events.Event{Kind: events.QueuesChanged, At: clock})
+	clock = clock.Add(time.Hour) // past every Until
+	s.snaps.mu.Lock()            // a build under way
+	got, err := s.Snapshot(f.ctx)
+	s.snaps.mu.Unlock()
+	f.must(err)
+	if got != first {
+		t.Fatalf("a read during a build got snapshot %d, want the current one, %d", got.Seq, first.Seq)
+	}
+	if fr := got.FreshnessAt(clock); !first.Overview.Freshness.UpdatedAt.IsZero() && fr.AgeSeconds < 3600 {
+		t.Errorf("the served snapshot's age is %v s an hour on, want its age counted to now", fr.AgeSeconds)
+	}
+
+	waiting := New(Options{Store: f.store, Now: func() time.Time { return clock }, Changes: bus, Lag: -1})
+	before, err := waiting.Snapshot(f.ctx)
+	f.must(err)
+	bus.Publish(events.Event{Kind: events.QueuesChanged, At: clock})
+	after, err := waiting.Snapshot(f.ctx)
+	f.must(err)
+	if after == before {
+		t.Error("with a negative Lag a read after a change was served the snapshot before it")
+	}
+}

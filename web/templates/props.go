@@ -154,11 +154,11 @@ type OverviewRow struct {
 
 // OverviewPartSet says which parts of the overview besides its rows a push carries.
 type OverviewPartSet struct {
-	Attention, Sight, Totals, Cost bool
+	Attention, Sight, Totals, Cost, Pager bool
 }
 
 // AllOverviewParts is every part, for a page that just subscribed.
-var AllOverviewParts = OverviewPartSet{Attention: true, Sight: true, Totals: true, Cost: true}
+var AllOverviewParts = OverviewPartSet{Attention: true, Sight: true, Totals: true, Cost: true, Pager: true}
 
 // SortColumn is one sortable column of the overview.
 type SortColumn struct {
@@ -172,11 +172,23 @@ var OverviewColumns = []SortColumn{
 	{"delayed", "Delayed"}, {"oldest", "Oldest"}, {"dlq", "DLQ depth"},
 }
 
+// OverviewPageSize is how many queues a page of the overview's table shows: at 10,000 queues a
+// page carries what needs a person and one page of rows, never every row.
+const OverviewPageSize = 100
+
+// AttentionShown is how many problems the overview lists by name; the others are counted, and
+// the table, unhealthy first, shows their queues page by page.
+const AttentionShown = 50
+
 // OverviewProps is the overview page.
 type OverviewProps struct {
 	Page
 	Overview views.Overview
-	Rows     []*RenderedRow // filtered, sorted and scaled
+	Rows     []*RenderedRow // filtered, sorted and scaled: the rows of the page shown
+	// PageNo is the page of the table shown, from 1 (?page=); Matching how many queues the
+	// filters keep, over every page.
+	PageNo   int
+	Matching int
 	Sort     string         // a SortColumn key or "health" (the default order)
 	Dir      string         // "asc" or "desc"
 	Query    string         // the filter
@@ -197,12 +209,37 @@ func (p OverviewProps) scaleParam() string {
 	return ""
 }
 
+// Pages is how many pages the table's matching queues fill (at least one).
+func (p OverviewProps) Pages() int { return max(1, (p.Matching+OverviewPageSize-1)/OverviewPageSize) }
+
+// PageURL returns the overview's link to page n of the table, the filters, sort and scale kept.
+func (p OverviewProps) PageURL(n int) string {
+	v := p.View()
+	v.Del("page")
+	if n > 1 {
+		v.Set("page", strconv.Itoa(n))
+	}
+	return p.Nav.URL("/", v)
+}
+
+// PageRange says which of the matching queues the page shows: "101–200 of 10,000".
+func (p OverviewProps) PageRange() string {
+	if p.Matching == 0 {
+		return "none"
+	}
+	first := (p.PageNo-1)*OverviewPageSize + 1
+	return Count(int64(first)) + "–" + Count(int64(first+len(p.Rows)-1)) + " of " + Count(int64(p.Matching))
+}
+
 // ScaleURL returns the link that shares one scale across the sparklines, or gives each its own.
 func (p OverviewProps) ScaleURL() string { return p.toggleURL("scale", "shared", p.SharedScale) }
 
 // toggleURL returns the overview's link with the filter key set to value, or without it when on.
 func (p OverviewProps) toggleURL(key, value string, on bool) string {
 	v := p.View()
+	if key != "scale" {
+		v.Del("page") // another filter keeps other queues: its first page
+	}
 	if on {
 		v.Del(key)
 	} else {
@@ -215,6 +252,7 @@ func (p OverviewProps) toggleURL(key, value string, on bool) string {
 // filters and the sort kept.
 func (p OverviewProps) ScopeURL(account, region string) string {
 	v := p.View()
+	v.Del("page")
 	v.Del("account")
 	v.Del("region")
 	if account != "" {
@@ -278,8 +316,9 @@ func (p OverviewProps) MisconfiguredURL() string {
 	return p.toggleURL("misconfigured", "1", p.Misconfigured)
 }
 
-// View returns the filter and sort as query parameters, without the default order: what the
-// websocket of the overview subscribes with, so that pushes keep this browser's view.
+// View returns the filter, sort and page as query parameters, without the default order and the
+// first page: what the websocket of the overview subscribes with, so that pushes keep this
+// browser's view.
 func (p OverviewProps) View() url.Values {
 	v := url.Values{}
 	if p.Query != "" {
@@ -300,6 +339,9 @@ func (p OverviewProps) View() url.Values {
 	if p.Sort != "" && (p.Sort != "health" || p.Dir == "desc") {
 		v.Set("sort", p.Sort)
 		v.Set("dir", p.Dir)
+	}
+	if p.PageNo > 1 {
+		v.Set("page", strconv.Itoa(p.PageNo))
 	}
 	return v
 }

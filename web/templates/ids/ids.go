@@ -28,6 +28,14 @@ func OverviewSort() string { return "overview-sort" }
 // a change of health or of the set of queues reorders it.
 func OverviewRows() string { return "overview-rows" }
 
+// OverviewPager is the overview's line of pages under the table: which queues it shows of how
+// many, and the links to the pages before and after.
+func OverviewPager() string { return "overview-pager" }
+
+// SparkPoints is the element of an overview push that carries the sparklines' new points
+// (app.js shifts each sparkline by them).
+func SparkPoints() string { return "spark-points" }
+
 // QueueRow is one queue's row of the overview table.
 func QueueRow(queueID int64) string { return "queue-row-" + strconv.FormatInt(queueID, 10) }
 
