@@ -189,9 +189,9 @@ type OverviewProps struct {
 	// filters keep, over every page.
 	PageNo   int
 	Matching int
-	Sort     string         // a SortColumn key or "health" (the default order)
-	Dir      string         // "asc" or "desc"
-	Query    string         // the filter
+	Sort     string // a SortColumn key or "health" (the default order)
+	Dir      string // "asc" or "desc"
+	Query    string // the filter
 	// Misconfigured keeps only the queues the advisor found something on.
 	Misconfigured bool
 	// Account and Region keep the queues of one account (name or id) and one region; "": all.
