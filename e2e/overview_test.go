@@ -267,3 +267,67 @@ func TestLivePushesRaiseNoHtmxErrors(t *testing.T) {
 		}
 	}
 }
+
+// sparkCell is what a sparkline cell of the overview shows, as the page has it now.
+type sparkCell struct {
+	Row    string
+	Values string
+	Top    string
+	Points string
+	Label  string
+	Range  string
+}
+
+// sparkCellsJS reads every sparkline cell of the overview.
+const sparkCellsJS = `Array.from(document.querySelectorAll('#overview-rows .spark-cell')).map(c => ({
+	row: c.closest('tr').id, values: c.getAttribute('data-v'), top: c.getAttribute('data-top'),
+	points: c.querySelector('polyline').getAttribute('points'), label: c.querySelector('svg').getAttribute('aria-label'),
+	range: c.querySelector('.spark-range').textContent}))`
+
+// TestSparklinesDrawnByThePage: a push sends a sparkline's new points and app.js draws the line
+// again; what it draws is what the server draws from the same values (web/templates: Spark).
+// The test hands the page a push of points as the server writes it (SparkShiftsText's form),
+// read, shifted and read again in one turn of the page's event loop so that no real push comes
+// between, and compares each shifted cell with the server's drawing of the shifted values.
+func TestSparklinesDrawnByThePage(t *testing.T) {
+	t.Parallel()
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(d.page("/"))
+	waitJS(p, 150*time.Second, "sparklines of two points or more", sparkCellsJS, func(cs []sparkCell) bool { return len(cs) > 0 })
+	// Each row drops its first value when its place is odd, and takes 1000×place and 7.5.
+	got := mustEval[struct{ Before, After []sparkCell }](p, `(() => {
+		const before = `+sparkCellsJS+`;
+		const points = before.map((c, i) => c.row.replace('queue-row-', '') + ' ' + (i % 2) + ' 0 ' + (1000 * i) + ' 7.5').join(';');
+		document.getElementById('spark-points').setAttribute('data-points', points);
+		document.body.dispatchEvent(new CustomEvent('htmx:wsAfterMessage', {bubbles: true}));
+		return {before: before, after: `+sparkCellsJS+`};
+	})()`)
+	if len(got.After) != len(got.Before) {
+		t.Fatalf("%d sparklines before the shift, %d after", len(got.Before), len(got.After))
+	}
+	for i, c := range got.Before {
+		values := floats(t, c.Values)
+		shift := templates.SparkShift{ID: int64(count(strings.TrimPrefix(c.Row, "queue-row-"))), Drop: i % 2, Points: []float64{float64(1000 * i), 7.5}}
+		next := append(slices.Clone(values[shift.Drop:]), shift.Points...)
+		want := sparkCell{Row: c.Row, Values: templates.SparkValues(next), Top: c.Top, Points: templates.SparklineTo(next, floats(t, c.Top)[0]),
+			Label: templates.SparklineLabel(next), Range: templates.SparkRange(next)}
+		if got.After[i] != want {
+			t.Errorf("%s: the page drew\n%+v\nthe server draws\n%+v", c.Row, got.After[i], want)
+		}
+	}
+}
+
+// floats reads space-separated numbers.
+func floats(t *testing.T, s string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, f := range strings.Fields(s) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}

@@ -88,13 +88,13 @@ func sqsAttributes(name string, fifo bool, dlq string, visible int64) map[string
 // newFleetWorld builds the fleet: pairs sources (half of them FIFO) and their DLQs, of which
 // the first busy pairs' depths moved over the hour and the others' stayed, as in a fleet where
 // most tool calls go to a few queues.
-func newFleetWorld(b *testing.B, pairs, busy int) *fleetWorld {
+func newFleetWorld(b testing.TB, pairs, busy int) *fleetWorld {
 	b.Helper()
 	return newFleetWorldOn(b, actionstest.New(b), pairs, busy)
 }
 
 // newFleetWorldOn is newFleetWorld in the world w (on a database of the caller's choice).
-func newFleetWorldOn(b *testing.B, w *actionstest.World, pairs, busy int) *fleetWorld {
+func newFleetWorldOn(b testing.TB, w *actionstest.World, pairs, busy int) *fleetWorld {
 	b.Helper()
 	ctx := context.Background()
 	now := w.Now()
@@ -177,7 +177,7 @@ func newFleetWorldOn(b *testing.B, w *actionstest.World, pairs, busy int) *fleet
 
 // saveAttributes stores q's attributes as SQS returns them with visible messages, and its depth
 // sample, as the collector does with each GetQueueAttributes answer.
-func (fw *fleetWorld) saveAttributes(b *testing.B, q fleetQueue, at time.Time, visible int64) {
+func (fw *fleetWorld) saveAttributes(b testing.TB, q fleetQueue, at time.Time, visible int64) {
 	b.Helper()
 	target, mrc := "", 0
 	if q.dlq != "" {
@@ -194,7 +194,7 @@ func (fw *fleetWorld) saveAttributes(b *testing.B, q fleetQueue, at time.Time, v
 // as SQS returns them with its depth sample, n sources of them with a new depth (their health
 // and so the rows' order stay), 15 s after the previous cycle; then it publishes the change, and
 // returns when it did.
-func (fw *fleetWorld) cycle(b *testing.B, n int) time.Time {
+func (fw *fleetWorld) cycle(b testing.TB, n int) time.Time {
 	b.Helper()
 	fw.Advance(15 * time.Second)
 	now := fw.Now()
@@ -221,7 +221,7 @@ func (fw *fleetWorld) cycle(b *testing.B, n int) time.Time {
 }
 
 // snapshot builds the snapshot of what was stored, as the views' Run does after a change.
-func (fw *fleetWorld) snapshot(b *testing.B) *views.Snapshot {
+func (fw *fleetWorld) snapshot(b testing.TB) *views.Snapshot {
 	b.Helper()
 	snap, err := fw.Views.Snapshot(context.Background())
 	if err != nil {

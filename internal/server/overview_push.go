@@ -122,9 +122,10 @@ func sameRow(a, b views.QueueSummary) bool {
 // overviewMemo is what the previous push of one overview view showed: its rows, in their order,
 // and its parts.
 type overviewMemo struct {
-	rows  []*templates.RenderedRow
-	parts overviewParts
-	pager []byte
+	rows     []*templates.RenderedRow
+	parts    overviewParts
+	pager    []byte
+	problems []views.Problem
 }
 
 // overviewPush renders what the hub sends the overview subscribers of one view, filtered, sorted
@@ -147,7 +148,7 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	if err != nil {
 		return live.Push{}, err
 	}
-	next := &overviewMemo{rows: p.Rows, parts: parts, pager: pager}
+	next := &overviewMemo{rows: p.Rows, parts: parts, pager: pager, problems: p.Overview.Problems}
 	push := live.Push{Memo: next}
 	prev, _ := memo.(*overviewMemo)
 	if prev == nil || changes[live.Connect] {
@@ -161,8 +162,36 @@ func (s *Server) overviewPush(ctx context.Context, view pageView, changes live.C
 	}
 	changed := templates.OverviewPartSet{Attention: !bytes.Equal(prev.parts[0], parts[0]), Sight: !bytes.Equal(prev.parts[1], parts[1]),
 		Totals: !bytes.Equal(prev.parts[2], parts[2]), Cost: !bytes.Equal(prev.parts[3], parts[3]), Pager: !bytes.Equal(prev.pager, pager)}
-	push.Update, err = renderMessages(ctx, append(diffRows(prev.rows, p.Rows).messages(p), templates.OverviewParts(p, changed))...)
+	messages := diffRows(prev.rows, p.Rows).messages(p)
+	if changed.Attention && !p.Nav.Embed {
+		if lines, ok := problemChanges(prev.problems, p.Overview.Problems); ok {
+			changed.Attention = false
+			messages = append(messages, templates.AttentionChanged(p.Overview.Problems, lines, p.Nav))
+		}
+	}
+	push.Update, err = renderMessages(ctx, append(messages, templates.OverviewParts(p, changed))...)
 	return push, err
+}
+
+// problemChanges returns the problems whose line changed between two problem lists that name
+// the same problems in the same order (the list is then pushed as its heading, those lines and
+// its count of the others); false when they do not, or when either is empty (the list says
+// "nothing needs a person" instead).
+func problemChanges(prev, next []views.Problem) ([]views.Problem, bool) {
+	was, now := templates.ShownProblems(prev), templates.ShownProblems(next)
+	if len(was) == 0 || len(was) != len(now) {
+		return nil, false
+	}
+	var changed []views.Problem
+	for i := range now {
+		if templates.ProblemKey(was[i]) != templates.ProblemKey(now[i]) {
+			return nil, false
+		}
+		if was[i].Severity != now[i].Severity || was[i].Text != now[i].Text || was[i].Queue != now[i].Queue {
+			changed = append(changed, now[i])
+		}
+	}
+	return changed, true
 }
 
 // renderMessages renders a push's messages, each component one message, nil for a nil one.
@@ -190,6 +219,10 @@ type rowChanges struct {
 	inserts []rowInsert              // rows to put in, in their new order: new, or moving
 	rows    []*templates.RenderedRow // rows in place whose class or most of whose cells changed
 	cells   []cellChange             // the changed cells of the other rows in place
+	// sparks are the sparklines of the other rows in place that moved on by a few points: the
+	// page shifts them (a minute's turn moves every sparkline that has a point in the hour's
+	// first minute, and a push of a thousand sparkline cells was half a megabyte).
+	sparks []templates.SparkShift
 }
 
 // rowInsert puts row after the row of the queue after (0: first).
@@ -254,27 +287,39 @@ func diffRows(prev, next []*templates.RenderedRow) rowChanges {
 }
 
 // compare notes what changed between two renderings of a row in place: the row, when its class
-// changed (only the whole row carries it) or most of its cells did, else the cells that did.
+// changed (only the whole row carries it) or most of its cells did, else the cells that did,
+// and its sparkline's new points when it moved on by a few on the same scale.
 func (c *rowChanges) compare(old, now *templates.RenderedRow) {
 	if now.Same(old) {
 		return
 	}
 	var cells []cellChange
+	var spark *templates.SparkShift
 	for i := range now.Cells() {
-		if !bytes.Equal(now.Cell(i), old.Cell(i)) {
-			cells = append(cells, cellChange{row: now, cell: i})
+		if bytes.Equal(now.Cell(i), old.Cell(i)) {
+			continue
 		}
+		if i == templates.SparkCell && now.SparkTop == old.SparkTop {
+			if drop, cut, points, ok := templates.ShiftOf(old.Sparkline, now.Sparkline); ok {
+				spark = &templates.SparkShift{ID: now.ID, Drop: drop, Cut: cut, Points: points}
+				continue
+			}
+		}
+		cells = append(cells, cellChange{row: now, cell: i})
 	}
 	if now.Class != old.Class || 2*len(cells) > now.Cells() {
 		c.rows = append(c.rows, now)
 		return
 	}
 	c.cells = append(c.cells, cells...)
+	if spark != nil {
+		c.sparks = append(c.sparks, *spark)
+	}
 }
 
 // messages are the push's messages for the rows of p: the whole body, or the rows taken out and
-// put in, the rows swapped and the cells swapped, each kind a message; nil for a kind without
-// any.
+// put in, the rows swapped, the cells swapped and the sparklines' new points, each kind a
+// message; nil for a kind without any.
 func (c rowChanges) messages(p templates.OverviewProps) []templ.Component {
 	if c.whole {
 		return []templ.Component{templates.OverviewRows(p, true)}
@@ -289,9 +334,12 @@ func (c rowChanges) messages(p templates.OverviewProps) []templ.Component {
 	for _, ch := range c.cells {
 		cells = append(cells, ch.row.CellSwapped(ch.cell, p.Nav))
 	}
-	out := []templ.Component{join(moves), nil, join(cells)}
+	out := []templ.Component{join(moves), nil, join(cells), nil}
 	if len(c.rows) > 0 {
 		out[1] = templates.OverviewRowsChanged(c.rows)
+	}
+	if len(c.sparks) > 0 {
+		out[3] = templates.SparkPoints(c.sparks, true)
 	}
 	return out
 }

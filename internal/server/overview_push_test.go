@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,11 +67,69 @@ func applyPush(t *testing.T, page *goquery.Document, msgs [][]byte) {
 				}
 			})
 		})
+		shiftSparks(t, page)
 	}
 }
 
+// shiftSparks does what app.js does after each message: it shifts the sparklines that
+// #spark-points names by their new points and draws them again, as Spark draws them (app.js
+// draws them as the server does: TestSparklinesDrawnByThePage, e2e).
+func shiftSparks(t *testing.T, page *goquery.Document) {
+	t.Helper()
+	carrier := page.Find("#" + ids.SparkPoints())
+	text, ok := carrier.Attr("data-points")
+	if !ok {
+		return
+	}
+	carrier.RemoveAttr("data-points")
+	for _, entry := range strings.Split(text, ";") {
+		f := strings.Fields(entry)
+		cell := page.Find("#" + ids.QueueRow(atoi(t, f[0])) + " .spark-cell")
+		if cell.Length() != 1 {
+			t.Errorf("spark points for %s, whose row has no sparkline", f[0])
+			continue
+		}
+		var values []float64
+		for _, v := range strings.Fields(cell.AttrOr("data-v", "")) {
+			values = append(values, atof(t, v))
+		}
+		drop, cut := int(atoi(t, f[1])), int(atoi(t, f[2]))
+		values = slices.Clone(values[drop : len(values)-cut])
+		for _, v := range f[3:] {
+			values = append(values, atof(t, v))
+		}
+		html, err := renderBytes(context.Background(), templates.Spark(values, atof(t, cell.AttrOr("data-top", "0"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drawn, err := goquery.NewDocumentFromReader(bytes.NewReader(html))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cell.ReplaceWithSelection(drawn.Find(".spark-cell"))
+	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // overviewParts are the parts of the overview page a push keeps as they render.
-var overviewPageParts = []string{"#" + ids.OverviewRows(), "#" + ids.Attention(), "#" + ids.Sight(), "#" + ids.Totals(), "#" + ids.Cost(), "#" + ids.OverviewPager(), "#freshness"}
+var overviewPageParts = []string{"#" + ids.OverviewRows(), "#" + ids.Attention(), "#" + ids.Sight(), "#" + ids.Totals(), "#" + ids.Cost(), "#" + ids.OverviewPager(), "#" + ids.SparkPoints(), "#freshness"}
 
 // samePage fails the test when a page that took pushes differs from the page rendered now.
 func samePage(t *testing.T, step string, pushed, rendered *goquery.Document) {
@@ -146,6 +207,8 @@ func pushKinds(t *testing.T, msgs [][]byte) []string {
 			kinds = append(kinds, "rows")
 		case top.Is("td, th"):
 			kinds = append(kinds, "cells")
+		case top.Is("#" + ids.SparkPoints()):
+			kinds = append(kinds, "sparks")
 		default:
 			kinds = append(kinds, "parts")
 			_ = swap
@@ -219,7 +282,13 @@ func TestOverviewPushesKeepThePageAsRendered(t *testing.T) {
 			step("one queue's depth", func() { pw.setDepth("web-search", 7) }, "cells", "parts")
 			step("its depth again", func() { pw.setDepth("web-search", 9) }, "cells", "parts")
 			// It moves (and its source's DLQ depth cell changes); the table is not sent whole.
-			step("a dead-letter queue turns critical", func() { pw.setDepth("web-search-dlq", 500) }, "moves", "cells", "parts")
+			// The problem list names the same problems: its changed line comes alone, before the
+			// other parts (the embedded table has no problem list). Then it loses one: whole.
+			critical := []string{"moves", "cells", "parts"}
+			if !v.nav.Embed {
+				critical = append(critical, "parts")
+			}
+			step("a dead-letter queue turns critical", func() { pw.setDepth("web-search-dlq", 500) }, critical...)
 			step("and back", func() { pw.setDepth("web-search-dlq", 0) }, "moves", "cells", "parts")
 			step("a new queue", func() {
 				pw.Advance(time.Second)
@@ -236,7 +305,7 @@ func TestOverviewPushesKeepThePageAsRendered(t *testing.T) {
 				for i, name := range []string{"notifications", "tool-calls.fifo", "web-search"} {
 					pw.setDepth(name, int64(3*i+1))
 				}
-			}, "cells", "parts")
+			}, "cells", "sparks", "parts")
 		})
 	}
 }
@@ -390,5 +459,94 @@ func TestRowShowsNoSampleTime(t *testing.T) {
 	deeper.Visible = 4
 	if sameRow(q, deeper) {
 		t.Error("sameRow takes a summary with another depth for the same row")
+	}
+}
+
+// TestMinutePushCarriesOnlyNewPoints: over a minute of cycles in which no depth changed, in a
+// fleet whose sparklines moved over the hour, the overview's pushes carry no cell and no row:
+// each sparkline that moved on comes as its new points, a few bytes a row, and the page that
+// shifts them reads as the page rendered now.
+func TestMinutePushCarriesOnlyNewPoints(t *testing.T) {
+	t.Parallel()
+	fw := newFleetWorld(t, 40, 40)
+	ctx := context.Background()
+	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
+	render := func() *goquery.Document {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		fw.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		doc, err := goquery.NewDocumentFromReader(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	page := render()
+	first, err := fw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPush(t, page, first.Full)
+	memo, shifted := first.Memo, 0
+	for cycle := range 5 { // 75 s: the minute turns
+		fw.cycle(t, 0)
+		p, err := fw.srv.hubPush(ctx, sub, live.Changes{events.SnapshotBuilt: true}, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo = p.Memo
+		for _, kind := range pushKinds(t, p.Update) {
+			if kind != "sparks" && kind != "parts" {
+				t.Errorf("cycle %d: the push carries %s, want only the sparklines' points and the parts:\n%s", cycle, kind, clip(pushText(p.Update)))
+			}
+		}
+		points := parsePush(t, p.Update).Find("#" + ids.SparkPoints()).AttrOr("data-points", "")
+		if points != "" {
+			rows := strings.Count(points, ";") + 1
+			shifted = max(shifted, rows)
+			if perRow := len(points) / rows; perRow > 20 {
+				t.Errorf("cycle %d: %d bytes a row's new points, want a few", cycle, perRow)
+			}
+		}
+		applyPush(t, page, p.Update)
+		samePage(t, fmt.Sprintf("cycle %d", cycle), page, render())
+	}
+	if shifted < 40 {
+		t.Errorf("at the minute's turn %d sparklines moved on by their points, want the 40 busy sources' at least", shifted)
+	}
+}
+
+// TestProblemListPushedAsItsChanges: when the problems the list names stay the same ones, a push
+// carries the list's heading and the lines that changed, not the list; when one goes, the list.
+func TestProblemListPushedAsItsChanges(t *testing.T) {
+	t.Parallel()
+	pw := pushWorld{newPageWorld(t, pageWorldOptions{}), t}
+	ctx := context.Background()
+	sub := subscriptionOf(live.Overview(), templates.Nav{}, nil)
+	first, err := pw.srv.hubPush(ctx, sub, live.Changes{live.Connect: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := first.Memo
+	for _, step := range []struct {
+		name         string
+		dlqDepth     int64
+		whole, lines int
+	}{
+		{"the dead-letter queue deepens", 500, 0, 1},
+		{"and is emptied", 0, 1, 0},
+	} {
+		pw.setDepth("web-search-dlq", step.dlqDepth)
+		p, err := pw.srv.hubPush(ctx, sub, live.Changes{events.SnapshotBuilt: true}, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo = p.Memo
+		doc := parsePush(t, p.Update)
+		whole, lines := doc.Find("#"+ids.Attention()).Length(), doc.Find("li.problem[hx-swap-oob]").Length()
+		if whole != step.whole || lines != step.lines {
+			t.Errorf("%s: the push carries the list %d times and %d lines alone, want %d and %d:\n%s",
+				step.name, whole, lines, step.whole, step.lines, clip(pushText(p.Update)))
+		}
 	}
 }

@@ -238,6 +238,78 @@
     }
   });
 
+  // Sparklines: a push sends the new points of the sparklines that moved on (a minute's turn
+  // moves them all) instead of their cells: #spark-points carries "ID DROP CUT POINT…" per row,
+  // ";" between rows. Each row's sparkline drops its first DROP values and its last CUT, takes
+  // the points, and is drawn again exactly as the server draws it (web/templates: SparklineTo,
+  // SparklineLabel, SparkRange), so that the row reads as a page rendered now.
+  function number(f) {
+    // As web/templates.Number writes it: integers grouped by narrow spaces, else one decimal.
+    if (!isFinite(f)) { return "–"; }
+    if (f !== Math.trunc(f)) { return f.toFixed(1); }
+    var neg = f < 0;
+    var digits = String(Math.abs(f));
+    var out = "";
+    for (var i = 0; i < digits.length; i++) {
+      if (i > 0 && (digits.length - i) % 3 === 0) { out += "\u202f"; }
+      out += digits[i];
+    }
+    return (neg ? "-" : "") + out;
+  }
+  function sparkPoints(values, top) {
+    if (values.length < 2) { return ""; }
+    values.forEach(function (v) { if (isFinite(v)) { top = Math.max(top, v); } });
+    if (top <= 0) { top = 1; }
+    var ys = values.map(function (v) {
+      if (!isFinite(v) || v < 0) { v = 0; }
+      return Math.round(23 - v / top * 22);
+    });
+    var step = 100 / (values.length - 1);
+    var last = values.length - 1;
+    var out = [];
+    for (var i = 0; i < ys.length; i++) {
+      if (i > 0 && i < last && ys[i - 1] === ys[i] && ys[i + 1] === ys[i]) { continue; }
+      out.push(Math.round(i * step) + "," + ys[i]);
+    }
+    return out.join(" ");
+  }
+  function sparkLabel(values) {
+    var top = 0;
+    values.forEach(function (v) { top = Math.max(top, v); });
+    return "visible messages over the last hour, at most " + number(top) + ", now " + number(values[values.length - 1]);
+  }
+  function sparkRange(values) {
+    var lo = Infinity, hi = -Infinity;
+    values.forEach(function (v) { if (isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    if (!isFinite(lo)) { return ""; }
+    return lo === hi ? number(hi) : number(lo) + "–" + number(hi);
+  }
+  function drawSpark(cell, values) {
+    var top = parseFloat(cell.getAttribute("data-top")) || 0;
+    cell.setAttribute("data-v", values.join(" "));
+    cell.querySelector("polyline").setAttribute("points", sparkPoints(values, top));
+    cell.querySelector("svg").setAttribute("aria-label", sparkLabel(values));
+    cell.querySelector(".spark-range").textContent = sparkRange(values);
+  }
+  function shiftSparks() {
+    var carrier = document.getElementById("spark-points");
+    var text = carrier ? carrier.getAttribute("data-points") : null;
+    if (!text) { return; }
+    carrier.removeAttribute("data-points");
+    text.split(";").forEach(function (entry) {
+      var f = entry.split(" ");
+      var row = document.getElementById("queue-row-" + f[0]);
+      var cell = row ? row.querySelector(".spark-cell") : null;
+      if (!cell) { return; }
+      var values = cell.getAttribute("data-v").split(" ").map(parseFloat);
+      values = values.slice(parseInt(f[1], 10), values.length - parseInt(f[2], 10)).concat(f.slice(3).map(parseFloat));
+      drawSpark(cell, values);
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", shiftSparks);
+  // The browser tests compare this drawing with the server's.
+  window.toolqSpark = { points: sparkPoints, label: sparkLabel, range: sparkRange };
+
   // Narrow screens show each table row as a card (app.css); each cell is labelled with its
   // column's header, copied here from the table's head so that the markup says it once.
   function labelCells(root) {

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -462,6 +463,72 @@ func SparkRange(values []float64) string {
 		return Number(hi)
 	}
 	return Number(lo) + "–" + Number(hi)
+}
+
+// SparkValues writes a sparkline's values as its cell carries them (data-v): space-separated,
+// as few digits as tell them apart.
+func SparkValues(values []float64) string {
+	b := make([]byte, 0, 3*len(values))
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	return string(b)
+}
+
+// SparkShift is how one row's sparkline moved on between two pushes: its values become the old
+// ones without the first Drop and the last Cut, followed by Points (a minute's turn drops the
+// hour's first minute; a sample of a new minute adds a point; a sample of the minute under way
+// replaces the last).
+type SparkShift struct {
+	ID        int64
+	Drop, Cut int
+	Points    []float64
+}
+
+// maxShift bounds what a shift may carry: more, and the push sends the cell.
+const maxShift = 3
+
+// ShiftOf returns how the sparkline before becomes after by dropping at most maxShift points
+// at its start and cutting at most one at its end, then adding at most maxShift points; false
+// when it cannot, or when either has fewer than two points (the cell then says "–").
+func ShiftOf(before, after []float64) (drop, cut int, points []float64, ok bool) {
+	if len(before) < 2 || len(after) < 2 {
+		return 0, 0, nil, false
+	}
+	for drop = 0; drop <= maxShift && drop < len(before); drop++ {
+		for cut = 0; cut <= 1 && drop+cut < len(before); cut++ {
+			kept := before[drop : len(before)-cut]
+			if len(kept) > len(after) || len(after)-len(kept) > maxShift || !slices.Equal(kept, after[:len(kept)]) {
+				continue
+			}
+			return drop, cut, after[len(kept):], true
+		}
+	}
+	return 0, 0, nil, false
+}
+
+// SparkShiftsText writes shifts as SparkPoints carries them: "ID DROP CUT POINT…" each, joined
+// by ";".
+func SparkShiftsText(shifts []SparkShift) string {
+	var b []byte
+	for i, sh := range shifts {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = strconv.AppendInt(b, sh.ID, 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(sh.Drop), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(sh.Cut), 10)
+		for _, v := range sh.Points {
+			b = append(b, ' ')
+			b = strconv.AppendFloat(b, v, 'f', -1, 64)
+		}
+	}
+	return string(b)
 }
 
 // SparkTop is the largest value of every row's sparkline: the top of their shared scale.

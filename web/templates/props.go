@@ -180,6 +180,21 @@ const OverviewPageSize = 100
 // the table, unhealthy first, shows their queues page by page.
 const AttentionShown = 50
 
+// ShownProblems are the problems the overview names: the first AttentionShown.
+func ShownProblems(problems []views.Problem) []views.Problem {
+	return problems[:min(len(problems), AttentionShown)]
+}
+
+// ProblemKey tells one problem of the overview's list from the others across snapshots: its
+// kind and its queue, or for a region's problem its region and what it says (one a region and
+// operation).
+func ProblemKey(pr views.Problem) string {
+	if pr.Queue == "" {
+		return string(pr.Kind) + "\x00" + pr.Region + "\x00" + pr.Text
+	}
+	return string(pr.Kind) + "\x00" + pr.Region + "\x00" + pr.Ref
+}
+
 // OverviewProps is the overview page.
 type OverviewProps struct {
 	Page

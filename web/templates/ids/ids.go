@@ -3,7 +3,10 @@
 // id: they both take it from here. Browser tests rely on these ids too; docs/ui.md lists them.
 package ids
 
-import "strconv"
+import (
+	"hash/fnv"
+	"strconv"
+)
 
 // Freshness is the "updated 3 s ago" line of every page.
 func Freshness() string { return "freshness" }
@@ -48,6 +51,17 @@ func QueueLink(queueID int64) string { return "queue-link-" + strconv.FormatInt(
 
 // Attention is the overview's list of what needs a person, above the table.
 func Attention() string { return "attention" }
+
+// Problem is one line of the overview's problem list, by its key (templates.ProblemKey): a
+// hash, since the key holds a queue's name or ARN.
+func Problem(key string) string {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return "problem-" + strconv.FormatUint(h.Sum64(), 36)
+}
+
+// ProblemsMore counts the problems the overview's list does not name.
+func ProblemsMore() string { return "problems-more" }
 
 // Totals is the overview's totals line.
 func Totals() string { return "totals" }
