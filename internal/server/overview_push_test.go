@@ -500,7 +500,7 @@ func TestMinutePushCarriesOnlyNewPoints(t *testing.T) {
 				t.Errorf("cycle %d: the push carries %s, want only the sparklines' points and the parts:\n%s", cycle, kind, clip(pushText(p.Update)))
 			}
 		}
-		points := parsePush(t, p.Update).Find("#" + ids.SparkPoints()).AttrOr("data-points", "")
+		points := parsePush(t, p.Update).Find("#"+ids.SparkPoints()).AttrOr("data-points", "")
 		if points != "" {
 			rows := strings.Count(points, ";") + 1
 			shifted = max(shifted, rows)
