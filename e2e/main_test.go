@@ -221,7 +221,10 @@ func newEmbedPage() *embedPage {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><head><title>embedder</title></head><body>
 <h1>A team wiki page</h1>
-<script>window.toolqMessages = []; addEventListener("message", function (e) { window.toolqMessages.push({origin: e.origin, data: e.data}); });</script>
+<script>window.toolqMessages = []; addEventListener("message", function (e) {
+  window.toolqMessages.push({origin: e.origin, data: e.data});
+  if (e.data && e.data.type === "toolq:height") { document.getElementById("toolq").height = e.data.height; } // as docs/ui.md's portal does
+});</script>
 <iframe id="toolq" src="%s" width="1000" height="600"></iframe>
 </body></html>`, html.EscapeString(src))
 	}))}

@@ -159,6 +159,37 @@ func TestEmbedPostsItsHeight(t *testing.T) {
 	}
 }
 
+// TestEmbedHeightFollowsTheContent: a portal sizes its iframe by the heights the page posts (as
+// docs/ui.md's example does). Made much taller from outside (a full-page capture), the iframe
+// goes back to its content's height: the page posts the content's height, never its viewport's,
+// which it had posted back and the portal kept (an embedded overview grew to 50,000 px).
+func TestEmbedHeightFollowsTheContent(t *testing.T) {
+	t.Parallel()
+	d := needDemo(t)
+	p := newTab(t)
+	p.open(suite.embedder.URL + "/?src=" + url.QueryEscape(d.page("/?embed=1")))
+	frame := waitChildFrame(p, 30*time.Second)
+	waitFrameJS(p, frame, 30*time.Second, "the queue table inside the iframe", overviewRowsJS, func(rows []overviewRow) bool {
+		return len(rows) >= len(demoQueues)
+	})
+	content := waitJS(p, 30*time.Second, "the iframe sized to a posted height", `+document.getElementById('toolq').height`, func(h float64) bool {
+		return h >= 50 && h < 20000
+	})
+	mustEval[bool](p, `document.getElementById('toolq').height = 20000, true`)
+	got := waitJS(p, 30*time.Second, "the iframe back to its content's height", `+document.getElementById('toolq').height`, func(h float64) bool {
+		return h < 20000
+	})
+	// The content may have changed meanwhile (a push), not by thousands of pixels.
+	if got > 2*content+500 {
+		t.Errorf("the iframe went back to %v px, its content was %v px", got, content)
+	}
+	for _, m := range mustEval[[]struct{ Data struct{ Height float64 } }](p, `window.toolqMessages`) {
+		if m.Data.Height >= 20000 {
+			t.Errorf("the page posted %v px, the height of its frame, not of its content", m.Data.Height)
+		}
+	}
+}
+
 // TestDemoShowsABlockedSession runs the demo as `make run` does (its own cadences, traffic and
 // collector) and waits, from its start, for the FIFO page to show a blocked session and a message
 // one receive from the dead-letter queue. How long that took is logged, not asserted: a quiet

@@ -338,13 +338,19 @@
   // the iframe: {type: "toolq:height", height}. Only to the origins --frame-ancestors allows
   // (data-embed-origins; "self" is this page's own), each as postMessage's targetOrigin, so the
   // browser delivers it to a parent of that origin and to no other; never "*".
-  function postHeight() {
+  //
+  // The height is the content's (the root element's box), never the viewport's: scrollHeight
+  // is at least the iframe's own height, so once anything made the iframe taller (a full-page
+  // capture), the page posted that height back, the portal kept it, and the iframe never shrank
+  // again (it grew to 50,000 px in a portal). When the frame is resized to anything but the
+  // content's height, the page says its height again, so the portal puts it back.
+  function postHeight(force) {
     var list = document.documentElement.getAttribute("data-embed-origins");
     if (!list || window.parent === window) {
       return;
     }
-    var height = Math.ceil(document.documentElement.scrollHeight);
-    if (height === postHeight.last) {
+    var height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    if (height === postHeight.last && force !== true) {
       return;
     }
     postHeight.last = height;
@@ -362,10 +368,15 @@
   document.addEventListener("DOMContentLoaded", function () {
     postHeight();
     if (window.ResizeObserver) {
-      new ResizeObserver(postHeight).observe(document.documentElement);
+      new ResizeObserver(function () { postHeight(); }).observe(document.documentElement);
     }
   });
-  document.addEventListener("htmx:wsAfterMessage", postHeight);
+  window.addEventListener("resize", function () {
+    if (Math.abs(window.innerHeight - postHeight.last) > 1) {
+      postHeight(true);
+    }
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { postHeight(); });
 
   // A push is rendered once for a whole group of subscribers; should it carry an element this
   // page lacks (a section that appeared since the page loaded, such as a queue's sample), htmx
