@@ -22,7 +22,7 @@ CLIENTS := sqsim/testdata/clients
 # The npm packages the notifier's Teams cards are parsed with (adaptivecards, markdown-it).
 CARDS   := internal/notify/testdata/cards
 
-.PHONY: help run test test-beside-unit test-unit test-clients test-postgres test-browser test-docs test-deploy stress templ-check bench build generate lint docker clean
+.PHONY: help run test test-beside-unit test-unit test-clients test-postgres test-browser test-docs test-deploy stress templ-check bench bench-serve build generate lint docker clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -135,6 +135,20 @@ templ-check: ## check that the committed *_templ.go files match their .templ sou
 
 bench: ## every Go benchmark, once, with allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# What users of serve see, from outside it: cmd/servebench starts sim and serve from a binary,
+# makes a fleet on the simulator, and times real HTTP and websocket clients. It runs the build
+# of OLD (a commit, default main) and of the working tree one after the other, in the same run,
+# at 10,000 queues (the page) and at 1,000 with 1,000 websocket clients (the pushes). Minutes;
+# not part of make test. docs/performance.md quotes its output.
+OLD ?= main
+bench-serve: ## serve's page, RSS and pushes from outside, the OLD commit's build beside this one's
+	rm -rf bin/old-src && mkdir -p bin/old-src && git archive $(OLD) | tar -x -C bin/old-src
+	cd bin/old-src && CGO_ENABLED=0 $(GO) build -trimpath -o ../dashboard-old ./cmd/dashboard
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/dashboard-new ./cmd/dashboard
+	$(GO) build -o bin/servebench ./cmd/servebench
+	for b in old new; do bin/servebench -dashboard bin/dashboard-$$b -label "$$b, 10,000 queues" -pairs 5000 -holding 1; done
+	for b in old new; do bin/servebench -dashboard bin/dashboard-$$b -label "$$b, 1,000 queues" -pairs 500 -holding 1 -ws 1000; done
 
 build: ## a static binary in bin/dashboard with the version stamped in
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dashboard
