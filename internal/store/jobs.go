@@ -357,8 +357,8 @@ func (s *Store) RememberSelection(ctx context.Context, jobID int64, now time.Tim
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `
-			INSERT INTO redrive_messages (move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions)
-			SELECT move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions
+			INSERT INTO redrive_messages (move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions, destination_arn)
+			SELECT move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions, destination_arn
 			FROM selection_journal WHERE move_task_id = ? AND state = ?
 			ON CONFLICT (move_task_id, message_id) DO NOTHING`, jobID, JournalDeleted)
 		return err

@@ -101,8 +101,9 @@ func TestSelectionJobsAndTheirJournal(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := mem[job.ID]
-		if m.SampleID == 0 || m.Seen != 1 || len(m.Messages) != 1 || m.Messages[0].BodyHash != "h1" || m.Messages[0].ToolCallID != "tc_1" {
-			t.Errorf("RedriveMemories = %+v; want the one message moved", m)
+		if m.SampleID == 0 || m.Seen != 1 || len(m.Messages) != 1 || m.Messages[0].BodyHash != "h1" || m.Messages[0].ToolCallID != "tc_1" ||
+			m.Messages[0].DestinationARN != "arn:aws:sqs:us-east-1:123456789012:tool-calls" {
+			t.Errorf("RedriveMemories = %+v; want the one message moved, with the queue it went to", m)
 		}
 	})
 }

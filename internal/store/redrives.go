@@ -34,14 +34,19 @@ func (m RedriveMemory) Coverage() float64 {
 
 // RememberedMessage is one message of a redrive's remembered sample, by what survives a move:
 // its body (as a hash), its tool call, its FIFO group, its dimensions. MessageID is the id it had
-// in the DLQ, which the message it becomes after the move no longer has.
+// in the DLQ, which the message it becomes after the move no longer has. DestinationARN is the
+// queue the redrive sent it to (the task's destination, or the queue it had failed in): a
+// bounce-back of it comes to the DLQ through that queue, and says so in its
+// DeadLetterQueueSourceArn. "" when toolq could not tell (a redrive remembered before it kept
+// destinations, whose message it no longer holds).
 type RememberedMessage struct {
-	MessageID  string
-	BodyHash   string // "" for a message stored before toolq hashed bodies
-	ToolCallID string
-	ToolName   string
-	GroupID    string
-	Dimensions map[string]string
+	MessageID      string
+	BodyHash       string // "" for a message stored before toolq hashed bodies
+	ToolCallID     string
+	ToolName       string
+	GroupID        string
+	Dimensions     map[string]string
+	DestinationARN string
 }
 
 // RememberRedrive keeps, for the move task with that id, the identities of the messages of its
@@ -54,7 +59,8 @@ func (s *Store) RememberRedrive(ctx context.Context, taskID int64, now time.Time
 	remembered := false
 	err := s.inTx(ctx, func(tx *dbTx) error {
 		var queueID, started int64
-		if err := tx.QueryRowContext(ctx, `SELECT queue_id, started_at FROM move_tasks WHERE id = ?`, taskID).Scan(&queueID, &started); err != nil {
+		var destination string
+		if err := tx.QueryRowContext(ctx, `SELECT queue_id, started_at, destination_arn FROM move_tasks WHERE id = ?`, taskID).Scan(&queueID, &started, &destination); err != nil {
 			return notFound(err)
 		}
 		var sample Sample
@@ -74,12 +80,14 @@ func (s *Store) RememberRedrive(ctx context.Context, taskID int64, now time.Time
 			return err
 		}
 		remembered = true
+		// Without a destination, SQS returns each message to the queue it failed in.
 		_, err = tx.ExecContext(ctx, `
-			INSERT INTO redrive_messages (move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions)
-			SELECT ?, m.message_id, m.body_hash, m.tool_call_id, m.tool_name, m.group_id, m.dimensions
+			INSERT INTO redrive_messages (move_task_id, message_id, body_hash, tool_call_id, tool_name, group_id, dimensions, destination_arn)
+			SELECT ?, m.message_id, m.body_hash, m.tool_call_id, m.tool_name, m.group_id, m.dimensions,
+				CASE WHEN ? <> '' THEN ? ELSE m.dead_letter_source_arn END
 			FROM sample_messages sm JOIN messages m ON m.id = sm.message_ref
 			WHERE sm.sample_id = ?
-			ON CONFLICT (move_task_id, message_id) DO NOTHING`, taskID, sample.ID)
+			ON CONFLICT (move_task_id, message_id) DO NOTHING`, taskID, destination, destination, sample.ID)
 		return err
 	})
 	if err != nil {
@@ -96,7 +104,7 @@ func redriveSamplesQuery(d dialect) string {
 
 func redriveMessagesQuery(d dialect) string {
 	return `
-	SELECT rm.move_task_id, rm.message_id, rm.body_hash, rm.tool_call_id, rm.tool_name, rm.group_id, rm.dimensions
+	SELECT rm.move_task_id, rm.message_id, rm.body_hash, rm.tool_call_id, rm.tool_name, rm.group_id, rm.dimensions, rm.destination_arn
 	FROM ` + d.idTable("?") + ` j CROSS JOIN redrive_messages rm WHERE rm.move_task_id = j.value
 	ORDER BY rm.move_task_id, rm.message_id`
 }
@@ -140,7 +148,7 @@ func (s *Store) RedriveMemories(ctx context.Context, taskIDs []int64) (map[int64
 		var id int64
 		var r RememberedMessage
 		var dims string
-		if err := mrows.Scan(&id, &r.MessageID, &r.BodyHash, &r.ToolCallID, &r.ToolName, &r.GroupID, &dims); err != nil {
+		if err := mrows.Scan(&id, &r.MessageID, &r.BodyHash, &r.ToolCallID, &r.ToolName, &r.GroupID, &dims, &r.DestinationARN); err != nil {
 			return nil, fmt.Errorf("store: redrive messages: %w", err)
 		}
 		if r.Dimensions, err = decodeDimensions(dims); err != nil {
@@ -157,20 +165,22 @@ func (s *Store) RedriveMemories(ctx context.Context, taskIDs []int64) (map[int64
 	return out, nil
 }
 
-// Arrival is a message of a dead-letter queue as it first came: what it is recognised by, and
+// Arrival is a message of a dead-letter queue as it first came: what it is recognised by, the
+// queue it failed in (DeadLetterQueueSourceArn; "" for a message sent straight to the DLQ), and
 // when the samples saw it.
 type Arrival struct {
-	Ref        int64 // the message's row id
-	QueueID    int64
-	MessageID  string
-	BodyHash   string
-	ToolCallID string
-	ToolName   string
-	GroupID    string
-	Dimensions map[string]string
-	SentAt     time.Time
-	FirstSeen  time.Time // the sample that first saw it in this queue
-	LastSeen   time.Time // the newest sample that saw it
+	Ref                 int64 // the message's row id
+	QueueID             int64
+	MessageID           string
+	BodyHash            string
+	ToolCallID          string
+	ToolName            string
+	GroupID             string
+	Dimensions          map[string]string
+	DeadLetterSourceARN string
+	SentAt              time.Time
+	FirstSeen           time.Time // the sample that first saw it in this queue
+	LastSeen            time.Time // the newest sample that saw it
 }
 
 func arrivalsQuery(d dialect) string {
@@ -178,7 +188,7 @@ func arrivalsQuery(d dialect) string {
 	// a DLQ's other failures are no bounce-back of anything.
 	return `
 	SELECT m.id, m.queue_id, m.message_id, m.body_hash, m.tool_call_id, m.tool_name, m.group_id, m.dimensions,
-		m.sent_at, m.first_seen, m.last_seen
+		m.dead_letter_source_arn, m.sent_at, m.first_seen, m.last_seen
 	FROM ` + d.idTable("?") + ` j CROSS JOIN messages m
 	WHERE m.queue_id = j.value AND m.first_seen >= ? AND (
 		(m.body_hash <> '' AND EXISTS (SELECT 1 FROM redrive_messages rm JOIN redrive_samples rs ON rs.move_task_id = rm.move_task_id
@@ -189,8 +199,9 @@ func arrivalsQuery(d dialect) string {
 }
 
 // RedrivenArrivals returns the messages of the queues first seen at or after since whose body
-// hash or tool call id a remembered redrive of their queue holds: the candidates for bounce-backs,
-// oldest first by queue.
+// hash or tool call id a remembered redrive of their queue holds: the candidates for bounce-backs
+// (and for arrivals that reuse a redriven tool call id with another body), oldest first by
+// queue. Which of them came back through a redrive's destination is the views' to tell.
 func (s *Store) RedrivenArrivals(ctx context.Context, queueIDs []int64, since time.Time) ([]Arrival, error) {
 	if len(queueIDs) == 0 {
 		return []Arrival{}, nil
@@ -210,7 +221,7 @@ func (s *Store) RedrivenArrivals(ctx context.Context, queueIDs []int64, since ti
 		var dims string
 		var sent, first, last int64
 		if err := rows.Scan(&a.Ref, &a.QueueID, &a.MessageID, &a.BodyHash, &a.ToolCallID, &a.ToolName, &a.GroupID, &dims,
-			&sent, &first, &last); err != nil {
+			&a.DeadLetterSourceARN, &sent, &first, &last); err != nil {
 			return nil, fmt.Errorf("store: redriven arrivals: %w", err)
 		}
 		if a.Dimensions, err = decodeDimensions(dims); err != nil {
