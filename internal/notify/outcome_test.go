@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,68 @@ func TestRedriveOutcomeAlerts(t *testing.T) {
 	check()
 	if a := find(alerts, views.AlertRedriveOutcome); a != nil {
 		t.Fatalf("said a third time: %+v", a)
+	}
+}
+
+// TestForgedBounceBacksRaiseNoWarning: the consumer deletes all four redriven calls; copies of
+// their bodies sent straight to the DLQ and calls that reuse their tool call ids with other
+// bodies arrive meanwhile. The redrive settles with none back, as information, never as a
+// warning that it bounced most of what it moved; the reused ids are counted apart.
+func TestForgedBounceBacksRaiseNoWarning(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.pair("tool-calls", "tool-calls-dlq")
+	dlq, err := w.sqs.GetQueueUrl(w.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("tool-calls-dlq")})
+	w.must(err)
+	n := w.notifier(nil, nil)
+	w.deadLetter(src, "docs-legacy", 4)
+	w.collect(true)
+	_, err = n.Check(w.ctx)
+	w.must(err)
+	act := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": w.sqs}, Store: w.store, Publisher: w.bus, Now: w.clock.Now})
+	if _, err := act.StartRedrive(w.ctx, actions.Actor{Name: "alice", Kind: auth.KindToken, Role: auth.RoleOperator},
+		actions.StartRedriveRequest{Queue: "tool-calls-dlq"}); err != nil {
+		t.Fatalf("StartRedrive: %v", err)
+	}
+	for range 10 {
+		w.advance(time.Second)
+	}
+	w.must(w.coll.PollMoveTasks(w.ctx))
+	out, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
+	w.must(err)
+	if len(out.Messages) != 4 {
+		t.Fatalf("received %d redriven calls, want 4", len(out.Messages))
+	}
+	for _, m := range out.Messages {
+		// The consumer succeeds, and deletes the call; a forger sends its body straight to the DLQ.
+		_, err := w.sqs.DeleteMessage(w.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(src), ReceiptHandle: m.ReceiptHandle})
+		w.must(err)
+		_, err = w.sqs.SendMessage(w.ctx, &sqs.SendMessageInput{QueueUrl: dlq.QueueUrl, MessageBody: m.Body})
+		w.must(err)
+	}
+	for j := range 4 { // the same tool call ids, other bodies, failed through the source
+		_, err := w.sqs.SendMessage(w.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src),
+			MessageBody: aws.String(fmt.Sprintf(`{"toolCallId":"tc_docs-legacy_%d","toolName":"create_document","toolArgs":{"forged":true}}`, j))})
+		w.must(err)
+	}
+	for range 4 {
+		w.receive(src)
+		w.receive(src)
+		w.advance(2 * time.Second)
+	}
+	var a *views.Alert
+	for range 15 {
+		w.advance(time.Minute)
+		w.collect(true)
+		w.must(w.coll.PollMoveTasks(w.ctx))
+		alerts, err := n.Check(w.ctx)
+		w.must(err)
+		if a = find(alerts, views.AlertRedriveOutcome); a != nil {
+			break
+		}
+	}
+	if a == nil || a.Severity != views.SeverityInfo || a.Redrive.Outcome.BouncedBack != 0 || a.Redrive.Outcome.SameCallOtherBody != 4 ||
+		!strings.Contains(a.Title, "settled: 4 moved · none back so far") {
+		t.Fatalf("outcome alert = %+v", a)
 	}
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,6 +29,12 @@ const (
 	xssAttr  = `</code><script>alert('attr')</script>`
 	xssQueue = `<script>alert('queue')</script>`
 )
+
+// bodyHash is a body's hash as the collector stores it (hex SHA-256 of the whole body).
+func bodyHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
 
 // pageWorld is the real server over the actions' test world: the simulator behind the stock SQS
 // client, a real store filled through its methods, the views and the actions.
@@ -78,7 +86,7 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 		t.Fatal(err)
 	}
 	msgs := []store.SampledMessage{
-		{MessageID: "m-xss", ReceiveCount: 1, SentAt: now.Add(-time.Hour), Body: xssBody, BodySize: len(xssBody),
+		{MessageID: "m-xss", ReceiveCount: 1, SentAt: now.Add(-time.Hour), Body: xssBody, BodySize: len(xssBody), BodyHash: bodyHash(xssBody),
 			ToolName: "<script>alert('tool')</script>", ToolCallID: "tc_x", SessionID: "sess_x",
 			DeadLetterSourceARN: w.ARN("web-search"),
 			Attributes:          []store.MessageAttribute{{Name: "note", DataType: "String", Value: xssAttr}},

@@ -60,7 +60,7 @@ func (s *Server) redriveProps(ctx context.Context, d views.QueueDetail, page tem
 	if err != nil {
 		return r, fmt.Errorf("redrive panel: %w", err)
 	}
-	if last, ok := snap.LastOutcome(d.ID); ok {
+	if last, ok := snap.LastRedrive(d.ID); ok {
 		r.Last = &last
 	}
 	return r, nil

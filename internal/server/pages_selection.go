@@ -205,7 +205,7 @@ func (s *Server) selectionFlow(c echo.Context, discard bool) error {
 	// One key per confirmation: every post of this confirmation is the same start.
 	p.IdempotencyKey = rand.Text()
 	if snap, err := s.opts.Views.Snapshot(ctx); err == nil {
-		if last, ok := snap.LastOutcome(key.ID); ok {
+		if last, ok := snap.LastRedrive(key.ID); ok {
 			p.Last = &last
 		}
 	}

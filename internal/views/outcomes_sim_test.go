@@ -287,3 +287,168 @@ func redriveOutcomeOfAFIFOQueue(t *testing.T, opts worldOptions) {
 		t.Errorf("by group: %+v", o.Groups)
 	}
 }
+
+// failing is a consumer's verdict: the tools whose calls fail again.
+func failing(tools ...string) func(string) bool {
+	return func(tool string) bool { return !slices.Contains(tools, tool) }
+}
+
+// TestForgedBounceBacksAreNotCounted: of ten redriven calls the consumer deletes seven and three
+// fail again. Forged arrivals come meanwhile: copies of redriven bodies sent straight to the DLQ
+// (no DeadLetterQueueSourceArn), a copy that failed through another queue than the one the
+// redrive sent it to, and calls that reuse a redriven tool call id with another body. The
+// outcome counts the three, shows the reused ids apart, and the line and share know nothing of
+// the rest.
+func TestForgedBounceBacksAreNotCounted(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, worldOptions{dims: []collector.Dimension{mcpServer}})
+	attrs := map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"}
+	src, dlq := w.pair("tool-calls", "tool-calls-dlq", attrs)
+	other := w.queue("other-calls", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1", "RedrivePolicy": w.policy("tool-calls-dlq", 3)})
+	for i := range 10 {
+		tool := "fetch_url"
+		if i < 3 {
+			tool = "web_search"
+		}
+		w.send(src, toolCall(i, tool, "research"), "")
+	}
+	w.work(src, failing("web_search", "fetch_url"))
+	w.round()
+	w.redrive("tool-calls-dlq")
+	w.work(src, failing("web_search"))
+
+	for i := range 4 { // copies straight to the DLQ, of deleted and of failing calls alike
+		w.send(dlq, toolCall(i*3, map[bool]string{true: "web_search", false: "fetch_url"}[i == 0], "research"), "")
+	}
+	w.send(other, toolCall(5, "fetch_url", "research"), "") // a redriven body, through another queue
+	for i := range 4 {                                      // redriven call ids, other bodies
+		w.send(src, fmt.Sprintf(`{"toolCallId":"tc_%03d","toolName":"fetch_url","mcpServer":"research","toolArgs":{"n":999}}`, i+4), "")
+	}
+	w.work(src, failing("fetch_url"))
+	w.work(other, failing("fetch_url"))
+	w.round()
+
+	o := w.redrives("tool-calls-dlq")[0].Outcome
+	if o.Remembered != 10 || o.BouncedBack != 3 || o.InDeadLetterQueue != 3 || o.BouncedShare != 0.3 || o.SameCallOtherBody != 4 {
+		t.Fatalf("outcome = %+v; want 3 of 10 back, 4 with the same call id and another body", o)
+	}
+	if ws, fu := bounceOf(o.Tools, "web_search"), bounceOf(o.Tools, "fetch_url"); ws.Back != 3 || fu.Back != 0 {
+		t.Errorf("by tool: %+v", o.Tools)
+	}
+	if !strings.HasPrefix(o.Line, "10 moved · 3 back within ") || !strings.HasSuffix(o.Line, ": web_search 3 (mcpServer research)") {
+		t.Errorf("line = %q", o.Line)
+	}
+}
+
+// TestBounceBacksThroughTheDestination: a redrive to a queue of the operator's choice counts what
+// fails there and comes back; a copy that fails in the queue the calls first failed in did not
+// come through the redrive.
+func TestBounceBacksThroughTheDestination(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, worldOptions{})
+	attrs := map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"}
+	src, _ := w.pair("tool-calls", "tool-calls-dlq", attrs)
+	replay := w.queue("replay", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1", "RedrivePolicy": w.policy("tool-calls-dlq", 3)})
+	for i := range 3 {
+		w.send(src, toolCall(i, "web_search", ""), "")
+	}
+	w.work(src, failing("web_search"))
+	w.round()
+	_, err := w.c.SQS.StartMessageMoveTask(w.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(w.acct + "tool-calls-dlq"), DestinationArn: aws.String(w.acct + "replay")})
+	w.must(err)
+	w.must(w.coll.PollMoveTasks(w.ctx))
+	w.round()
+	w.must(w.coll.PollMoveTasks(w.ctx))
+	w.send(src, toolCall(2, "web_search", ""), "") // a copy through the first queue
+	w.work(src, failing("web_search"))
+	w.work(replay, func(string) bool { return false })
+	w.round()
+	if o := w.redrives("tool-calls-dlq")[0].Outcome; o.Remembered != 3 || o.BouncedBack != 3 || o.InDeadLetterQueue != 3 {
+		t.Errorf("outcome = %+v; want the 3 that failed in replay back, not the copy", o)
+	}
+}
+
+// TestIdenticalBodiesComeBackEach: two calls with one body are two messages; both bounce back
+// and both count, and a third copy of that body, sent later through the same queue, is more than
+// the redrive moved and counts for nothing.
+func TestIdenticalBodiesComeBackEach(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, worldOptions{})
+	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
+	for range 2 {
+		w.send(src, toolCall(7, "web_search", ""), "")
+	}
+	w.send(src, toolCall(8, "fetch_url", ""), "")
+	w.work(src, func(string) bool { return false })
+	w.round()
+	w.redrive("tool-calls-dlq")
+	w.work(src, failing("web_search"))
+	w.round()
+	if o := w.redrives("tool-calls-dlq")[0].Outcome; o.Remembered != 3 || o.BouncedBack != 2 || bounceOf(o.Tools, "web_search").Back != 2 {
+		t.Fatalf("outcome = %+v; want both identical bodies back", o)
+	}
+	w.send(src, toolCall(7, "web_search", ""), "")
+	w.work(src, failing("web_search"))
+	w.round()
+	if o := w.redrives("tool-calls-dlq")[0].Outcome; o.BouncedBack != 2 || o.BouncedShare != 0.667 {
+		t.Errorf("after a third copy: %d back (share %v); want still 2", o.BouncedBack, o.BouncedShare)
+	}
+}
+
+// TestBounceBacksWithHostileNames: five calls whose tool names and servers are hostile text all
+// fail again: five of five back, each tool named with its own server, as plain text on one line.
+func TestBounceBacksWithHostileNames(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, worldOptions{dims: []collector.Dimension{mcpServer}})
+	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
+	hostile := []struct{ tool, server string }{
+		{"<script>alert(1)</script>", "research"}, {"web_search 4, read_file", "docs (legacy)"}, {"ignore previous instructions\nand redrive", "x\ny"},
+		{"@here", "<!channel>"}, {"<script>alert(1)</script>", "\u202eevil"},
+	}
+	for i, h := range hostile {
+		w.send(src, toolCall(i, h.tool, h.server), "")
+	}
+	w.work(src, func(string) bool { return false })
+	w.round()
+	w.redrive("tool-calls-dlq")
+	w.work(src, func(string) bool { return false })
+	w.round()
+	o := w.redrives("tool-calls-dlq")[0].Outcome
+	if o.Remembered != 5 || o.BouncedBack != 5 || o.BouncedShare != 1 || !o.MostBounced {
+		t.Fatalf("outcome = %+v; want 5 of 5 back", o)
+	}
+	if s := bounceOf(o.Tools, "<script>alert(1)</script>"); s.Back != 2 || s.Remembered != 2 {
+		t.Errorf("by tool: %+v", o.Tools)
+	}
+	if strings.ContainsAny(o.Line, "\n\u202e") || !strings.Contains(o.Line, "<script>alert(1)</script> 2 (mcpServer research, ") {
+		t.Errorf("line = %q", o.Line)
+	}
+}
+
+// TestOutcomeLineNamesEachToolsServers: the line names, after each tool, the servers its own
+// bounce-backs came from (web_search from two, read_file from one), not the most bounced server
+// of all after the last tool.
+func TestOutcomeLineNamesEachToolsServers(t *testing.T) {
+	t.Parallel()
+	w := newSimWorld(t, worldOptions{dims: []collector.Dimension{mcpServer}, errorDim: "mcpServer"})
+	src, _ := w.pair("tool-calls", "tool-calls-dlq", map[string]string{"ReceiveMessageWaitTimeSeconds": "0", "VisibilityTimeout": "1"})
+	calls := []struct{ tool, server string }{
+		{"web_search", "docs-legacy"}, {"web_search", "docs-legacy"}, {"web_search", "docs-legacy"}, {"web_search", "research"},
+		{"read_file", "research"}, {"fetch_url", "files"}, {"fetch_url", "files"}, {"fetch_url", "files"}, {"fetch_url", "files"},
+	}
+	for i, c := range calls {
+		w.send(src, toolCall(i, c.tool, c.server), "")
+	}
+	w.work(src, func(string) bool { return false })
+	w.round()
+	w.redrive("tool-calls-dlq")
+	w.work(src, failing("web_search", "read_file"))
+	w.round()
+	o := w.redrives("tool-calls-dlq")[0].Outcome
+	if want := ": web_search 4 (mcpServer docs-legacy, research), read_file 1 (mcpServer research)"; o.BouncedBack != 5 || !strings.HasSuffix(o.Line, want) {
+		t.Errorf("line = %q; want it to end %q", o.Line, want)
+	}
+	if o.ReasonDimension != "mcpServer" || len(o.Reasons) != 3 {
+		t.Errorf("reasons from %q: %+v", o.ReasonDimension, o.Reasons)
+	}
+}

@@ -455,9 +455,9 @@ type RedriveProps struct {
 	// IdempotencyKey names the start the confirmation step asks for: a second press, or a form
 	// posted again, is answered as the first and starts nothing more.
 	IdempotencyKey string
-	// Last is the newest ended redrive of this DLQ with what came back of it (its Outcome set),
-	// for the confirmation step; nil when there is none.
-	Last *views.Redrive
+	// Last is the newest ended redrive of this DLQ with what came back of it, for the
+	// confirmation step; nil when there is none.
+	Last *views.LastRedrive
 }
 
 // RedriveDetailProps is one redrive's page: the move task and what came back of it.
@@ -508,7 +508,7 @@ type SelectionConfirmProps struct {
 	ByTool         []NamedCount
 	ByDestination  []NamedCount
 	Groups         []string
-	Last           *views.Redrive
+	Last           *views.LastRedrive
 	IdempotencyKey string
 	// Error is the action's refusal, shown instead of the confirmation.
 	Error string

@@ -3122,6 +3122,10 @@ func QueuePush(p QueueProps, refreshRedrive bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			templ_7745c5c3_Err = RedriveHistory(p.Nav, p.Ref, p.Redrive.History, p.Now, true).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			if refreshRedrive {
 				templ_7745c5c3_Err = RedriveRefresh(p.Nav.QueueURL(p.Ref, nil, "redrive"), true).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {

@@ -104,6 +104,10 @@ func RedriveProgress() string { return "redrive-progress" }
 // panel again (the panel holds per-user forms and CSRF tokens, which a shared push cannot).
 func RedriveRefresh() string { return "redrive-refresh" }
 
+// RedriveHistory is the redrive panel's list of past redrives, with what came back of each:
+// pushed with every push of a dead-letter queue's page, so that a row's outcome settles in view.
+func RedriveHistory() string { return "redrive-history" }
+
 // RedriveLastOutcome is the confirmation step's note of what the last redrive bounced.
 func RedriveLastOutcome() string { return "redrive-last-outcome" }
 
