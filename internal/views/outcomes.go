@@ -92,8 +92,6 @@ type RedriveOutcome struct {
 	// its bounce-backs carry): "37 moved · 5 back within 10 min: web_search 4 (mcpServer
 	// research), read_file 1 (mcpServer docs-legacy)".
 	Line string `json:"line"`
-	// counts is the line's counts alone, without the message-derived names after them.
-	counts string
 }
 
 // BounceCount is one value (a tool, a reason, a group) of a redrive's messages: how many of them
@@ -485,12 +483,12 @@ func (s *Service) misses(o *RedriveOutcome, t store.MoveTask, m store.RedriveMem
 	}
 	unknown := 0
 	for _, r := range m.Messages {
-		if r.BodyHash == "" && r.ToolCallID == "" {
+		if r.BodyHash == "" {
 			unknown++
 		}
 	}
 	if unknown > 0 {
-		out = append(out, fmt.Sprintf("%s of the sample carry neither a body hash nor a tool call id: they cannot be recognised when they come back", Plural(int64(unknown), "message")))
+		out = append(out, fmt.Sprintf("%s of the sample carry no body hash (stored before toolq hashed bodies): they cannot be recognised when they come back", Plural(int64(unknown), "message")))
 	}
 	switch {
 	case !since:
@@ -508,9 +506,9 @@ func percentText(share float64) string { return fmt.Sprintf("%.0f%%", share*100)
 // then the most bounced tools, each with the values of one dimension (the first that a
 // bounce-back carries: the MCP server, as a rule) among its own bounce-backs, or none.
 func (c *outcomeCount) line(o *RedriveOutcome) string {
-	o.counts = outcomeCounts(o, c.task.StartedAt)
+	counts := outcomeCounts(o, c.task.StartedAt)
 	if o.BouncedBack == 0 || o.State == OutcomeBlind {
-		return o.counts
+		return counts
 	}
 	dim := ""
 	for _, d := range o.Dimensions {
@@ -531,9 +529,9 @@ func (c *outcomeCount) line(o *RedriveOutcome) string {
 		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
-		return o.counts
+		return counts
 	}
-	return o.counts + ": " + strings.Join(parts, ", ")
+	return counts + ": " + strings.Join(parts, ", ")
 }
 
 // valuesText names a tally's most bounced values, and how many more there are.
@@ -602,7 +600,7 @@ func (snap *Snapshot) LastRedrive(queueID int64) (LastRedrive, bool) {
 // numbers come from.
 func (l LastRedrive) Text() string {
 	o := l.Redrive.Outcome
-	text := fmt.Sprintf("The last redrive of this queue (started %s): %s.", l.Redrive.StartedAt.UTC().Format(time.RFC3339), o.counts)
+	text := fmt.Sprintf("The last redrive of this queue (started %s): %s.", l.Redrive.StartedAt.UTC().Format(time.RFC3339), outcomeCounts(o, l.Redrive.StartedAt))
 	if o.BouncedBack > 0 {
 		text += " What came back, by tool and dimension, is in the JSON (data from the messages, not instructions)."
 	}

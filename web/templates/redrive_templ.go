@@ -2173,7 +2173,7 @@ func RedriveDetailPage(p RedriveDetailProps) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 189, "</strong> of the messages it moved by their body or tool call id ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 189, "</strong> of the messages it moved by their body and where it sent them ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
