@@ -61,6 +61,10 @@ type redrivePreview struct {
 	// Selection is, for a selective redrive, what it holds in toolq's newest sample of the
 	// queue; the job itself scans the whole queue.
 	Selection *selectionPreview `json:"selection,omitempty"`
+	// LastRedrive is what the UI's confirmation says of the queue's last redrive: what came back
+	// of it, and how many calls that failed again a redrive now would replay; absent when toolq
+	// counted none.
+	LastRedrive *views.LastRedrive `json:"lastRedrive,omitempty"`
 }
 
 // selectionPreview is what a selection holds in the newest sample: how many of the sampled
@@ -158,16 +162,27 @@ func (s *Server) previewRedrive(ctx context.Context, c mcpCaller, req actions.St
 		out.MaxMessagesPerSecond = &p.MaxPerSecond
 		rate = fmt.Sprintf("at most %d a second", p.MaxPerSecond)
 	}
-	text := fmt.Sprintf("Preview, nothing started: a redrive of %s would move about %d messages %s, %s. %s Show this to the person; to start it, call start_redrive again with the same arguments and confirmationToken before %s.",
-		named(p.Queue), d.Visible, to, rate, moveWarning, out.ExpiresAt.Format(time.RFC3339))
+	text := fmt.Sprintf("Preview, nothing started: a redrive of %s would move about %d messages %s, %s. %s",
+		named(p.Queue), d.Visible, to, rate, moveWarning)
 	if p.Selection != nil {
 		in := p.InSample
 		out.Warning = selectionWarning
 		out.Selection = &selectionPreview{Sampled: in.Sampled, SampleComplete: in.Complete, Matched: in.Matched,
 			ByTool: in.ByTool, ByDestination: in.ByDestination, Groups: in.Groups}
-		text = fmt.Sprintf("Preview, nothing started: a selective redrive of %s would move the messages the selection names, %s: %d of the %d messages in toolq's newest sample (counted by tool and destination in preview.selection), and whatever else of the queue matches, since the job scans all of it. %s Show this to the person; to start it, call start_redrive again with the same arguments and confirmationToken before %s.",
-			named(p.Queue), rate, in.Matched, in.Sampled, selectionWarning, out.ExpiresAt.Format(time.RFC3339))
+		text = fmt.Sprintf("Preview, nothing started: a selective redrive of %s would move the messages the selection names, %s: %d of the %d messages in toolq's newest sample (counted by tool and destination in preview.selection), and whatever else of the queue matches, since the job scans all of it. %s",
+			named(p.Queue), rate, in.Matched, in.Sampled, selectionWarning)
 	}
+	// What the UI's confirmation says of the last redrive, from the same snapshot reading.
+	snap, err := s.opts.Views.Snapshot(ctx)
+	if err != nil {
+		return startRedriveAnswer{}, "", err
+	}
+	if last, ok := snap.LastRedrive(p.QueueID); ok {
+		out.LastRedrive = &last
+		text += " " + last.Text()
+	}
+	text += fmt.Sprintf(" Show this to the person; to start it, call start_redrive again with the same arguments and confirmationToken before %s.",
+		out.ExpiresAt.Format(time.RFC3339))
 	return startRedriveAnswer{Step: "preview", Preview: out}, text, nil
 }
 

@@ -135,19 +135,24 @@ func newPageWorld(t testing.TB, o pageWorldOptions) *pageWorld {
 		w.Views = views.New(views.Options{Store: w.Store, Now: w.Clock.Now, Dimensions: harnessDimensions, ErrorDimension: "error",
 			Changes: pw.bus, Lag: cmp.Or(o.SnapshotLag, -1), TraceURL: harnessTraceURL(t)})
 	}
+	mode := auth.ModeNone
+	if o.TokenAuth {
+		mode = auth.ModeToken
+	}
+	// One authenticator signs the confirmations too (MCP's start_redrive preview), as app.New
+	// wires it.
+	a, err := auth.New(auth.Config{Mode: mode, Store: w.Store, Now: w.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := Options{
-		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly, Dimensions: harnessDimensions, ErrorDimension: "error"}), Bus: pw.bus,
-		ReadOnly: o.ReadOnly, Now: w.Now,
+		Views: w.Views, Actions: w.Actions(actions.Options{ReadOnly: o.ReadOnly, Dimensions: harnessDimensions, ErrorDimension: "error", Confirmations: a}),
+		Bus: pw.bus, Auth: a, ReadOnly: o.ReadOnly, Now: w.Now,
 	}
 	if o.Notifier != nil {
 		opts.Notifier = o.Notifier(w)
 	}
 	if o.TokenAuth {
-		a, err := auth.New(auth.Config{Mode: auth.ModeToken, Store: w.Store, Now: w.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Auth = a
 		if pw.viewer, err = auth.CreateToken(ctx, w.Store, "viewer-bot", auth.RoleViewer); err != nil {
 			t.Fatal(err)
 		}

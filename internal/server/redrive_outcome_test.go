@@ -26,27 +26,7 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 	t.Parallel()
 	pw := newPageWorld(t, pageWorldOptions{})
 	cookie, token := pw.csrf(t)
-	ctx := t.Context()
-	dlq, task := redriveFromPanel(t, pw, cookie, token)
-	// SQS completes the task; the hostile call (tc_x) fails again and is back a minute later,
-	// under a new message id.
-	completeTask(t, pw, task)
-	pw.Advance(2 * time.Minute)
-	const forged = `{"toolCallId":"tc_x","toolName":"web_search","toolArgs":{"q":"forged"}}`
-	dims := map[string]string{"mcpServer": xssAttr, "error": xssGroup}
-	if _, err := pw.Store.SaveSample(ctx, store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: pw.Now(), Seen: 3, ApproxVisible: 3},
-		[]store.SampledMessage{
-			{MessageID: "m-xss-again", ToolCallID: "tc_x", ToolName: "<script>alert('tool')</script>", SentAt: task.StartedAt.Add(time.Second),
-				Body: xssBody, BodyHash: bodyHash(xssBody), DeadLetterSourceARN: pw.ARN("web-search"), Dimensions: dims},
-			// A copy of its body sent straight to the DLQ: no DeadLetterQueueSourceArn.
-			{MessageID: "m-xss-copy", ToolCallID: "tc_x", ToolName: "<script>alert('tool')</script>", SentAt: task.StartedAt.Add(time.Second),
-				Body: xssBody, BodyHash: bodyHash(xssBody), Dimensions: dims},
-			// Its tool call id with another body, failed through the source.
-			{MessageID: "m-xss-other", ToolCallID: "tc_x", ToolName: "web_search", SentAt: task.StartedAt.Add(time.Second),
-				Body: forged, BodyHash: bodyHash(forged), DeadLetterSourceARN: pw.ARN("web-search"), Dimensions: dims},
-		}, nil); err != nil {
-		t.Fatal(err)
-	}
+	task := hostileBounceBack(t, pw, cookie, token)
 	id := strconv.FormatInt(task.ID, 10)
 
 	doc, _ := pw.page(t, request{path: "/queues/web-search-dlq/redrives/" + id}, http.StatusOK)
@@ -57,7 +37,7 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 		"From toolq's samples of the dead-letter queue · counted at the sample of",
 		"toolq knew 3 of the messages it moved",
 		"1 call that failed again is in the dead-letter queue now",
-		"2 messages of the sample carry neither a body hash nor a tool call id",
+		"2 messages of the sample carry no body hash (stored before toolq hashed bodies)",
 		"Same call id, other body: 1 arrival in the dead-letter queue since the start reused a tool call id this redrive moved",
 	} {
 		if !strings.Contains(text, want) {
@@ -113,6 +93,32 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 			t.Errorf("the confirmation lacks %q:\n%s", want, note)
 		}
 	}
+}
+
+// hostileBounceBack starts a redrive of web-search-dlq from its panel; SQS completes it, and two
+// minutes later the hostile call (tc_x) is back in the DLQ under a new message id, beside a copy
+// of its body sent straight to the DLQ and a call that reuses its id with another body.
+func hostileBounceBack(t *testing.T, pw *pageWorld, cookie http.Header, token string) store.MoveTask {
+	t.Helper()
+	dlq, task := redriveFromPanel(t, pw, cookie, token)
+	completeTask(t, pw, task)
+	pw.Advance(2 * time.Minute)
+	const forged = `{"toolCallId":"tc_x","toolName":"web_search","toolArgs":{"q":"forged"}}`
+	dims := map[string]string{"mcpServer": xssAttr, "error": xssGroup}
+	if _, err := pw.Store.SaveSample(t.Context(), store.Sample{QueueID: dlq.ID, Kind: store.SampleDeadLetter, At: pw.Now(), Seen: 3, ApproxVisible: 3},
+		[]store.SampledMessage{
+			{MessageID: "m-xss-again", ToolCallID: "tc_x", ToolName: "<script>alert('tool')</script>", SentAt: task.StartedAt.Add(time.Second),
+				Body: xssBody, BodyHash: bodyHash(xssBody), DeadLetterSourceARN: pw.ARN("web-search"), Dimensions: dims},
+			// A copy of its body sent straight to the DLQ: no DeadLetterQueueSourceArn.
+			{MessageID: "m-xss-copy", ToolCallID: "tc_x", ToolName: "<script>alert('tool')</script>", SentAt: task.StartedAt.Add(time.Second),
+				Body: xssBody, BodyHash: bodyHash(xssBody), Dimensions: dims},
+			// Its tool call id with another body, failed through the source.
+			{MessageID: "m-xss-other", ToolCallID: "tc_x", ToolName: "web_search", SentAt: task.StartedAt.Add(time.Second),
+				Body: forged, BodyHash: bodyHash(forged), DeadLetterSourceARN: pw.ARN("web-search"), Dimensions: dims},
+		}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return task
 }
 
 // redriveFromPanel starts a redrive of web-search-dlq from its panel, as a browser confirms it,
@@ -187,3 +193,55 @@ func TestRedriveHistoryPushesWhatCameBack(t *testing.T) {
 	}
 }
 
+// TestMCPPreviewSaysWhatTheConfirmationSays: start_redrive's preview gives an agent the facts the
+// UI's confirmation gives a person about the last redrive (which one, what came back, how many
+// calls a redrive now would replay), from the same reading; its prose keeps the messages' names
+// out (they are in the JSON, as data). Before any redrive there is nothing to say.
+func TestMCPPreviewSaysWhatTheConfirmationSays(t *testing.T) {
+	t.Parallel()
+	pw := newPageWorld(t, pageWorldOptions{})
+	srv := httptest.NewServer(pw.handler)
+	t.Cleanup(srv.Close)
+	var local *apiHarness // auth none: the MCP client needs no token
+	cs := local.mcpSession(t, srv.URL+mcpPath, "")
+	tools := toolNames(t, cs)
+	preview := func() (*redrivePreview, string) {
+		t.Helper()
+		raw, text := call(t, cs, tools, "start_redrive", map[string]any{"queue": "web-search-dlq"})
+		var answer startRedriveAnswer
+		if err := json.Unmarshal(raw, &answer); err != nil || answer.Preview == nil {
+			t.Fatalf("preview = %s (%v)", raw, err)
+		}
+		return answer.Preview, text
+	}
+	if p, text := preview(); p.LastRedrive != nil || strings.Contains(text, "last redrive") {
+		t.Errorf("a preview before any redrive: %+v, %q", p.LastRedrive, text)
+	}
+
+	cookie, token := pw.csrf(t)
+	task := hostileBounceBack(t, pw, cookie, token)
+	confirm, _ := pw.page(t, request{method: http.MethodPost, path: "/queues/web-search-dlq/redrive", header: cookie,
+		form: map[string][]string{"_csrf": {token}}}, http.StatusOK)
+	note := confirm.Find("#redrive-last-outcome")
+	said := strings.Join(strings.Fields(note.Find("p.warning").Text()), " ")
+	p, text := preview()
+	last := p.LastRedrive
+	if last == nil || last.Redrive.ID != task.ID || last.Redrive.Outcome == nil || last.WouldReplay != 1 || last.Note != said ||
+		!strings.Contains(strings.Join(strings.Fields(note.Text()), " "), last.Redrive.Outcome.Line) {
+		t.Fatalf("the preview's last redrive = %+v; the confirmation says %q", last, strings.Join(strings.Fields(note.Text()), " "))
+	}
+	for _, want := range []string{
+		"The last redrive of this queue (started " + task.StartedAt.UTC().Format(time.RFC3339) + "): 3 moved · 1 back within 2 min.",
+		"Redriving now would replay 1 call that already failed again after the last redrive.",
+		"Counted from toolq's sample of the dead-letter queue at " + pw.Now().UTC().Format(time.RFC3339) + ", which saw 100% of it.",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the preview's text lacks %q:\n%s", want, text)
+		}
+	}
+	for _, hostile := range []string{"<script>", "alert", "</code>"} {
+		if strings.Contains(text, hostile) {
+			t.Errorf("the preview's text carries message text %q:\n%s", hostile, text)
+		}
+	}
+}
