@@ -11,15 +11,14 @@ import (
 
 	"github.com/toolq/toolq/internal/actions"
 	"github.com/toolq/toolq/internal/auth"
+	"github.com/toolq/toolq/internal/notify"
 	"github.com/toolq/toolq/internal/views"
 )
 
-// TestRedriveOutcomeAlerts: what came back of an operator's redrive is said once when it settles
-// (info: one of four back), and again, as a warning, when more come back and cross the threshold.
-func TestRedriveOutcomeAlerts(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	src := w.pair("tool-calls", "tool-calls-dlq")
+// redriveFour dead-letters four tool calls of docs-legacy from src, lets a new notifier see them,
+// and redrives them back as an operator would, until SQS has moved them; it returns the notifier.
+func (w *world) redriveFour(src string) *notify.Service {
+	w.t.Helper()
 	n := w.notifier(nil, nil)
 	w.deadLetter(src, "docs-legacy", 4)
 	w.collect(true)
@@ -28,12 +27,22 @@ func TestRedriveOutcomeAlerts(t *testing.T) {
 	act := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": w.sqs}, Store: w.store, Publisher: w.bus, Now: w.clock.Now})
 	if _, err := act.StartRedrive(w.ctx, actions.Actor{Name: "alice", Kind: auth.KindToken, Role: auth.RoleOperator},
 		actions.StartRedriveRequest{Queue: "tool-calls-dlq"}); err != nil {
-		t.Fatalf("StartRedrive: %v", err)
+		w.t.Fatalf("StartRedrive: %v", err)
 	}
 	for range 10 {
 		w.advance(time.Second)
 	}
 	w.must(w.coll.PollMoveTasks(w.ctx))
+	return n
+}
+
+// TestRedriveOutcomeAlerts: what came back of an operator's redrive is said once when it settles
+// (info: one of four back), and again, as a warning, when more come back and cross the threshold.
+func TestRedriveOutcomeAlerts(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	src := w.pair("tool-calls", "tool-calls-dlq")
+	n := w.redriveFour(src)
 	// The workers take the four calls again; one fails at once, three hang for 20 minutes.
 	out, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
 	w.must(err)
@@ -103,20 +112,7 @@ func TestForgedBounceBacksRaiseNoWarning(t *testing.T) {
 	src := w.pair("tool-calls", "tool-calls-dlq")
 	dlq, err := w.sqs.GetQueueUrl(w.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("tool-calls-dlq")})
 	w.must(err)
-	n := w.notifier(nil, nil)
-	w.deadLetter(src, "docs-legacy", 4)
-	w.collect(true)
-	_, err = n.Check(w.ctx)
-	w.must(err)
-	act := actions.New(actions.Options{Clients: map[string]actions.SQSAPI{"us-east-1": w.sqs}, Store: w.store, Publisher: w.bus, Now: w.clock.Now})
-	if _, err := act.StartRedrive(w.ctx, actions.Actor{Name: "alice", Kind: auth.KindToken, Role: auth.RoleOperator},
-		actions.StartRedriveRequest{Queue: "tool-calls-dlq"}); err != nil {
-		t.Fatalf("StartRedrive: %v", err)
-	}
-	for range 10 {
-		w.advance(time.Second)
-	}
-	w.must(w.coll.PollMoveTasks(w.ctx))
+	n := w.redriveFour(src)
 	out, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
 	w.must(err)
 	if len(out.Messages) != 4 {
