@@ -123,8 +123,12 @@ func (d *demo) sendPoison(t *testing.T) {
 	}
 	var entries []types.SendMessageBatchRequestEntry
 	for i := range poisonSent {
+		// With the error a worker writes into a call it rejects for good, as the calls that
+		// failed into the DLQ carry it: the worker sends it on unchanged, and what comes back is
+		// the redriven body (toolq counts a call id with another body apart).
 		body, _ := json.Marshal(map[string]any{"toolCallId": fmt.Sprintf("tc_deploy_%02d", i), "toolName": "web_search",
-			"toolArgs": map[string]any{"query": ""}, "sessionId": "sess_deploy"})
+			"toolArgs": map[string]any{"query": ""}, "sessionId": "sess_deploy",
+			"error": map[string]any{"code": "empty_query", "message": "query is empty", "at": time.Now().UnixMilli()}})
 		entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body)),
 			MessageAttributes: map[string]types.MessageAttributeValue{"mcpServer": {DataType: aws.String("String"), StringValue: aws.String("deploy-test")}}})
 	}

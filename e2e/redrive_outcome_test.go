@@ -47,12 +47,16 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 	})
 	var entries []types.SendMessageBatchRequestEntry
 	for i := range 10 {
-		query := fmt.Sprintf("e2e outcome %d", i)
+		call := map[string]any{"toolCallId": fmt.Sprintf("tc_e2e_outcome_%02d", i), "toolName": "web_search",
+			"toolArgs": map[string]any{"query": fmt.Sprintf("e2e outcome %d", i)}, "sessionId": "sess_e2e_outcome"}
 		if i < 4 {
-			query = "" // web_search rejects an empty query on every attempt
+			// web_search rejects an empty query on every attempt. A call that failed into the DLQ
+			// carries the error its worker wrote into it, so that the worker sends it on as it
+			// is: a bounce-back is the redriven body come back, not a body rewritten.
+			call["toolArgs"] = map[string]any{"query": ""}
+			call["error"] = map[string]any{"code": "empty_query", "message": "query is empty", "at": time.Now().UnixMilli()}
 		}
-		body, _ := json.Marshal(map[string]any{"toolCallId": fmt.Sprintf("tc_e2e_outcome_%02d", i), "toolName": "web_search",
-			"toolArgs": map[string]any{"query": query}, "sessionId": "sess_e2e_outcome"})
+		body, _ := json.Marshal(call)
 		entries = append(entries, types.SendMessageBatchRequestEntry{MessageBody: aws.String(string(body)),
 			MessageAttributes: map[string]types.MessageAttributeValue{"mcpServer": {DataType: aws.String("String"), StringValue: aws.String("e2e-search")}}})
 	}
