@@ -198,21 +198,23 @@
 
   // A push redraws the charts (each new snapshot does): the bucket a reader points at or has
   // stepped to stays shown. Before each push remember each chart's active bucket by its time
-  // (its <title> up to the value); after it, show the same bucket of the new chart, or its
-  // newest when that one rolled off.
+  // (data-from, data-to: unix milliseconds); after it, show the new chart's bucket that shares
+  // the most of that time. The buckets may be laid out anew (a young queue's chart widens each
+  // minute), so the same time may fall in a bucket of another width or start. When none
+  // shares any of it (it rolled off), show the newest.
   var activeBuckets = null;
-  function bucketKey(hit) {
-    var title = hit.querySelector("title");
-    var text = title ? title.textContent : "";
-    var cut = text.indexOf(": ");
-    return cut < 0 ? text : text.slice(0, cut);
+  function bucketTime(hit) {
+    return { from: Number(hit.getAttribute("data-from")), to: Number(hit.getAttribute("data-to")) };
+  }
+  function sharedTime(a, b) {
+    return Math.min(a.to, b.to) - Math.max(a.from, b.from);
   }
   document.addEventListener("htmx:wsBeforeMessage", function () {
     activeBuckets = {};
     var active = document.querySelectorAll("svg.chart-svg rect.hit.active");
     for (var i = 0; i < active.length; i++) {
       var chart = active[i].closest("svg.chart-svg");
-      activeBuckets[chart.id] = { svg: chart, key: bucketKey(active[i]) };
+      activeBuckets[chart.id] = { svg: chart, time: bucketTime(active[i]) };
     }
   });
   document.addEventListener("htmx:wsAfterMessage", function () {
@@ -228,10 +230,12 @@
         continue;
       }
       var hit = hits[hits.length - 1];
+      var most = 0;
       for (var i = 0; i < hits.length; i++) {
-        if (bucketKey(hits[i]) === was[id].key) {
+        var shared = sharedTime(bucketTime(hits[i]), was[id].time);
+        if (shared > most) {
           hit = hits[i];
-          break;
+          most = shared;
         }
       }
       chartShow(svg, hit);

@@ -44,6 +44,10 @@ const (
 type ChartRect struct {
 	X, Y, W, H float64
 	Label      string
+	// From and To are the bucket's time, [From, To), set on the hover columns: a push may lay
+	// the buckets out anew (a young queue's chart widens each minute), and the page finds the
+	// bucket a reader stepped to by its time (web/static/app.js).
+	From, To time.Time
 }
 
 // ChartTick is one label of an axis; At is set on the time axis.
@@ -279,7 +283,8 @@ func (c *Chart) plot(b *chartSeries, scale, lastMax float64, format func(float64
 		case i == b.last && lastMax != v:
 			label += " now, " + format(lastMax) + " at most"
 		}
-		c.Hits = append(c.Hits, ChartRect{X: round1(x), Y: 0, W: round1(colW), H: chartHeight, Label: label})
+		from := b.since.Add(time.Duration(i) * b.width)
+		c.Hits = append(c.Hits, ChartRect{X: round1(x), Y: 0, W: round1(colW), H: chartHeight, Label: label, From: from, To: from.Add(b.width)})
 		if c.Kind == ChartBars {
 			c.Bars = append(c.Bars, ChartRect{X: round1(x + colW*0.1), Y: round1(y), W: round1(colW * 0.8), H: round1(h), Label: label})
 			continue
