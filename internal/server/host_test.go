@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,9 +57,17 @@ func TestHostNames(t *testing.T) {
 		{"another name beside the public URL's", public, "evil.example", 421},
 		{"no listener (tests): any name", harnessConfig{mode: auth.ModeNone}, "evil.example", 200},
 	}
+	// One harness per configuration: the requests change nothing, and a harness costs a
+	// simulator, a store and a server.
+	harnesses := map[string]*apiHarness{}
+	for _, tt := range tests {
+		if key := fmt.Sprintf("%+v", tt.cfg); harnesses[key] == nil {
+			harnesses[key] = newAPIHarness(t, tt.cfg)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newAPIHarness(t, tt.cfg)
+			h := harnesses[fmt.Sprintf("%+v", tt.cfg)]
 			rec := h.do(t, apiRequest{target: "/api/v1/summary", host: tt.host, header: rebound(tt.host)})
 			if rec.Code != tt.want {
 				t.Fatalf("status %d, want %d: %.200s", rec.Code, tt.want, rec.Body)

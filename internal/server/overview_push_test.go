@@ -404,14 +404,16 @@ func TestOverviewPageFromTheSnapshotIsThePageRenderedDirectly(t *testing.T) {
 	paths := []string{"/", "/?sort=visible&dir=desc", "/?scale=shared", "/?q=web", "/?embed=1", "/?misconfigured=1"}
 	r := rand.New(rand.NewPCG(7, 7))
 	names := []string{"web-search", "web-search-dlq", "notifications", "tool-calls.fifo", "tool-calls-dlq.fifo"}
-	for step := range 60 {
-		if step%6 == 5 { // a cycle: new depths, and its event
+	// 24 instants over about ten minutes (every step renders each view twice, the test's cost),
+	// with a cycle every third: minute turns fall between cycles and within them.
+	for step := range 24 {
+		if step%3 == 2 { // a cycle: new depths, and its event
 			for _, name := range names {
 				pw.setDepth(name, int64(r.IntN(150)))
 			}
 			pw.bus.Publish(events.Event{Kind: events.QueuesChanged, At: pw.Now()})
 		}
-		pw.Advance(time.Duration(r.IntN(20_000)) * time.Millisecond)
+		pw.Advance(time.Duration(r.IntN(50_000)) * time.Millisecond)
 		for _, path := range paths {
 			kept, _ := pw.page(t, request{path: path}, http.StatusOK)
 			rec := httptest.NewRecorder()
