@@ -123,10 +123,10 @@ func TestAdviceGauge(t *testing.T) {
 	h := newAdviceHarness(t)
 	rec := h.do(t, apiRequest{target: "/metrics"})
 	body := rec.Body.String()
-	if !strings.Contains(body, `toolq_advice{queue="notifications",region="us-east-1",rule="no-dlq"} 1`) {
+	if !strings.Contains(body, `toolq_advice{account="default",queue="notifications",region="us-east-1",rule="no-dlq"} 1`) {
 		t.Errorf("/metrics has no no-dlq gauge for notifications:\n%s", grepLines(body, "toolq_advice"))
 	}
-	if strings.Contains(body, `toolq_advice{queue="audit-dlq"`) {
+	if strings.Contains(body, `toolq_advice{account="default",queue="audit-dlq"`) {
 		t.Errorf("an advice gauge for audit-dlq:\n%s", grepLines(body, "toolq_advice"))
 	}
 }

@@ -88,7 +88,10 @@ const (
 )
 
 var (
-	labels        = []string{"queue", "region"}
+	// A queue's name and region do not name it alone: toolq watches several accounts (--account),
+	// and tool-calls in us-east-1 of staging and of prod are two queues. Their series must differ
+	// by account, or the registry refuses the whole scrape for the duplicate.
+	labels        = []string{"queue", "region", "account"}
 	descVisible   = prometheus.NewDesc("toolq_queue_visible_messages", "Visible messages (ApproximateNumberOfMessages) at the last sample.", labels, nil)
 	descInFlight  = prometheus.NewDesc("toolq_queue_inflight_messages", "In-flight messages (ApproximateNumberOfMessagesNotVisible) at the last sample.", labels, nil)
 	descDelayed   = prometheus.NewDesc("toolq_queue_delayed_messages", "Delayed messages at the last sample.", labels, nil)
@@ -100,7 +103,7 @@ var (
 	descScrapeErr = prometheus.NewDesc("toolq_queue_metrics_error", "1 when the queue gauges could not be read at this scrape.", nil, nil)
 	// The labels are bounded: rule ids are a fixed list (views.AdviceRules), queues the watched ones.
 	descAdvice = prometheus.NewDesc("toolq_advice", "1 for each advisor rule that fires on a queue (GET /api/v1/advice says what and how to fix it); absent when it holds or is turned off.",
-		[]string{"rule", "queue", "region"}, nil)
+		[]string{"rule", "queue", "region", "account"}, nil)
 
 	descRegionVisible = prometheus.NewDesc("toolq_region_visible",
 		"1 when toolq can see the region, 0 when it cannot (its queues cannot be listed, or none could be read in the last cycle).", []string{"region"}, nil)
@@ -110,10 +113,10 @@ var (
 
 	descByTool = prometheus.NewDesc("toolq_dlq_sampled_messages",
 		"Messages of a dead-letter queue's newest sample by tool name: the 10 most frequent, the rest as tool=\"(other)\", those without a tool name as \"(none)\".",
-		[]string{"queue", "region", "tool"}, nil)
+		[]string{"queue", "region", "account", "tool"}, nil)
 	descByDimension = prometheus.NewDesc("toolq_dlq_sampled_messages_by_dimension",
 		"Messages of a dead-letter queue's newest sample by the value of a dimension (--dimension, such as mcpServer): the 10 most frequent values, the rest as value=\"(other)\".",
-		[]string{"queue", "region", "dimension", "value"}, nil)
+		[]string{"queue", "region", "account", "dimension", "value"}, nil)
 	descMoved = prometheus.NewDesc("toolq_redrive_moved_messages",
 		"Messages the running move task of a dead-letter queue has moved (ApproximateNumberOfMessagesMoved); absent while none runs.", labels, nil)
 	descToMove = prometheus.NewDesc("toolq_redrive_to_move_messages",
@@ -125,7 +128,7 @@ var (
 	descOutcomeBack = prometheus.NewDesc("toolq_redrive_outcome_bounced_back_messages",
 		"Of those, the messages that failed again and came back to the dead-letter queue within the window.", labels, nil)
 	descOutcomeBackByTool = prometheus.NewDesc("toolq_redrive_outcome_bounced_back_by_tool",
-		"The bounce-backs of a dead-letter queue's newest redrive by tool name (at most 10 tools; \"(none)\" for those without one).", []string{"queue", "region", "tool"}, nil)
+		"The bounce-backs of a dead-letter queue's newest redrive by tool name (at most 10 tools; \"(none)\" for those without one).", []string{"queue", "region", "account", "tool"}, nil)
 	descOutcomeSettled = prometheus.NewDesc("toolq_redrive_outcome_settled",
 		"1 once the newest redrive's bounce-backs have settled (a sample 10 min after the last news found nothing new), else 0.", labels, nil)
 	descOutcomeChecked = prometheus.NewDesc("toolq_redrive_outcome_checked_timestamp_seconds",
@@ -193,8 +196,8 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		breakdownGauges(gauge, b)
 	}
 	for _, r := range snap.RunningRedrives() {
-		gauge(descMoved, float64(r.Moved), r.Queue, r.Region)
-		gauge(descToMove, float64(r.ToMove), r.Queue, r.Region)
+		gauge(descMoved, float64(r.Moved), r.Queue, r.Region, r.Account)
+		gauge(descToMove, float64(r.ToMove), r.Queue, r.Region, r.Account)
 	}
 	for _, o := range snap.Summary(snap.At).RedriveOutcomes {
 		outcomeGauges(gauge, o)
@@ -207,7 +210,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 // outcomeGauges are what came back of one dead-letter queue's newest redrive.
 func outcomeGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qo views.QueueRedriveOutcome) {
 	o := qo.Redrive.Outcome
-	lv := []string{qo.Queue, qo.Region}
+	lv := []string{qo.Queue, qo.Region, qo.Account}
 	gauge(descOutcomeRemembered, float64(o.Remembered), lv...)
 	gauge(descOutcomeBack, float64(o.BouncedBack), lv...)
 	gauge(descOutcomeSettled, btof(o.Settled), lv...)
@@ -220,14 +223,14 @@ func outcomeGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qo v
 	}
 	for tool, n := range tools {
 		if n > 0 {
-			gauge(descOutcomeBackByTool, float64(n), qo.Queue, qo.Region, tool)
+			gauge(descOutcomeBackByTool, float64(n), append(lv, tool)...)
 		}
 	}
 }
 
 // queueGauges are one queue's series.
 func queueGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qs views.QueueSummary) {
-	lv := []string{qs.Name, qs.Region}
+	lv := []string{qs.Name, qs.Region, qs.Account}
 	gauge(descVisible, float64(qs.Visible), lv...)
 	gauge(descInFlight, float64(qs.InFlight), lv...)
 	gauge(descDelayed, float64(qs.Delayed), lv...)
@@ -239,7 +242,7 @@ func queueGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), qs vie
 	}
 	gauge(descHealth, healthValue(qs.Health.Status), lv...)
 	for _, a := range qs.Advice {
-		gauge(descAdvice, 1, a.Rule, qs.Name, qs.Region)
+		gauge(descAdvice, 1, a.Rule, qs.Name, qs.Region, qs.Account)
 	}
 	if qs.FIFO && !qs.IsDeadLetterQueue {
 		gauge(descBlocked, float64(qs.BlockedGroups), lv...)
@@ -271,7 +274,7 @@ func breakdownGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), b 
 	tools[otherLabel] += b.OtherTools
 	for tool, n := range tools {
 		if n > 0 {
-			gauge(descByTool, float64(n), b.Queue, b.Region, tool)
+			gauge(descByTool, float64(n), b.Queue, b.Region, b.Account, tool)
 		}
 	}
 	for _, d := range b.Dimensions {
@@ -281,7 +284,7 @@ func breakdownGauges(gauge func(d *prometheus.Desc, v float64, lv ...string), b 
 		}
 		for value, n := range values {
 			if n > 0 {
-				gauge(descByDimension, float64(n), b.Queue, b.Region, d.Name, value)
+				gauge(descByDimension, float64(n), b.Queue, b.Region, b.Account, d.Name, value)
 			}
 		}
 	}

@@ -19,10 +19,10 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	body := rec.Body.String()
 	for _, want := range []string{
-		`toolq_queue_visible_messages{queue="orders-dlq",region="us-east-1"} 5`,
-		`toolq_dlq_messages{queue="orders-dlq",region="us-east-1"} 5`,
-		`toolq_queue_inflight_messages{queue="orders",region="us-east-1"} 0`,
-		`toolq_queue_health{queue="orders-dlq",region="us-east-1"}`,
+		`toolq_queue_visible_messages{account="default",queue="orders-dlq",region="us-east-1"} 5`,
+		`toolq_dlq_messages{account="default",queue="orders-dlq",region="us-east-1"} 5`,
+		`toolq_queue_inflight_messages{account="default",queue="orders",region="us-east-1"} 0`,
+		`toolq_queue_health{account="default",queue="orders-dlq",region="us-east-1"}`,
 		`toolq_queue_metrics_error 0`,
 		`toolq_websocket_clients 0`,
 		`toolq_actions_total{action="redrive.cancel",result="refused"} 1`,
@@ -32,7 +32,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if strings.Contains(body, `toolq_dlq_messages{queue="orders",`) {
+	if strings.Contains(body, `toolq_dlq_messages{account="default",queue="orders",`) {
 		t.Error("a source queue is exported as a DLQ")
 	}
 }

@@ -99,16 +99,16 @@ func TestTriageMetrics(t *testing.T) {
 		t.Errorf("%d tool series summing to %v; want at most %d (top 10 and other) summing to %d:\n%v", len(tools), sum, views.BreakdownTop+1, len(msgs), tools)
 	}
 	for _, want := range []string{
-		`toolq_dlq_sampled_messages{queue="orders-dlq",region="us-east-1",tool="create_document"} 10`,
-		`toolq_dlq_sampled_messages{queue="orders-dlq",region="us-east-1",tool="(none)"} 10`,
-		`toolq_dlq_sampled_messages_by_dimension{dimension="mcpServer",queue="orders-dlq",region="us-east-1",value="server-00"} 854`,
-		`toolq_queue_blocked_groups{queue="calls.fifo",region="us-east-1"} 1`,
-		`toolq_queue_near_max_receive_messages{queue="calls.fifo",region="us-east-1"} 2`,
-		`toolq_queue_near_max_receive_messages{queue="orders",region="us-east-1"} 0`,
+		`toolq_dlq_sampled_messages{account="default",queue="orders-dlq",region="us-east-1",tool="create_document"} 10`,
+		`toolq_dlq_sampled_messages{account="default",queue="orders-dlq",region="us-east-1",tool="(none)"} 10`,
+		`toolq_dlq_sampled_messages_by_dimension{account="default",dimension="mcpServer",queue="orders-dlq",region="us-east-1",value="server-00"} 854`,
+		`toolq_queue_blocked_groups{account="default",queue="calls.fifo",region="us-east-1"} 1`,
+		`toolq_queue_near_max_receive_messages{account="default",queue="calls.fifo",region="us-east-1"} 2`,
+		`toolq_queue_near_max_receive_messages{account="default",queue="orders",region="us-east-1"} 0`,
 		`toolq_aws_cost_usd_per_day{loop="attributes"} 0.25`,
 		`toolq_aws_cost_usd_per_day{loop="metrics"} 1.25`,
-		`toolq_redrive_to_move_messages{queue="orders-dlq",region="us-east-1"} 5`,
-		`toolq_redrive_moved_messages{queue="orders-dlq",region="us-east-1"} 0`,
+		`toolq_redrive_to_move_messages{account="default",queue="orders-dlq",region="us-east-1"} 5`,
+		`toolq_redrive_moved_messages{account="default",queue="orders-dlq",region="us-east-1"} 0`,
 		`toolq_triage_metrics_error 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
@@ -121,10 +121,10 @@ func TestTriageMetrics(t *testing.T) {
 	if regexp.MustCompile(`(?m)^injected_metric`).MatchString(body) {
 		t.Error("a tool name wrote a line of its own into /metrics")
 	}
-	if strings.Contains(body, `toolq_queue_blocked_groups{queue="orders"`) {
+	if strings.Contains(body, `toolq_queue_blocked_groups{account="default",queue="orders"`) {
 		t.Error("a standard queue has a blocked-groups gauge")
 	}
-	if strings.Contains(body, `toolq_queue_near_max_receive_messages{queue="orders-dlq"`) {
+	if strings.Contains(body, `toolq_queue_near_max_receive_messages{account="default",queue="orders-dlq"`) {
 		t.Error("a queue without a redrive policy has a near-maxReceiveCount gauge")
 	}
 

@@ -70,11 +70,11 @@ func TestRedrivePageShowsWhatCameBack(t *testing.T) {
 	}
 	metrics := pw.do(t, request{path: "/metrics"}).Body.String()
 	for _, want := range []string{
-		`toolq_redrive_outcome_bounced_back_messages{queue="web-search-dlq",region="us-east-1"} 1`,
-		`toolq_redrive_outcome_remembered_messages{queue="web-search-dlq",region="us-east-1"} 3`,
-		`toolq_redrive_outcome_bounced_back_by_tool{queue="web-search-dlq",region="us-east-1",tool="<script>alert('tool')</script>"} 1`,
-		`toolq_redrive_outcome_settled{queue="web-search-dlq",region="us-east-1"} 0`,
-		`toolq_redrive_outcome_checked_timestamp_seconds{queue="web-search-dlq",region="us-east-1"}`,
+		`toolq_redrive_outcome_bounced_back_messages{account="default",queue="web-search-dlq",region="us-east-1"} 1`,
+		`toolq_redrive_outcome_remembered_messages{account="default",queue="web-search-dlq",region="us-east-1"} 3`,
+		`toolq_redrive_outcome_bounced_back_by_tool{account="default",queue="web-search-dlq",region="us-east-1",tool="<script>alert('tool')</script>"} 1`,
+		`toolq_redrive_outcome_settled{account="default",queue="web-search-dlq",region="us-east-1"} 0`,
+		`toolq_redrive_outcome_checked_timestamp_seconds{account="default",queue="web-search-dlq",region="us-east-1"}`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

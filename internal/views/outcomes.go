@@ -639,6 +639,8 @@ func (s *Service) RedriveByID(ctx context.Context, queueID, taskID int64) (Redri
 type QueueRedriveOutcome struct {
 	Queue  string `json:"queue"`
 	Region string `json:"region"`
+	// Account is the queue's account as QueueSummary.Account names it.
+	Account string `json:"account"`
 	// Ref is how links name the queue.
 	Ref     string  `json:"-"`
 	Redrive Redrive `json:"redrive"`
@@ -657,13 +659,14 @@ func redriveOutcomes(snap *Snapshot) []QueueRedriveOutcome {
 				continue
 			}
 			if r.Outcome.State != OutcomeClosed {
-				out = append(out, QueueRedriveOutcome{Queue: q.Name, Region: q.Region, Ref: q.Ref, Redrive: r})
+				out = append(out, QueueRedriveOutcome{Queue: q.Name, Region: q.Region, Account: q.Account, Ref: q.Ref, Redrive: r})
 			}
 			break
 		}
 	}
 	slices.SortStableFunc(out, func(a, b QueueRedriveOutcome) int {
-		return cmp.Or(cmp.Compare(b.Redrive.Outcome.BouncedBack, a.Redrive.Outcome.BouncedBack), cmp.Compare(a.Queue, b.Queue))
+		return cmp.Or(cmp.Compare(b.Redrive.Outcome.BouncedBack, a.Redrive.Outcome.BouncedBack), cmp.Compare(a.Queue, b.Queue),
+			cmp.Compare(a.Account, b.Account))
 	})
 	return out
 }

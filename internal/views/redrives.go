@@ -212,9 +212,10 @@ func redriveOf(t store.MoveTask, now time.Time) Redrive {
 	return r
 }
 
-// QueueRedrive is a running move task with the dead-letter queue it moves.
+// QueueRedrive is a running move task with the dead-letter queue it moves: its name, region and
+// account (QueueSummary.Account), as queues of one name may live in several accounts.
 type QueueRedrive struct {
-	Queue, Region string
+	Queue, Region, Account string
 	Redrive
 }
 
@@ -225,7 +226,7 @@ func (snap *Snapshot) RunningRedrives() []QueueRedrive {
 	out := make([]QueueRedrive, 0, len(rd.running))
 	for _, t := range rd.running {
 		if q, ok := snap.Queue(t.QueueID); ok {
-			out = append(out, QueueRedrive{Queue: q.Name, Region: q.Region, Redrive: redriveOf(t, snap.At)})
+			out = append(out, QueueRedrive{Queue: q.Name, Region: q.Region, Account: q.Account, Redrive: redriveOf(t, snap.At)})
 		}
 	}
 	return out

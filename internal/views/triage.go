@@ -154,12 +154,13 @@ func (s *Service) dimensionTops(ctx context.Context, sampleID int64, n int) ([]D
 }
 
 // SampleBreakdown is a dead-letter queue's newest sample counted by tool and by each dimension:
-// the most frequent values and how many messages the others hold, for /metrics.
+// the most frequent values and how many messages the others hold, for /metrics. Account is the
+// queue's account as QueueSummary.Account names it.
 type SampleBreakdown struct {
-	Queue, Region string
-	Tools         []ValueGroup // "" for the messages without a tool name
-	OtherTools    int
-	Dimensions    []DimensionTop
+	Queue, Region, Account string
+	Tools                  []ValueGroup // "" for the messages without a tool name
+	OtherTools             int
+	Dimensions             []DimensionTop
 }
 
 // BreakdownTop is how many values of each field a SampleBreakdown lists.
@@ -184,7 +185,7 @@ func (s *Service) SampleBreakdowns(ctx context.Context) ([]SampleBreakdown, erro
 		}
 		c := rd.counted[sample.ID]
 		if c.breakdown == nil {
-			b := SampleBreakdown{Queue: q.Name, Region: q.Region}
+			b := SampleBreakdown{Queue: q.Name, Region: q.Region, Account: q.Account}
 			if b.Tools, b.OtherTools, err = s.countTop(ctx, sample.ID, store.Field{Kind: store.FieldTool}, BreakdownTop, true); err != nil {
 				return nil, err
 			}
