@@ -228,3 +228,39 @@ func ruleFilePath(t *testing.T) string {
 	}
 	return p
 }
+
+// TestGroupingsKeepTheAccount: a queue is its account, region and name (staging and prod may both
+// hold tool-calls in us-east-1), so every by or on clause of the rules and the dashboard that
+// keeps queue keeps account too, and a dashboard query of one queue by name groups by account:
+// otherwise two accounts' queues merge into one alert or one line. toolq_peek_receives_total is
+// the collector's, whose region is account/region with several accounts.
+func TestGroupingsKeepTheAccount(t *testing.T) {
+	t.Parallel()
+	clause := regexp.MustCompile(`\b(by|on)\s*\(([^)]*)\)`)
+	labels := func(list string) []string {
+		var out []string
+		for l := range strings.SplitSeq(list, ",") {
+			out = append(out, strings.TrimSpace(l))
+		}
+		return out
+	}
+	exprs := map[string]string{}
+	for i, m := range regexp.MustCompile(`(?m)^\s*expr: (\|\n(?: {10,}.*\n)+|.*)`).FindAllStringSubmatch(readFile(t, rulesFile), -1) {
+		exprs[fmt.Sprintf("%s expression %d", rulesFile, i+1)] = m[1]
+	}
+	if len(exprs) == 0 {
+		t.Fatalf("%s: no expression found", rulesFile)
+	}
+	for name, q := range readDashboard(t).queries() {
+		exprs[name] = q.Expr
+	}
+	for name, expr := range exprs {
+		oneQueue := strings.Contains(expr, `queue="$queue"`) && !strings.Contains(expr, "toolq_peek_receives_total")
+		for _, m := range clause.FindAllStringSubmatch(expr, -1) {
+			ls := labels(m[2])
+			if (slices.Contains(ls, "queue") || oneQueue) && !slices.Contains(ls, "account") {
+				t.Errorf("%s: %s drops the account: %s", name, m[0], strings.TrimSpace(expr))
+			}
+		}
+	}
+}
