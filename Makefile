@@ -133,8 +133,9 @@ templ-check: ## check that the committed *_templ.go files match their .templ sou
 		$(GO) tool templ generate -check || { echo "generated templ code is stale: run 'make generate' and commit the result" >&2; exit 1; }; \
 	fi
 
-bench: ## every Go benchmark, once, with allocations
+bench: ## every Go benchmark, once, with allocations; then bench-serve (OLD=commit to compare)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(MAKE) --no-print-directory bench-serve
 
 # What users of serve see, from outside it: cmd/servebench starts sim and serve from a binary,
 # makes a fleet on the simulator, and times real HTTP and websocket clients. It runs the build
