@@ -22,7 +22,7 @@ CLIENTS := sqsim/testdata/clients
 # The npm packages the notifier's Teams cards are parsed with (adaptivecards, markdown-it).
 CARDS   := internal/notify/testdata/cards
 
-.PHONY: help run test test-beside-unit test-unit test-clients test-postgres test-browser test-docs test-deploy stress templ-check bench bench-serve build generate lint docker clean
+.PHONY: help run test test-unit-lane test-beside-unit test-unit test-clients test-postgres test-browser test-docs test-deploy stress templ-check bench bench-serve build generate lint docker clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,19 +58,24 @@ CLIENT_TESTS := Moto|Kumo|AWSCLI|AdaptiveCards
 CLIENT_ELSEWHERE := ./internal/collector ./internal/engine ./cmd/dashboard ./internal/notify
 NOT_UNIT     := ^github.com/toolq/toolq/(e2e|docs|deploy|sqsim|traffic|internal/(store|replicas|pgtest))(/|$$)
 
-# make test runs test-unit beside the other parts, which run one after another: the unit tests
-# keep the CPU busy, the others mostly wait (on PostgreSQL, Chromium, a demo's real clock), so
-# side by side they take the time of the longer lane instead of the sum. Each part's output is
-# printed whole when it ends (make's --output-sync).
+# make test runs two lanes side by side: test-unit then test-deploy, and the other parts one
+# after another. The unit tests keep the CPU busy, the others mostly wait (on PostgreSQL,
+# Chromium, a demo's real clock), so side by side they take the time of the longer lane instead
+# of the sum. test-deploy (mostly waiting on a demo and Prometheus) ends the first lane, which
+# was the shorter by a minute; by then the browser tests have built the demo it starts. Each
+# part's output is printed whole when it ends (make's --output-sync).
 test: templ-check ## everything CI runs: generated code up to date, then every test
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-beside-unit
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit-lane test-beside-unit
+
+test-unit-lane:
+	$(MAKE) --no-print-directory test-unit
+	$(MAKE) --no-print-directory test-deploy
 
 test-beside-unit:
 	$(MAKE) --no-print-directory test-browser
 	$(MAKE) --no-print-directory test-postgres
 	$(MAKE) --no-print-directory test-clients
 	$(MAKE) --no-print-directory test-docs
-	$(MAKE) --no-print-directory test-deploy
 
 test-unit: ## the tests that need Go alone
 	$(call GOTESTSUM) --packages "$$($(GO) list ./... | grep -Ev '$(NOT_UNIT)' | tr '\n' ' ')" -- $(TESTFLAGS) -skip '$(CLIENT_TESTS)'
