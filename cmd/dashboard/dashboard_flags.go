@@ -159,42 +159,17 @@ func (d *dashboardFlags) register(f *envFlags, def dashboardDefaults) {
 // config turns the flags into the dashboard's configuration; regions are the caller's.
 // lookupEnv reads the variables the flags name (a PagerDuty target's routing-key-env).
 func (d *dashboardFlags) config(lookupEnv lookupEnvFunc, version, commit string) (app.Config, error) {
-	mode, err := auth.ParseMode(d.authMode)
+	authConfig, err := d.authConfig()
 	if err != nil {
-		return app.Config{}, &usageError{err: fmt.Errorf("--auth: %w", err)}
+		return app.Config{}, err
 	}
-	proxies, err := auth.ParseProxies(d.trustedProxies)
+	collectorOptions, err := d.collectorOptions()
 	if err != nil {
-		return app.Config{}, &usageError{err: fmt.Errorf("--trusted-proxy: %w", err)}
+		return app.Config{}, err
 	}
-	allowedHosts, err := auth.ParseAllowedHosts(d.allowedHosts)
+	notifyOptions, err := d.notifyOptions(lookupEnv)
 	if err != nil {
-		return app.Config{}, &usageError{err: fmt.Errorf("--allowed-host: %w", err)}
-	}
-	var key []byte
-	if d.sessionKey != "" {
-		if key, err = hex.DecodeString(d.sessionKey); err != nil {
-			return app.Config{}, &usageError{err: fmt.Errorf("--session-key: not hex: %w", err)}
-		}
-	}
-	var dims []collector.Dimension
-	for _, spec := range d.dimensions {
-		dim, err := collector.ParseDimension(spec)
-		if err != nil {
-			return app.Config{}, &usageError{err: fmt.Errorf("--dimension: %w", err)}
-		}
-		dims = append(dims, dim)
-	}
-	var targets []notify.Target
-	for _, spec := range d.notify {
-		t, err := notify.ParseTargetEnv(spec, lookupEnv)
-		if err != nil {
-			return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
-		}
-		targets = append(targets, t)
-	}
-	if err := notify.CheckTargets(targets); err != nil {
-		return app.Config{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+		return app.Config{}, err
 	}
 	publicURL, err := server.ParsePublicURL(d.publicURL)
 	if err != nil {
@@ -204,76 +179,133 @@ func (d *dashboardFlags) config(lookupEnv lookupEnvFunc, version, commit string)
 	if err != nil {
 		return app.Config{}, &usageError{err: fmt.Errorf("--trace-url: %w", err)}
 	}
-	var peekOff bool
-	switch d.peek {
-	case "dlq", "":
-	case "none":
-		peekOff = true
-	default:
-		return app.Config{}, &usageError{err: fmt.Errorf("--peek %q: want dlq or none", d.peek)}
-	}
 	for _, id := range d.adviceOff {
 		if _, ok := views.AdviceRuleByID(id); !ok {
 			return app.Config{}, &usageError{err: fmt.Errorf("--advice-off %q: no such rule; the rules are %s", id, strings.Join(views.AdviceRuleIDs(), ", "))}
 		}
 	}
 	return app.Config{
-		DBPath:      d.db,
-		AdviceOff:   d.adviceOff,
-		Listen:      d.listen,
-		PprofListen: d.pprof,
-		Version:     version,
-		Commit:      commit,
-		Collector: collector.Options{
-			DiscoveryInterval:       d.discovery,
-			AttributesInterval:      d.attributes,
-			QuietAttributesInterval: d.quietAttributes,
-			QuietDeadLetterInterval: d.quietDeadLetter,
-			MetricsInterval:         d.metrics,
-			CountersInterval:        d.counters,
-			BudgetUSDPerDay:         d.budget,
-			PeekDeadLetterInterval:  d.peekDLQ,
-			PeekSourceInterval:      d.peekSource,
-			Backfill:                d.backfill,
-			Concurrency:             int(d.concurrency),
-			Peek: collector.PeekOptions{
-				Disabled:    peekOff,
-				Sources:     d.peekSources,
-				MaxMessages: int(d.peekMax),
-				BodyCap:     int(d.bodyCap),
-			},
-			ToolFields:         collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
-			Dimensions:         dims,
-			DisableLambda:      !d.lambda,
-			DisableEventBridge: !d.eventBridge,
-			ArchiveRetention:   max(d.archiveRetention, 0),
-		},
-		ErrorDimension: d.errorDimension,
-		PublicURL:      publicURL,
-		TraceURL:       traceURL,
-		Notify:         notify.Options{Targets: targets, Interval: d.notifyInterval, SampleWait: d.sampleWait},
-		Thresholds: views.Thresholds{
-			OldestAgeWarning:  d.oldestWarning,
-			OldestAgeCritical: d.oldestCritical,
-			DLQDepthCritical:  d.dlqCritical,
-			RedriveWindow:     d.redriveWindow,
-			RedriveSettle:     d.redriveSettle,
-			// Data is stale once a few attribute cycles were missed.
-			StaleAfter: 3 * max(d.attributes, time.Second),
-		},
-		Auth: auth.Config{
-			Mode:                mode,
-			TrustedProxies:      proxies,
-			AllowedHosts:        allowedHosts,
-			ProxyOperatorGroups: d.operatorGroups,
-			ProxyDefaultRole:    auth.Role(d.proxyDefaultRole),
-			SessionKey:          key,
-			SecureCookies:       d.secureCookies,
-		},
+		DBPath:              d.db,
+		AdviceOff:           d.adviceOff,
+		Listen:              d.listen,
+		PprofListen:         d.pprof,
+		Version:             version,
+		Commit:              commit,
+		Collector:           collectorOptions,
+		ErrorDimension:      d.errorDimension,
+		PublicURL:           publicURL,
+		TraceURL:            traceURL,
+		Notify:              notifyOptions,
+		Thresholds:          d.thresholds(),
+		Auth:                authConfig,
 		AllowInsecureNoAuth: d.allowInsecureNoAuth,
 		ReadOnly:            d.readOnly,
 		FrameAncestors:      splitSpaces(d.frameAncestors),
 	}, nil
+}
+
+// authConfig is who may use the dashboard: --auth, the proxies, the hosts and the session key.
+func (d *dashboardFlags) authConfig() (auth.Config, error) {
+	mode, err := auth.ParseMode(d.authMode)
+	if err != nil {
+		return auth.Config{}, &usageError{err: fmt.Errorf("--auth: %w", err)}
+	}
+	proxies, err := auth.ParseProxies(d.trustedProxies)
+	if err != nil {
+		return auth.Config{}, &usageError{err: fmt.Errorf("--trusted-proxy: %w", err)}
+	}
+	allowedHosts, err := auth.ParseAllowedHosts(d.allowedHosts)
+	if err != nil {
+		return auth.Config{}, &usageError{err: fmt.Errorf("--allowed-host: %w", err)}
+	}
+	var key []byte
+	if d.sessionKey != "" {
+		if key, err = hex.DecodeString(d.sessionKey); err != nil {
+			return auth.Config{}, &usageError{err: fmt.Errorf("--session-key: not hex: %w", err)}
+		}
+	}
+	return auth.Config{
+		Mode:                mode,
+		TrustedProxies:      proxies,
+		AllowedHosts:        allowedHosts,
+		ProxyOperatorGroups: d.operatorGroups,
+		ProxyDefaultRole:    auth.Role(d.proxyDefaultRole),
+		SessionKey:          key,
+		SecureCookies:       d.secureCookies,
+	}, nil
+}
+
+// collectorOptions are the collector's cadences, budget, peeks and the fields it reads.
+func (d *dashboardFlags) collectorOptions() (collector.Options, error) {
+	var dims []collector.Dimension
+	for _, spec := range d.dimensions {
+		dim, err := collector.ParseDimension(spec)
+		if err != nil {
+			return collector.Options{}, &usageError{err: fmt.Errorf("--dimension: %w", err)}
+		}
+		dims = append(dims, dim)
+	}
+	var peekOff bool
+	switch d.peek {
+	case "dlq", "":
+	case "none":
+		peekOff = true
+	default:
+		return collector.Options{}, &usageError{err: fmt.Errorf("--peek %q: want dlq or none", d.peek)}
+	}
+	return collector.Options{
+		DiscoveryInterval:       d.discovery,
+		AttributesInterval:      d.attributes,
+		QuietAttributesInterval: d.quietAttributes,
+		QuietDeadLetterInterval: d.quietDeadLetter,
+		MetricsInterval:         d.metrics,
+		CountersInterval:        d.counters,
+		BudgetUSDPerDay:         d.budget,
+		PeekDeadLetterInterval:  d.peekDLQ,
+		PeekSourceInterval:      d.peekSource,
+		Backfill:                d.backfill,
+		Concurrency:             int(d.concurrency),
+		Peek: collector.PeekOptions{
+			Disabled:    peekOff,
+			Sources:     d.peekSources,
+			MaxMessages: int(d.peekMax),
+			BodyCap:     int(d.bodyCap),
+		},
+		ToolFields:         collector.ToolFields{ToolName: d.toolName, ToolCallID: d.toolCallID, SessionID: d.session},
+		Dimensions:         dims,
+		DisableLambda:      !d.lambda,
+		DisableEventBridge: !d.eventBridge,
+		ArchiveRetention:   max(d.archiveRetention, 0),
+	}, nil
+}
+
+// notifyOptions are the notification targets, checked together, and their cadence.
+func (d *dashboardFlags) notifyOptions(lookupEnv lookupEnvFunc) (notify.Options, error) {
+	var targets []notify.Target
+	for _, spec := range d.notify {
+		t, err := notify.ParseTargetEnv(spec, lookupEnv)
+		if err != nil {
+			return notify.Options{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+		}
+		targets = append(targets, t)
+	}
+	if err := notify.CheckTargets(targets); err != nil {
+		return notify.Options{}, &usageError{err: fmt.Errorf("--notify: %w", err)}
+	}
+	return notify.Options{Targets: targets, Interval: d.notifyInterval, SampleWait: d.sampleWait}, nil
+}
+
+// thresholds are the health rules' limits.
+func (d *dashboardFlags) thresholds() views.Thresholds {
+	return views.Thresholds{
+		OldestAgeWarning:  d.oldestWarning,
+		OldestAgeCritical: d.oldestCritical,
+		DLQDepthCritical:  d.dlqCritical,
+		RedriveWindow:     d.redriveWindow,
+		RedriveSettle:     d.redriveSettle,
+		// Data is stale once a few attribute cycles were missed.
+		StaleAfter: 3 * max(d.attributes, time.Second),
+	}
 }
 
 // splitSpaces splits values that may carry several space-separated entries, as a CSP source
