@@ -87,47 +87,14 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	if err != nil {
 		return MessagePage{}, err
 	}
-	limit := mq.Limit
-	switch {
-	case limit <= 0:
-		limit = DefaultMessageLimit
-	case limit > MaxMessageLimit:
-		limit = MaxMessageLimit
-	}
-	groupBy, err := s.field(mq.GroupBy)
+	groupBy, err := s.checkMessageQuery(mq)
 	if err != nil {
 		return MessagePage{}, err
 	}
-	for name := range mq.Dimensions {
-		if !slices.Contains(s.dims, name) {
-			return MessagePage{}, choices.Wrap(fmt.Errorf("%w: %q", ErrUnknownDimension, name), name, s.Dimensions())
-		}
-	}
 	out := MessagePage{Queue: q.Name, Tools: []ToolCount{}, Messages: []Message{}, Dimensions: s.Dimensions(), Groups: []ValueGroup{}}
-
-	var sample store.Sample
-	var after int64
-	if mq.Cursor != "" {
-		c, err := decodeCursor(mq.Cursor)
-		if err != nil || c.queueID != q.ID {
-			return MessagePage{}, fmt.Errorf("%w: not a cursor of queue %s", ErrBadCursor, q.Name)
-		}
-		sample, err = s.store.GetSample(ctx, c.sampleID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && sample.QueueID != q.ID) {
-			return MessagePage{}, fmt.Errorf("%w: the sample it points into is gone; start again", ErrBadCursor)
-		}
-		if err != nil {
-			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
-		}
-		after = c.afterID
-	} else {
-		sample, err = s.store.LatestSample(ctx, q.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
-		}
+	sample, after, found, err := s.pageSample(ctx, q, mq.Cursor)
+	if err != nil || !found {
+		return out, err
 	}
 	out.SampledAt, out.Seen, out.ApproxVisible, out.Coverage = timePtr(sample.At), sample.Seen, sample.ApproxVisible, sample.Coverage()
 	if mq.Cursor == "" {
@@ -136,33 +103,103 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 			return MessagePage{}, err
 		}
 	}
-
-	tools, err := s.store.SampleValueCounts(ctx, sample.ID, store.Field{Kind: store.FieldTool}, store.MessageFilter{})
-	if err != nil {
-		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
-	}
-	for _, t := range tools {
-		out.Tools = append(out.Tools, ToolCount{ToolName: t.Value, Count: t.Count})
-	}
-
 	filter := store.MessageFilter{ToolName: mq.ToolName, NearMaxOnly: mq.NearMaxOnly, Dimensions: mq.Dimensions, Search: mq.Search}
-	if out.Matched, err = s.store.SampleMessageCount(ctx, sample.ID, filter); err != nil {
+	if err := s.countSample(ctx, sample, filter, groupBy, &out); err != nil {
 		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
 	}
 	if groupBy != nil {
 		out.GroupBy = mq.GroupBy
+	}
+	if err := s.pageMessages(ctx, q, sample, filter, after, messageLimit(mq.Limit), &out); err != nil {
+		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+	}
+	return out, nil
+}
+
+// messageLimit is a page's size: the default for none, at most MaxMessageLimit.
+func messageLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultMessageLimit
+	case limit > MaxMessageLimit:
+		return MaxMessageLimit
+	}
+	return limit
+}
+
+// checkMessageQuery refuses a query naming a field or dimension that is not configured, and
+// returns the field its groups are counted by (nil for none).
+func (s *Service) checkMessageQuery(mq MessageQuery) (*store.Field, error) {
+	groupBy, err := s.field(mq.GroupBy)
+	if err != nil {
+		return nil, err
+	}
+	for name := range mq.Dimensions {
+		if !slices.Contains(s.dims, name) {
+			return nil, choices.Wrap(fmt.Errorf("%w: %q", ErrUnknownDimension, name), name, s.Dimensions())
+		}
+	}
+	return groupBy, nil
+}
+
+// pageSample is the sample a page reads: the cursor's, or the queue's newest (found false when
+// it has none), and the id the page starts after.
+func (s *Service) pageSample(ctx context.Context, q store.Queue, cursor string) (sample store.Sample, after int64, found bool, err error) {
+	if cursor == "" {
+		sample, err = s.store.LatestSample(ctx, q.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Sample{}, 0, false, nil
+		}
+		if err != nil {
+			return store.Sample{}, 0, false, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+		}
+		return sample, 0, true, nil
+	}
+	c, err := decodeCursor(cursor)
+	if err != nil || c.queueID != q.ID {
+		return store.Sample{}, 0, false, fmt.Errorf("%w: not a cursor of queue %s", ErrBadCursor, q.Name)
+	}
+	sample, err = s.store.GetSample(ctx, c.sampleID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sample.QueueID != q.ID) {
+		return store.Sample{}, 0, false, fmt.Errorf("%w: the sample it points into is gone; start again", ErrBadCursor)
+	}
+	if err != nil {
+		return store.Sample{}, 0, false, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+	}
+	return sample, c.afterID, true, nil
+}
+
+// countSample fills a page's counts: the sample's tools, the messages the filter matches and,
+// with groupBy, their groups.
+func (s *Service) countSample(ctx context.Context, sample store.Sample, filter store.MessageFilter, groupBy *store.Field, out *MessagePage) error {
+	tools, err := s.store.SampleValueCounts(ctx, sample.ID, store.Field{Kind: store.FieldTool}, store.MessageFilter{})
+	if err != nil {
+		return err
+	}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, ToolCount{ToolName: t.Value, Count: t.Count})
+	}
+	if out.Matched, err = s.store.SampleMessageCount(ctx, sample.ID, filter); err != nil {
+		return err
+	}
+	if groupBy != nil {
 		counts, err := s.store.SampleValueCounts(ctx, sample.ID, *groupBy, filter)
 		if err != nil {
-			return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+			return err
 		}
 		out.Groups = valueGroups(counts)
 	}
+	return nil
+}
 
+// pageMessages fills a page's messages, those the filter matches after the id after, and the
+// cursor of the next page when there is one.
+func (s *Service) pageMessages(ctx context.Context, q store.Queue, sample store.Sample, filter store.MessageFilter, after int64, limit int, out *MessagePage) error {
 	// One more than a page tells whether there is a next page without a count query.
 	filter.AfterID, filter.Limit = after, limit+1
 	msgs, err := s.store.SampleMessages(ctx, sample.ID, filter)
 	if err != nil {
-		return MessagePage{}, fmt.Errorf("views: messages of %s: %w", q.Name, err)
+		return err
 	}
 	more := len(msgs) > limit
 	if more {
@@ -176,7 +213,7 @@ func (s *Service) Messages(ctx context.Context, queueID int64, mq MessageQuery) 
 	if more {
 		out.NextCursor = out.Messages[len(out.Messages)-1].Cursor
 	}
-	return out, nil
+	return nil
 }
 
 // Message returns one sampled message, from the newest sample that holds it.
