@@ -74,29 +74,8 @@ func (s *Server) streamEvents(c echo.Context) error {
 	defer beat.Stop()
 	base := s.baseURL(c)
 	for {
-		for {
-			alerts, err := s.opts.Views.AlertsAfter(ctx, last, views.MaxAlertPage)
-			if err != nil {
-				return nil // the response has begun: end the stream, the client resumes
-			}
-			for _, a := range alerts {
-				last = a.ID
-				if !filter.Match(a) {
-					continue
-				}
-				a.URL = base + a.Path
-				js, err := json.Marshal(a)
-				if err != nil {
-					return nil
-				}
-				if _, err := fmt.Fprintf(res, "id: %d\nevent: %s\ndata: %s\n\n", a.ID, a.Kind, js); err != nil {
-					return nil
-				}
-			}
-			res.Flush()
-			if len(alerts) < views.MaxAlertPage {
-				break
-			}
+		if last, ok = s.writeAlertsAfter(ctx, res, last, filter, base); !ok {
+			return nil // the response has begun: end the stream, the client resumes
 		}
 		select {
 		case <-ctx.Done():
@@ -120,6 +99,35 @@ func (s *Server) streamEvents(c echo.Context) error {
 				return nil
 			}
 			res.Flush()
+		}
+	}
+}
+
+// writeAlertsAfter writes the alerts after last that the filter matches, page by page, and
+// returns the newest alert read; false when the stream must end (a failed read or write).
+func (s *Server) writeAlertsAfter(ctx context.Context, res *echo.Response, last int64, filter notify.Filter, base string) (int64, bool) {
+	for {
+		alerts, err := s.opts.Views.AlertsAfter(ctx, last, views.MaxAlertPage)
+		if err != nil {
+			return last, false
+		}
+		for _, a := range alerts {
+			last = a.ID
+			if !filter.Match(a) {
+				continue
+			}
+			a.URL = base + a.Path
+			js, err := json.Marshal(a)
+			if err != nil {
+				return last, false
+			}
+			if _, err := fmt.Fprintf(res, "id: %d\nevent: %s\ndata: %s\n\n", a.ID, a.Kind, js); err != nil {
+				return last, false
+			}
+		}
+		res.Flush()
+		if len(alerts) < views.MaxAlertPage {
+			return last, true
 		}
 	}
 }
