@@ -210,7 +210,7 @@ func (d *detection) queue(q views.QueueSummary, current bool) error {
 		Path: views.QueuePageURL("", q.Ref), Group: views.QueueAlertGroup(q.ID)}
 	var raised []views.Alert
 	if current && q.IsDeadLetterQueue {
-		depth := q.Visible + q.InFlight + q.Delayed
+		depth := q.Held()
 		if depth > m.Depth {
 			if m.Pending == nil {
 				m.Pending = &pendingArrival{Since: *q.SampledAt, Seen: d.now}

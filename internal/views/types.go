@@ -129,6 +129,10 @@ type QueueSummary struct {
 	Sparkline []float64 `json:"-"`
 }
 
+// Held is every message the queue holds at its newest sample: visible, in flight and delayed,
+// as the health rules count a dead-letter queue's depth (store.AttributeSample.Held).
+func (q QueueSummary) Held() int64 { return q.Visible + q.InFlight + q.Delayed }
+
 // Misconfigured reports whether the advisor found something on the queue.
 func (q QueueSummary) Misconfigured() bool { return len(q.Advice) > 0 }
 
